@@ -1,0 +1,1 @@
+"""memhub: the Django project and core app."""

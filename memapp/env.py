@@ -1,0 +1,83 @@
+"""Typed readers for environment settings that fail loudly on bad values.
+
+Every variable memhub reads is documented in the README. A value that cannot be understood
+raises ImproperlyConfigured at start-up instead of being silently replaced by a default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+def _raw(name: str, env: Mapping[str, str] | None) -> str | None:
+    value = (os.environ if env is None else env).get(name)
+    return None if value is None else value.strip()
+
+
+def env_str(name: str, default: str = "", env: Mapping[str, str] | None = None) -> str:
+    value = _raw(name, env)
+    return default if value is None or value == "" else value
+
+
+def env_bool(name: str, default: bool, env: Mapping[str, str] | None = None) -> bool:
+    value = _raw(name, env)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered in TRUE_WORDS:
+        return True
+    if lowered in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no, on/off)"
+    )
+
+
+def env_int(
+    name: str, default: int, minimum: int | None = None, env: Mapping[str, str] | None = None
+) -> int:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    return number
+
+
+def env_path(name: str, default: Path, env: Mapping[str, str] | None = None) -> Path:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise ImproperlyConfigured(f"{name}={value!r} must be an absolute path")
+    return path
+
+
+_BIND = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+):(?P<port>\d{1,5})$")
+
+
+def env_bind(name: str, default: str, env: Mapping[str, str] | None = None) -> tuple[str, int]:
+    """Read a `host:port` address; a bare port means 127.0.0.1 so nothing is exposed by accident."""
+    value = env_str(name, default, env)
+    if value.isdigit():
+        value = f"127.0.0.1:{value}"
+    match = _BIND.match(value)
+    if not match:
+        raise ImproperlyConfigured(f"{name}={value!r} is not host:port (e.g. 127.0.0.1:8000)")
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        raise ImproperlyConfigured(f"{name}={value!r}: port must be 1-65535")
+    return match["host"], port

@@ -1,0 +1,122 @@
+"""Crash-safe writes and deletes inside a memory directory.
+
+A reader (an agent, a scan, team sync) must only ever see the old file or the new one, never a
+half-written one. `write_atomic` writes a temporary file beside the target, makes it durable, then
+renames it over the target (`rename(2)` is atomic within a file system) and makes the rename
+durable by syncing the directory.
+
+The temporary file is named `.<target name>.<random>.tmp`: hidden, and never ending in `.md`, so a
+scan of `*.md` files cannot pick it up, even after a crash leaves it behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+__all__ = ["delete_file", "write_atomic", "write_atomic_bytes"]
+
+# Mode for new files before the process umask is applied, as `open(path, "w")` would use.
+_NEW_FILE_MODE = 0o666
+_TEMP_ATTEMPTS = 100
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Replace the file at `path` with `text` encoded as UTF-8, atomically.
+
+    Raises `TypeError` if `text` is not a `str` and `UnicodeEncodeError` if it cannot be encoded
+    (lone surrogates); both before anything is written. See `write_atomic_bytes` for the rest.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace the file at `path` with `data`, atomically and durably.
+
+    - An existing file keeps its permission bits. A new file gets 0o666 minus the process umask
+      (0o644 under the usual umask 022), exactly like a file created with `open()`.
+    - A symlink at `path` is replaced by a regular file; the write never goes through the link
+      (the store root check is done on paths, and a link could point anywhere).
+    - The parent directory must exist (`FileNotFoundError` otherwise).
+    - On any failure the temporary file is removed, the target is left as it was, and the
+      exception propagates.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"data must be bytes, not {type(data).__name__}")
+    target = Path(path)
+    directory = target.parent
+    mode = _existing_mode(target)
+    fd, temp = _create_temp(directory, target.name)
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temp.replace(target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+        raise
+    _fsync_directory(directory)
+
+
+def delete_file(path: str | os.PathLike[str], *, missing_ok: bool = False) -> bool:
+    """Delete the file at `path` and make the deletion durable.
+
+    Returns True when a file was deleted, False when it was already gone and `missing_ok` is set
+    (otherwise `FileNotFoundError` propagates). A symlink is removed, not its target.
+    """
+    target = Path(path)
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise
+    _fsync_directory(target.parent)
+    return True
+
+
+def _existing_mode(target: Path) -> int | None:
+    try:
+        st = target.lstat()
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return None
+    return stat.S_IMODE(st.st_mode)
+
+
+def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
+    # Not tempfile.mkstemp: it creates files 0o600 regardless of umask, and a new memory file
+    # should get the same mode as any other file the user creates.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TEMP_ATTEMPTS):
+        temp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(temp, flags, _NEW_FILE_MODE), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a unique temporary file in {directory}")
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Some file systems refuse fsync on a directory (EINVAL). By then the rename or unlink has
+    # already happened and is visible, so reporting a failure would mislead the caller.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,550 @@
+"""The index of a memory directory: MEMORY.md.
+
+MEMORY.md holds one line per memory, `- [Title](file.md) — one-line hook`, and is loaded into
+every session, so the client caps it (200 lines, 25,000 bytes) and warns when it had to cut.
+`truncate_index` reproduces that cut; the entry helpers edit one entry while keeping every other
+byte of the file; `index_health` reports what memhub adds (dangling entries, unindexed files,
+over-long entries, closeness to the caps).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+from memapp.memdir.atomic import write_atomic_bytes
+from memapp.memdir.scan import scan_memory_files
+
+__all__ = [
+    "INDEX_FILENAME",
+    "MAX_ENTRY_CHARS",
+    "MAX_INDEX_BYTES",
+    "MAX_INDEX_LINES",
+    "IndexEntry",
+    "IndexHealth",
+    "IndexTruncation",
+    "add_or_update_index_entry",
+    "cut_to_bytes",
+    "format_index_entry",
+    "format_size",
+    "index_health",
+    "over_caps_reason",
+    "parse_index_entries",
+    "read_index",
+    "remove_from_index",
+    "remove_index_entry",
+    "truncate_index",
+    "upsert_index_entry",
+]
+
+INDEX_FILENAME = "MEMORY.md"
+MAX_INDEX_LINES = 200
+MAX_INDEX_BYTES = 25_000
+MAX_ENTRY_CHARS = 200
+
+# JavaScript's String.prototype.trim(): whitespace and line terminators, the BOM included.
+_TRIM = re.compile(r"\A[\s\ufeff]+|[\s\ufeff]+\Z")
+_FIX_HINT = "Keep index entries to one line under ~200 chars; move detail into topic files."
+
+
+# --- Truncation -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexTruncation:
+    """The index as the client loads it.
+
+    `line_count`, `byte_count` and both flags describe the original text (after stripping
+    surrounding whitespace, as the client does), not `content`.
+    """
+
+    content: str
+    line_count: int
+    byte_count: int
+    was_line_truncated: bool
+    was_byte_truncated: bool
+
+    @property
+    def was_truncated(self) -> bool:
+        return self.was_line_truncated or self.was_byte_truncated
+
+
+def format_size(num_bytes: int) -> str:
+    """A byte count as the client words it: `999 bytes`, `4KB`, `24.4KB`, `1.5MB`.
+
+    Units of 1024, one decimal rounded half up, a trailing `.0` dropped.
+
+    >>> format_size(25_000)
+    '24.4KB'
+    """
+    if num_bytes < 1024:
+        return f"{num_bytes} bytes"
+    value = Decimal(num_bytes)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            break
+    text = str(value.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    return f"{text.removesuffix('.0')}{unit}"
+
+
+def _utf8_len(text: str) -> int:
+    # surrogatepass: text decoded with surrogateescape must still be measurable.
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_to_bytes(text: str, max_bytes: int) -> str:
+    """Shorten `text` to at most `max_bytes` UTF-8 bytes, at the last newline when there is one.
+
+    The newline itself is dropped. Without a newline (other than at the very start) the cut is
+    hard, moved back so it never splits a multi-byte character.
+    """
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text
+    cut = encoded.rfind(b"\n", 0, max_bytes + 1)
+    if cut <= 0:
+        cut = max_bytes
+        while cut > 0 and encoded[cut] & 0xC0 == 0x80:
+            cut -= 1
+    return encoded[:cut].decode("utf-8", "surrogatepass")
+
+
+def over_caps_reason(
+    line_count: int,
+    byte_count: int,
+    max_lines: int,
+    max_bytes: int,
+    lines_over: bool,
+    bytes_over: bool,
+) -> str:
+    """The client's words for the caps that fired, with the figures.
+
+    `300 lines (limit: 200)`, `26.9KB (limit: 24.4KB)` or, when both fired, `300 lines and
+    26.9KB`.
+    """
+    if lines_over and bytes_over:
+        return f"{line_count} lines and {format_size(byte_count)}"
+    if lines_over:
+        return f"{line_count} lines (limit: {max_lines})"
+    return f"{format_size(byte_count)} (limit: {format_size(max_bytes)})"
+
+
+def truncate_index(
+    text: str, max_lines: int = MAX_INDEX_LINES, max_bytes: int = MAX_INDEX_BYTES
+) -> IndexTruncation:
+    """Cut MEMORY.md to the caps the client loads, appending a warning when anything was cut.
+
+    Lines first (the first `max_lines`), then, if still over `max_bytes` UTF-8 bytes, at the last
+    newline before the cap (a hard cut only when there is none). Surrounding whitespace (and a
+    byte order mark) is stripped first, as the client does; empty text has 0 lines and 0 bytes.
+    A 300-line file of short lines gives::
+
+        <first 200 lines>
+
+        > WARNING: MEMORY.md is 300 lines (limit: 200). Only part of it was loaded. Keep index
+        entries to one line under ~200 chars; move detail into topic files.
+
+    (one line in the result). Sizes are worded by `format_size`: `26.9KB (limit: 24.4KB) — index
+    entries are too long` when only the size fired, `300 lines and 26.9KB` when both did.
+    """
+    trimmed = _TRIM.sub("", text)
+    if not trimmed:
+        return IndexTruncation("", 0, 0, False, False)
+    line_count = trimmed.count("\n") + 1
+    byte_count = _utf8_len(trimmed)
+    lines_over = line_count > max_lines
+    bytes_over = byte_count > max_bytes
+    if not (lines_over or bytes_over):
+        return IndexTruncation(trimmed, line_count, byte_count, False, False)
+
+    truncated = "\n".join(trimmed.split("\n")[:max_lines]) if lines_over else trimmed
+    truncated = cut_to_bytes(truncated, max_bytes)
+    reason = over_caps_reason(line_count, byte_count, max_lines, max_bytes, lines_over, bytes_over)
+    if bytes_over and not lines_over:
+        reason += " — index entries are too long"
+    warning = (
+        f"\n\n> WARNING: {INDEX_FILENAME} is {reason}. Only part of it was loaded. {_FIX_HINT}"
+    )
+    return IndexTruncation(truncated + warning, line_count, byte_count, lines_over, bytes_over)
+
+
+# --- Entries ----------------------------------------------------------------------------------
+
+# A list item: `-`, `*`, `+` or `1.` / `1)`, at any indentation.
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
+# An inline link (not an image): text with escapes and one level of nested brackets, then a
+# destination in angle brackets or bare (balanced parentheses allowed), then an optional title.
+_LINK = re.compile(
+    r"""(?<!!)\[(?P<text>(?:\\.|[^\\\[\]\n]|\[(?:\\.|[^\\\[\]\n])*\])*)\]
+    \(\s*(?:<(?P<angle>[^<>\n]*)>|(?P<bare>[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*))
+    (?:\s+(?:"[^"\n]*"|'[^'\n]*'))?\s*\)""",
+    re.VERBOSE,
+)
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_HOOK_SEPARATOR = re.compile(r"\s*(?:—|–|--|-|:)?\s*")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One index line that is a list item with a link, such as `- [Title](file.md) — hook`.
+
+    `line_number` counts from 1. `target` is the link destination as written; `path` is the
+    file it names relative to the memory directory (`./a.md`, `<a.md>` and `a.md#why` all give
+    `a.md`; no percent-decoding), or None when the link is not a relative path inside the
+    directory (a URL, an absolute path, `../x.md`). `raw` is the line without its line ending
+    and `length` its length in characters.
+    """
+
+    line_number: int
+    title: str
+    target: str
+    path: str | None
+    hook: str
+    raw: str
+    length: int
+
+
+def _split_lines(text: str) -> list[tuple[str, str]]:
+    """`text` as (content, line ending) pairs; joining them gives back `text` exactly.
+
+    Only `\\n` ends a line; a `\\r` right before it belongs to the ending (`\\r\\n`). The last
+    pair has an empty ending when the text does not end with a newline.
+    """
+    lines = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end == -1:
+            lines.append((text[start:], ""))
+            break
+        content, ending = text[start:end], "\n"
+        if content.endswith("\r"):
+            content, ending = content[:-1], "\r\n"
+        lines.append((content, ending))
+        start = end + 1
+    return lines
+
+
+def _join_lines(lines: Iterable[tuple[str, str]]) -> str:
+    return "".join(content + ending for content, ending in lines)
+
+
+def _link_path(target: str) -> str | None:
+    if _SCHEME.match(target) or target.startswith(("/", "\\")):
+        return None
+    target = target.split("#", 1)[0]
+    if not target or "\\" in target or "\0" in target:
+        return None
+    normal = posixpath.normpath(target)
+    if normal in (".", "..") or normal.startswith("../") or normal.startswith("/"):
+        return None
+    return normal
+
+
+def _links(line: str) -> list[tuple[str, str]]:
+    return [
+        (match["text"], match["angle"] if match["angle"] is not None else match["bare"])
+        for match in _LINK.finditer(line)
+    ]
+
+
+def _parse_line(line_number: int, raw: str) -> IndexEntry | None:
+    item = _LIST_ITEM.match(raw)
+    if item is None:
+        return None
+    link = _LINK.search(raw, item.end())
+    if link is None:
+        return None
+    target = link["angle"] if link["angle"] is not None else link["bare"]
+    rest = raw[link.end() :]
+    hook = rest[_HOOK_SEPARATOR.match(rest).end() :].strip()
+    return IndexEntry(
+        line_number=line_number,
+        title=_ESCAPED.sub(r"\1", link["text"]),
+        target=target,
+        path=_link_path(target),
+        hook=hook,
+        raw=raw,
+        length=len(raw),
+    )
+
+
+def parse_index_entries(text: str) -> list[IndexEntry]:
+    """The entries of an index: list items holding a link (the first link is the entry's).
+
+    Other lines (headings, prose, blank lines, list items without a link) are not entries.
+    """
+    entries = []
+    for number, (content, _) in enumerate(_split_lines(text), start=1):
+        entry = _parse_line(number, content)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _clean_filename(filename: str) -> str:
+    path = _link_path(filename)
+    if (
+        path is None
+        or path != filename.removeprefix("./")
+        or any(c in filename for c in "\n\r#")
+        or posixpath.basename(path) == INDEX_FILENAME
+    ):
+        raise ValueError(f"not a topic file path relative to the memory directory: {filename!r}")
+    return path
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def format_index_entry(title: str, filename: str, hook: str = "") -> str:
+    """The index line for a memory: `- [Title](file.md) — hook`.
+
+    Whitespace runs (newlines included) in `title` and `hook` become one space; `\\`, `[` and
+    `]` in the title are backslash-escaped. An empty title falls back to `filename`; an empty
+    hook drops the ` — ` part. A filename with spaces or parentheses is written in angle
+    brackets (`[T](<my notes.md>)`). Raises `ValueError` for a `filename` that is not a clean
+    relative path (see `upsert_index_entry`).
+    """
+    path = _clean_filename(filename)
+    if any(c in path for c in "<>"):
+        raise ValueError(f"file name cannot be linked from the index: {filename!r}")
+    title = _one_line(title) or path
+    title = title.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    destination = f"<{path}>" if re.search(r"[\s()]", path) else path
+    line = f"- [{title}]({destination})"
+    hook = _one_line(hook)
+    return f"{line} — {hook}" if hook else line
+
+
+def _matches(content: str, path: str) -> bool:
+    entry = _parse_line(0, content)
+    return entry is not None and entry.path == path
+
+
+def upsert_index_entry(text: str, filename: str, line: str) -> str:
+    """`text` with the entry for `filename` set to `line`; every other byte is kept.
+
+    The entry is the first list item whose link names `filename` (also as `./file.md`,
+    `<file.md>` or `file.md#part`; no percent-decoding); it is replaced in place and keeps its
+    line ending. Later duplicates of it are removed. Without one, `line` is appended, using the
+    file's line ending (`\\r\\n` if its last line ending is one) and keeping whether the file
+    ends with a newline (an empty file gets `line` and `\\n`).
+
+    Raises `ValueError` if `filename` is not a relative topic file path (no `..`, `#`,
+    backslash or newline, not MEMORY.md), or if `line` spans more than one line or is not
+    an entry linking to `filename`.
+    """
+    path = _clean_filename(filename)
+    if "\n" in line or "\r" in line:
+        raise ValueError("an index entry must be a single line")
+    if not _matches(line, path):
+        raise ValueError(f"index entry does not link to {filename!r}: {line!r}")
+    lines = _split_lines(text)
+    matching = [i for i, (content, _) in enumerate(lines) if _matches(content, path)]
+    if matching:
+        first, *duplicates = matching
+        lines[first] = (line, lines[first][1])
+        return _remove_lines(lines, set(duplicates))
+    if not lines:
+        return line + "\n"
+    ending = next((e for _, e in reversed(lines) if e), "\n")
+    last_content, last_ending = lines[-1]
+    if last_ending:
+        lines.append((line, ending))
+    else:
+        if ending == "\n" and last_content.endswith("\r"):
+            # A bare "\n" after a trailing "\r" would read back as one "\r\n" ending.
+            ending = "\r\n"
+        lines[-1] = (last_content, ending)
+        lines.append((line, ""))
+    return _join_lines(lines)
+
+
+def _remove_lines(lines: list[tuple[str, str]], drop: set[int]) -> str:
+    if not drop:
+        return _join_lines(lines)
+    ends_with_newline = bool(lines[-1][1])
+    kept = [pair for i, pair in enumerate(lines) if i not in drop]
+    if kept and not ends_with_newline:
+        kept[-1] = (kept[-1][0], "")
+    return _join_lines(kept)
+
+
+def remove_index_entry(text: str, filename: str) -> str:
+    """`text` without the entries linking to `filename`; every other byte is kept.
+
+    When the file did not end with a newline, it still does not. Raises `ValueError` for a bad
+    `filename`, as `upsert_index_entry` does.
+    """
+    path = _clean_filename(filename)
+    lines = _split_lines(text)
+    return _remove_lines(lines, {i for i, (c, _) in enumerate(lines) if _matches(c, path)})
+
+
+# --- Files ------------------------------------------------------------------------------------
+
+
+def _read_index_bytes(directory: str | os.PathLike[str]) -> bytes | None:
+    try:
+        return (Path(directory) / INDEX_FILENAME).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def read_index(directory: str | os.PathLike[str]) -> str:
+    """The text of `directory`/MEMORY.md; "" when missing, invalid UTF-8 replaced by U+FFFD."""
+    data = _read_index_bytes(directory)
+    return "" if data is None else data.decode("utf-8", "replace")
+
+
+def _edit_index(directory: str | os.PathLike[str], edit: Callable[[str], str]) -> bool:
+    data = _read_index_bytes(directory)
+    # surrogateescape: bytes that are not UTF-8 survive the edit unchanged.
+    text = "" if data is None else data.decode("utf-8", "surrogateescape")
+    new = edit(text).encode("utf-8", "surrogateescape")
+    if new == (data or b""):
+        return False
+    write_atomic_bytes(Path(directory) / INDEX_FILENAME, new)
+    return True
+
+
+def add_or_update_index_entry(directory: str | os.PathLike[str], filename: str, line: str) -> bool:
+    """Set the entry for `filename` in `directory`/MEMORY.md to `line` (see `upsert_index_entry`).
+
+    A missing MEMORY.md is created. The file is rewritten atomically, and only when it changes;
+    bytes that are not valid UTF-8 are kept as they were. Returns whether it was written.
+    """
+    return _edit_index(directory, lambda text: upsert_index_entry(text, filename, line))
+
+
+def remove_from_index(directory: str | os.PathLike[str], filename: str) -> bool:
+    """Remove the entries for `filename` from `directory`/MEMORY.md; whether it was written.
+
+    A missing MEMORY.md stays missing.
+    """
+    if _read_index_bytes(directory) is None:
+        _clean_filename(filename)
+        return False
+    return _edit_index(directory, lambda text: remove_index_entry(text, filename))
+
+
+# --- Health -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexHealth:
+    """What is wrong with a directory's index, and how close it is to the caps.
+
+    - `missing_targets`: entries whose link is a relative `.md` path with no file on disk (URLs
+      and other link kinds are ignored).
+    - `unindexed`: topic files (relative `/`-separated paths, as scanned) that no link in the
+      index names; links anywhere in the file count, not only entries.
+    - `long_entries`: entries longer than `MAX_ENTRY_CHARS` characters.
+    - `line_fraction` / `byte_fraction`: share of each cap used (above 1.0 when over).
+    - `invalid_utf8`: MEMORY.md is not valid UTF-8; it was read with U+FFFD replacements.
+    """
+
+    exists: bool
+    invalid_utf8: bool
+    line_count: int
+    byte_count: int
+    max_lines: int
+    max_bytes: int
+    was_line_truncated: bool
+    was_byte_truncated: bool
+    entries: tuple[IndexEntry, ...]
+    missing_targets: tuple[IndexEntry, ...]
+    unindexed: tuple[str, ...]
+    long_entries: tuple[IndexEntry, ...]
+
+    @property
+    def line_fraction(self) -> float:
+        return self.line_count / self.max_lines
+
+    @property
+    def byte_fraction(self) -> float:
+        return self.byte_count / self.max_bytes
+
+    @property
+    def was_truncated(self) -> bool:
+        return self.was_line_truncated or self.was_byte_truncated
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.invalid_utf8
+            or self.was_truncated
+            or self.missing_targets
+            or self.unindexed
+            or self.long_entries
+        )
+
+
+def index_health(
+    directory: str | os.PathLike[str],
+    exclude: Iterable[str] = (),
+    *,
+    max_lines: int = MAX_INDEX_LINES,
+    max_bytes: int = MAX_INDEX_BYTES,
+) -> IndexHealth:
+    """Check `directory`/MEMORY.md against the topic files on disk and the caps.
+
+    `exclude` names top-level entries left out of the file scan (e.g. `("team", "logs")` for a
+    private store). A missing MEMORY.md is healthy-but-empty: every topic file is unindexed.
+    """
+    root = Path(directory)
+    data = _read_index_bytes(root)
+    invalid_utf8 = False
+    if data is None:
+        text = ""
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", "replace")
+            invalid_utf8 = True
+    truncation = truncate_index(text, max_lines, max_bytes)
+    entries = tuple(parse_index_entries(text))
+
+    missing = tuple(
+        entry
+        for entry in entries
+        if entry.path is not None
+        and entry.path.endswith(".md")
+        and not (root / entry.path).is_file()
+    )
+    linked = {
+        path
+        for content, _ in _split_lines(text)
+        for _, target in _links(content)
+        if (path := _link_path(target)) is not None
+    }
+    unindexed = tuple(
+        header.path
+        for header in scan_memory_files(root, limit=None, exclude=tuple(exclude))
+        if header.path not in linked and posixpath.basename(header.path) != INDEX_FILENAME
+    )
+    return IndexHealth(
+        exists=data is not None,
+        invalid_utf8=invalid_utf8,
+        line_count=truncation.line_count,
+        byte_count=truncation.byte_count,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+        was_line_truncated=truncation.was_line_truncated,
+        was_byte_truncated=truncation.was_byte_truncated,
+        entries=entries,
+        missing_targets=missing,
+        unindexed=tuple(sorted(unindexed)),
+        long_entries=tuple(e for e in entries if e.length > MAX_ENTRY_CHARS),
+    )

@@ -1,0 +1,253 @@
+"""Path security: validating memory keys and configured directory overrides (DESIGN §4).
+
+A *key* is the relative path of a file inside a store, as it arrives from a request, a git tree or
+a snapshot. `validate_key` is the only way from a key to a path on disk: it either returns the
+joined path, guaranteed inside the store root lexically and after resolving symlinks, or raises
+`PathTraversalError` naming the rule that was broken. Nothing here touches the disk except
+`lstat` and `realpath`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import unquote
+
+# Stable rule ids, each with the words used in error messages.
+RULES: dict[str, str] = {
+    "not-text": "a key must be text",
+    "empty": "the key is empty",
+    "nul-byte": "the key contains a NUL byte",
+    "drive-or-unc": "the key has a Windows drive or UNC form",
+    "absolute": "the key is an absolute path",
+    "backslash": "the key contains a backslash",
+    "encoded-traversal": "URL-decoding or NFKC normalisation turns the key into a path traversal",
+    "dotdot": "the key has a '..' segment",
+    "dot-segment": "the key has a '.' segment",
+    "empty-segment": "the key has an empty segment ('//' or a trailing '/')",
+    "outside-root": "the key resolves outside the store root",
+    "symlink-escape": "a symlink takes the key outside the store root",
+    "dangling-symlink": "the key goes through a dangling symlink",
+    "symlink-loop": "the key goes through a symlink loop",
+    "permission-denied": "the key's path cannot be inspected (permission denied)",
+    "unresolvable": "the key's path cannot be resolved",
+}
+
+_DRIVE = re.compile(r"[A-Za-z]:")
+_UNC_PREFIXES = ("\\\\", "//")
+# Tokens that URL-decoding or NFKC must not introduce into a key.
+_TRAVERSAL_TOKENS = ("..", "/", "\\", "\0")
+# Fail closed on keys whose decoded forms do not settle quickly (nested encodings).
+_MAX_DECODE_DEPTH = 8
+_MAX_VARIANTS = 64
+_MAX_QUOTED_KEY = 120
+
+
+class PathTraversalError(ValueError):
+    """A key (or a store root) failed a path-security rule; nothing may be read or written.
+
+    `rule` is a stable id from `RULES`; `key` is the offending key, unchanged; `detail` is for
+    logs only (it may name server paths) and is kept out of the message, which API responses
+    may show.
+    """
+
+    def __init__(self, rule: str, key: object, detail: str = "") -> None:
+        self.rule = rule
+        self.key = key
+        self.detail = detail
+        super().__init__(f"unsafe memory key {_quote(key)}: {RULES[rule]} [{rule}]")
+
+
+def _quote(key: object) -> str:
+    """repr() of the key, shortened, so a message never carries raw control characters."""
+    if isinstance(key, str) and len(key) > _MAX_QUOTED_KEY:
+        return repr(key[:_MAX_QUOTED_KEY]) + "..."
+    return repr(key)
+
+
+def _decoded_variants(key: str) -> set[str] | None:
+    """Every form reachable from `key` by repeated URL-decoding and NFKC, or None if unbounded.
+
+    Both orders matter: `％２ｆ` only becomes `/` through NFKC then URL-decoding, `%EF%BC%8F`
+    (fullwidth solidus) only through URL-decoding then NFKC.
+    """
+    seen = {key}
+    frontier = [key]
+    for _ in range(_MAX_DECODE_DEPTH):
+        new: list[str] = []
+        for form in frontier:
+            for nxt in (unquote(form), unicodedata.normalize("NFKC", form)):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    new.append(nxt)
+        if not new:
+            return seen
+        if len(seen) > _MAX_VARIANTS:
+            return None
+        frontier = new
+    return None
+
+
+def _introduces_traversal(key: str) -> bool:
+    variants = _decoded_variants(key)
+    if variants is None:
+        return True
+    for form in variants:
+        if any(form.count(tok) > key.count(tok) for tok in _TRAVERSAL_TOKENS):
+            return True
+        if _DRIVE.match(form) and not _DRIVE.match(key):
+            return True
+    return False
+
+
+def _check_syntax(key: str) -> None:
+    if key == "":
+        raise PathTraversalError("empty", key)
+    if "\0" in key:
+        raise PathTraversalError("nul-byte", key)
+    if _DRIVE.match(key) or key.startswith(_UNC_PREFIXES):
+        raise PathTraversalError("drive-or-unc", key)
+    if key.startswith("/"):
+        raise PathTraversalError("absolute", key)
+    if "\\" in key:
+        raise PathTraversalError("backslash", key)
+    if _introduces_traversal(key):
+        raise PathTraversalError("encoded-traversal", key)
+    segments = key.split("/")
+    if ".." in segments:
+        raise PathTraversalError("dotdot", key)
+    if "." in segments:
+        raise PathTraversalError("dot-segment", key)
+    if "" in segments:
+        raise PathTraversalError("empty-segment", key)
+
+
+def _is_inside(path: str, root: str) -> bool:
+    """Strictly below `root`; the trailing separator keeps `/x/team-evil` out of `/x/team`."""
+    return path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def _os_error_rule(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "dangling-symlink"
+    if exc.errno == errno.ELOOP:
+        return "symlink-loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission-denied"
+    return "unresolvable"
+
+
+def _real_path(path: str, key: object) -> str:
+    """The real path of `path`: its deepest existing ancestor with symlinks resolved, plus the
+    components that do not exist yet. Any doubt (loop, dangling link, EACCES) raises."""
+    existing = path
+    missing: list[str] = []
+    while True:
+        try:
+            os.lstat(existing)
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            parent, name = os.path.split(existing)
+            if parent == existing:  # pragma: no cover - "/" always exists
+                break
+            missing.append(name)
+            existing = parent
+        except OSError as exc:
+            raise PathTraversalError(_os_error_rule(exc), key, str(exc)) from exc
+    try:
+        real = os.path.realpath(existing, strict=True)
+    except OSError as exc:
+        raise PathTraversalError(_os_error_rule(exc), key, str(exc)) from exc
+    return str(Path(real, *reversed(missing)))
+
+
+def validate_key(root: str | os.PathLike[str], key: str) -> Path:
+    """Check `key` against every rule of DESIGN §4 and return `root / key`.
+
+    The returned path is absolute and lexically inside `root` (symlinks are *not* resolved in
+    it, so callers see the path they asked for), and its real path is inside the real root.
+    Raises `PathTraversalError` (a `ValueError`) with a `rule` id from `RULES` otherwise:
+    a `..` segment is refused even where it would resolve inside the root, and so are `.` and
+    empty segments, because two spellings of one file would be two keys in the mirror.
+    Symlinks inside the store that stay inside it are allowed; a dangling symlink, a symlink
+    loop or a permission error on the way fails closed. The root itself need not exist yet.
+    """
+    if not isinstance(key, str):
+        raise PathTraversalError("not-text", key)
+    _check_syntax(key)
+    abs_root = os.path.normpath(Path(root).absolute())
+    joined = os.path.normpath(Path(abs_root, key))
+    if not _is_inside(joined, abs_root):
+        raise PathTraversalError("outside-root", key)
+    real_root = _real_path(abs_root, key)
+    real = _real_path(joined, key)
+    if not _is_inside(real, real_root):
+        raise PathTraversalError("symlink-escape", key, f"real path {real!r}")
+    return Path(joined)
+
+
+def _home_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$HOME` from `env` (or `os.environ`); without one, the account's home from the password
+    database, as `os.path.expanduser` does. Never mixes `env` with `os.environ`."""
+    environ = os.environ if env is None else env
+    home = environ.get("HOME")
+    if home:
+        return Path(home)
+    try:
+        import pwd
+
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):  # pragma: no cover - non-POSIX or no passwd entry
+        return Path.home()
+
+
+def _check_override(
+    raw: object, env: Mapping[str, str] | None, expand_tilde: bool
+) -> tuple[Path | None, str | None]:
+    if not isinstance(raw, str) or raw == "":
+        return None, "empty or not text"
+    if "\0" in raw:
+        return None, "contains a NUL byte"
+    candidate = raw
+    home = os.path.normpath(_home_dir(env))
+    if expand_tilde and raw in ("~", "~/"):
+        return None, "'~' would be the home directory itself"
+    if expand_tilde and raw.startswith("~/"):
+        # Concatenate, as Node's path.join does: "~//etc" is inside home, not "/etc".
+        candidate = home + "/" + raw[2:]
+    if _DRIVE.match(candidate) or candidate.startswith(_UNC_PREFIXES):
+        return None, "a Windows drive or UNC path"
+    if not Path(candidate).is_absolute():
+        return None, "not an absolute path"
+    normalized = os.path.normpath(candidate)
+    if len(normalized) < 3:
+        return None, "shorter than 3 characters"
+    if home == normalized or _is_inside(home, normalized):
+        return None, "the home directory itself or one of its parents"
+    return Path(unicodedata.normalize("NFC", normalized)), None
+
+
+def memory_dir_override_problem(
+    raw: object, env: Mapping[str, str] | None = None, *, expand_tilde: bool = True
+) -> str | None:
+    """Why `validate_memory_dir_override` refuses `raw`, in words; None when it is accepted."""
+    return _check_override(raw, env, expand_tilde)[1]
+
+
+def validate_memory_dir_override(
+    raw: object, env: Mapping[str, str] | None = None, *, expand_tilde: bool = True
+) -> Path | None:
+    """A configured memory directory, normalised, or None when it must be ignored (DESIGN §4).
+
+    Accepted: an absolute path of at least 3 characters (after lexical normalisation), with no
+    NUL, that is not a drive root, not UNC (`//server`, `\\\\server`), and neither the home
+    directory nor one of its ancestors. `~/rest` is expanded against `$HOME` of `env` when
+    `expand_tilde` (settings files); environment overrides pass `expand_tilde=False`, as the
+    client does. The result is NFC-normalised like the client's, symlinks unresolved.
+    Use `memory_dir_override_problem` for the reason of a refusal.
+    """
+    return _check_override(raw, env, expand_tilde)[0]

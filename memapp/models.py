@@ -1,0 +1,141 @@
+"""The database is a mirror of what is on disk (DESIGN §1), plus flags and events."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Project(models.Model):
+    """A project: keyed by its repo slug `owner/repo`, else its sanitized memory dir name."""
+
+    key = models.CharField(max_length=255, unique=True)
+    name = models.CharField(max_length=255, blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="memhub_projects"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.name or self.key
+
+
+class StoreQuerySet(models.QuerySet):
+    def visible_to(self, user) -> StoreQuerySet:
+        """Private and agent stores only to their owner (staff included); team stores to members."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            Q(owner=user) | Q(kind=Store.Kind.TEAM, project__members=user)
+        ).distinct()
+
+
+class Store(models.Model):
+    """One memory directory on disk: a user's private store, a team store or an agent's memory."""
+
+    class Kind(models.TextChoices):
+        PRIVATE = "private"
+        TEAM = "team"
+        AGENT = "agent"
+
+    class Origin(models.TextChoices):
+        DISCOVERED = "discovered", "discovered on this host"
+        MANAGED = "managed", "kept in memhub's data dir"
+
+    class AgentScope(models.TextChoices):
+        USER = "user"
+        PROJECT = "project"
+        LOCAL = "local"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    path = models.CharField(max_length=4096, unique=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="stores"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memhub_stores",
+        help_text="Private and agent stores are visible only to this user.",
+    )
+    mount = models.CharField(max_length=255, blank=True, help_text="team/<mount>/ of newer clients")
+    agent_type = models.CharField(max_length=255, blank=True)
+    agent_scope = models.CharField(max_length=16, choices=AgentScope.choices, blank=True)
+    exclude = models.JSONField(
+        default=list, blank=True, help_text="Top-level entries that are stores of their own."
+    )
+    file_count = models.PositiveIntegerField(default=0)
+    scanned_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StoreQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project__key", "kind", "mount", "agent_type"]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.path})"
+
+    @property
+    def label(self) -> str:
+        if self.kind == self.Kind.TEAM:
+            return f"team/{self.mount}" if self.mount else "team"
+        if self.kind == self.Kind.AGENT:
+            return f"agent {self.agent_type} ({self.agent_scope} scope)"
+        return "private"
+
+
+class FlagValue(models.Model):
+    """A stored flag value: global when `project` is empty, else that project's override."""
+
+    name = models.CharField(max_length=64)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="flag_values"
+    )
+    value = models.JSONField()
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(project__isnull=True), name="one_global_flag_value"
+            ),
+            models.UniqueConstraint(fields=["name", "project"], name="one_flag_value_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.project.key if self.project_id else "global"
+        return f"{self.name} [{scope}] = {self.value!r}"
+
+
+class Event(models.Model):
+    """Something that happened (DESIGN §12). Fields are whitelisted per kind in `memapp.events`."""
+
+    kind = models.CharField(max_length=32, db_index=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
+    store = models.ForeignKey(
+        Store, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    fields = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M:%S}"

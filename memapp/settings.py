@@ -1,0 +1,163 @@
+"""Django settings for memhub: one module, every value read from the environment (see README)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from memapp.env import env_bind, env_bool, env_int, env_path, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _default_data_dir() -> Path:
+    """Inside the checkout when run from one (git-ignored `var/`), else the XDG data home."""
+    if (BASE_DIR / "manage.py").exists():
+        return BASE_DIR / "var"
+    return Path.home() / ".local" / "share" / "memhub"
+
+
+MEMHUB_DATA_DIR = env_path("MEMHUB_DATA_DIR", _default_data_dir())
+MEMHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """An explicit key wins; else one generated on first start, kept (0600) in the data dir."""
+    explicit = env_str("MEMHUB_SECRET_KEY")
+    if explicit:
+        return explicit
+    path = MEMHUB_DATA_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        path.touch(mode=0o600)
+        path.write_text(key)
+        return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("MEMHUB_DEBUG", False)
+
+MEMHUB_BIND = env_bind("MEMHUB_BIND", "127.0.0.1:8000")
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in env_str("MEMHUB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
+    if host.strip()
+]
+if MEMHUB_BIND[0] not in ("0.0.0.0", "::", "[::]") and MEMHUB_BIND[0] not in ALLOWED_HOSTS:
+    ALLOWED_HOSTS.append(MEMHUB_BIND[0])
+CSRF_TRUSTED_ORIGINS = [
+    origin.strip() for origin in env_str("MEMHUB_CSRF_TRUSTED_ORIGINS").split(",") if origin.strip()
+]
+
+# Discovery of the local user's agent memory (DESIGN §1, §3).
+MEMHUB_DISCOVER = env_bool("MEMHUB_DISCOVER", True)
+MEMHUB_LOCAL_OWNER = env_str("MEMHUB_LOCAL_OWNER")
+
+# Team sync (DESIGN §1, §10): the default remote is a bare repository inside the data dir.
+MEMHUB_TEAM_REMOTE = env_str("MEMHUB_TEAM_REMOTE", str(MEMHUB_DATA_DIR / "team-remote.git"))
+
+# Recall (DESIGN §7): without a key memhub recalls offline.
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
+
+MEMHUB_STALE_DAYS = env_int("MEMHUB_STALE_DAYS", 30, minimum=1)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_htmx",
+    "memapp",
+    "teamsync",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memapp.urls"
+WSGI_APPLICATION = "memapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_SQLITE_DEFAULT = {
+    "ENGINE": "django.db.backends.sqlite3",
+    "NAME": MEMHUB_DATA_DIR / "memhub.sqlite3",
+}
+DATABASE_URL = env_str("DATABASE_URL")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL) if DATABASE_URL else _SQLITE_DEFAULT}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers proceed during a write; IMMEDIATE avoids "database is locked" upgrades.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Serve straight from the source folders: no collectstatic step for a one-command start.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Agent API bodies up to 5 MB (DESIGN §15).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("MEMHUB_LOG_LEVEL", "INFO")},
+}

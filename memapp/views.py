@@ -1,0 +1,52 @@
+"""Pages of the review UI. Views stay thin: fetching, access rules and writes live elsewhere."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memapp.discovery import discover_local_stores, local_owner
+from memapp.models import Store
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    stores = (
+        Store.objects.visible_to(request.user)
+        .select_related("project", "owner")
+        .order_by(F("project__key").asc(nulls_last=True), "kind", "mount", "agent_type")
+    )
+    groups = [
+        (project, list(project_stores))
+        for project, project_stores in groupby(stores, key=lambda store: store.project)
+    ]
+    owner = local_owner()
+    context = {
+        "groups": groups,
+        "store_count": len(stores),
+        "file_count": sum(store.file_count for store in stores),
+        "discover": settings.MEMHUB_DISCOVER,
+        "is_local_owner": owner is not None and owner.pk == request.user.pk,
+    }
+    return render(request, "memapp/home.html", context)
+
+
+@login_required
+@require_POST
+def rescan(request: HttpRequest) -> HttpResponse:
+    if not settings.MEMHUB_DISCOVER:
+        messages.error(request, "Discovery is off on this server (MEMHUB_DISCOVER=0).")
+        return redirect("home")
+    result = discover_local_stores()
+    messages.success(
+        request,
+        f"Rescanned: {result.found} memory director{'y' if result.found == 1 else 'ies'} found.",
+    )
+    return redirect("home")

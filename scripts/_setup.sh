@@ -1,0 +1,40 @@
+# Shared by scripts/run and scripts/test: a virtual environment with memhub installed.
+# Idempotent: the install step reruns only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "memhub: '$*' needs root; run it as root or install sudo." >&2; return 1; fi
+}
+
+apt_install() {
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@"
+}
+
+setup_venv() {
+  local extra="${1:-}"
+  local python="${PYTHON:-python3}"
+  if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "memhub needs Python 3.11 or newer as '$python' (set PYTHON=/path/to/python3.11)." >&2
+    exit 1
+  fi
+  if [ ! -x .venv/bin/python ]; then
+    if ! "$python" -m venv .venv 2>/dev/null; then
+      rm -rf .venv
+      echo "memhub: installing python3-venv (Debian/Ubuntu) …" >&2
+      apt_install python3-venv
+      "$python" -m venv .venv
+    fi
+  fi
+  local stamp=".venv/.memhub-installed${extra:+-$extra}"
+  local want
+  want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "memhub: installing dependencies into .venv …" >&2
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".${extra:+[$extra]}"
+    echo "$want" > "$stamp"
+  fi
+}

@@ -1,0 +1,1 @@
+"""Team sync: push and pull team memory through a shared git repository."""

@@ -1,0 +1,101 @@
+"""Shared fixtures: named users (alice owns, bob is a teammate, charlie an outsider, sam is
+staff), memory directories in temp dirs, and Debian's chromium for the browser tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API in tests
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture
+def screenshot(page):
+    """Save a full-page screenshot under test-artifacts/ (CI keeps them for a person to look at)."""
+
+    def take(name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+def _user(django_user_model, username: str, **extra):
+    return django_user_model.objects.create_user(username=username, password=PASSWORD, **extra)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    """The admin who runs memhub on her machine: the local owner of discovered directories."""
+    return django_user_model.objects.create_superuser(username="alice", password=PASSWORD)
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return _user(django_user_model, "bob")
+
+
+@pytest.fixture
+def charlie(django_user_model):
+    return _user(django_user_model, "charlie")
+
+
+@pytest.fixture
+def sam(django_user_model):
+    return _user(django_user_model, "sam", is_staff=True)
+
+
+def write_memory(
+    directory: Path, filename: str, name: str, description: str, type_: str, body: str = "Body.\n"
+) -> Path:
+    """A topic file in the DESIGN §2 format."""
+    path = directory / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"---\nname: {name}\ndescription: {description}\ntype: {type_}\n---\n{body}",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def memory_base(tmp_path, monkeypatch):
+    """A Claude Code memory base with one project (private + team) and one agent memory."""
+    base = tmp_path / "claude"
+    private = base / "projects" / "-home-alice-app" / "memory"
+    write_memory(private, "user_role.md", "Role", "Alice is a backend engineer", "user")
+    write_memory(private, "feedback_tests.md", "Real DB", "Tests hit a real database", "feedback")
+    (private / "MEMORY.md").write_text(
+        "- [Role](user_role.md) — who Alice is\n- [Real DB](feedback_tests.md) — no mocks\n"
+    )
+    team = private / "team"
+    write_memory(team, "project_release.md", "Release", "Release freeze 2026-03-05", "project")
+    (team / "MEMORY.md").write_text("- [Release](project_release.md) — freeze date\n")
+    agent = base / "agent-memory" / "code-reviewer"
+    write_memory(agent, "reference_style.md", "Style", "Style guide lives in docs/", "reference")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base))
+    monkeypatch.delenv("CLAUDE_CODE_REMOTE_MEMORY_DIR", raising=False)
+    return base

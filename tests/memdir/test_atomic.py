@@ -1,0 +1,225 @@
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from memapp.memdir import atomic
+from memapp.memdir.atomic import delete_file, write_atomic, write_atomic_bytes
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def test_it_writes_utf8_text(tmp_path):
+    target = tmp_path / "user_role.md"
+    write_atomic(target, "Ana — ünïcode ✓\n")
+    assert target.read_bytes() == "Ana — ünïcode ✓\n".encode()
+    assert _names(tmp_path) == ["user_role.md"]
+
+
+def test_it_replaces_existing_content(tmp_path):
+    target = tmp_path / "a.md"
+    target.write_text("old old old old\n")
+    write_atomic(str(target), "new\n")
+    assert target.read_text() == "new\n"
+    assert _names(tmp_path) == ["a.md"]
+
+
+def test_it_writes_text_exactly_without_newline_translation(tmp_path):
+    target = tmp_path / "a.md"
+    write_atomic(target, "a\r\nb\rc\n")
+    assert target.read_bytes() == b"a\r\nb\rc\n"
+
+
+def test_it_writes_empty_text(tmp_path):
+    target = tmp_path / "a.md"
+    target.write_text("something")
+    write_atomic(target, "")
+    assert target.read_bytes() == b""
+
+
+def test_it_writes_bytes(tmp_path):
+    target = tmp_path / "a.md"
+    write_atomic_bytes(target, b"\xff\xfe not utf-8")
+    assert target.read_bytes() == b"\xff\xfe not utf-8"
+
+
+@pytest.mark.parametrize("value", [b"bytes", None, 3, ["a"]])
+def test_it_refuses_text_that_is_not_str(tmp_path, value):
+    with pytest.raises(TypeError):
+        write_atomic(tmp_path / "a.md", value)
+    assert _names(tmp_path) == []
+
+
+def test_it_refuses_bytes_that_are_not_bytes(tmp_path):
+    with pytest.raises(TypeError):
+        write_atomic_bytes(tmp_path / "a.md", "text")
+    assert _names(tmp_path) == []
+
+
+def test_unencodable_text_leaves_the_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "a.md"
+    target.write_text("old\n")
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(target, "lone surrogate \udc80")
+    assert target.read_text() == "old\n"
+    assert _names(tmp_path) == ["a.md"]
+
+
+def test_a_failing_replace_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    target = tmp_path / "a.md"
+    target.write_text("old\n")
+
+    def boom(self, other):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(Path, "replace", boom)
+    with pytest.raises(OSError, match="disk on fire"):
+        write_atomic(target, "new\n")
+    assert target.read_text() == "old\n"
+    assert _names(tmp_path) == ["a.md"]
+
+
+def test_a_failing_write_leaves_the_old_file_and_no_temp(tmp_path, monkeypatch):
+    target = tmp_path / "a.md"
+    target.write_text("old\n")
+    real_write = os.write
+    calls = []
+
+    def half_then_fail(fd, data):
+        if calls:
+            raise OSError("no space left")
+        calls.append(fd)
+        return real_write(fd, bytes(data[:3]))
+
+    monkeypatch.setattr(atomic.os, "write", half_then_fail)
+    with pytest.raises(OSError, match="no space left"):
+        write_atomic(target, "new content\n")
+    assert calls, "the write was attempted"
+    assert target.read_text() == "old\n"
+    assert _names(tmp_path) == ["a.md"]
+
+
+def test_a_failing_fsync_leaves_no_target_when_there_was_none(tmp_path, monkeypatch):
+    def fail(fd):
+        raise OSError("I/O error")
+
+    monkeypatch.setattr(atomic.os, "fsync", fail)
+    with pytest.raises(OSError, match="I/O error"):
+        write_atomic(tmp_path / "new.md", "text")
+    assert _names(tmp_path) == []
+
+
+def test_an_interrupt_also_cleans_up(tmp_path, monkeypatch):
+    def interrupt(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.os, "fsync", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "new.md", "text")
+    assert _names(tmp_path) == []
+
+
+def test_the_temp_file_is_hidden_and_not_markdown(tmp_path, monkeypatch):
+    seen = []
+    real_replace = Path.replace
+
+    def spy(self, other):
+        seen.append(self.name)
+        assert _names(tmp_path) == [self.name]
+        return real_replace(self, other)
+
+    monkeypatch.setattr(Path, "replace", spy)
+    write_atomic(tmp_path / "topic.md", "x")
+    [name] = seen
+    assert name.startswith(".topic.md.")
+    assert not name.endswith(".md")
+    assert Path(name).suffix == ".tmp"
+
+
+def test_it_keeps_the_permission_bits_of_the_file_it_replaces(tmp_path):
+    target = tmp_path / "a.md"
+    target.write_text("old")
+    target.chmod(0o640)
+    write_atomic(target, "new")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    target.chmod(0o604)
+    write_atomic(target, "newer")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o604
+
+
+def test_a_new_file_gets_the_usual_mode_under_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "a.md", "x")
+        os.umask(0o077)
+        write_atomic(tmp_path / "b.md", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.md").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "b.md").stat().st_mode) == 0o600
+
+
+def test_a_symlink_is_replaced_not_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    store = tmp_path / "store"
+    store.mkdir()
+    link = store / "a.md"
+    link.symlink_to(outside)
+    write_atomic(link, "memory")
+    assert outside.read_text() == "precious"
+    assert not link.is_symlink()
+    assert link.read_text() == "memory"
+
+
+def test_a_missing_parent_directory_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        write_atomic(tmp_path / "team" / "a.md", "x")
+    assert _names(tmp_path) == []
+
+
+def test_a_directory_in_the_way_raises_and_cleans_up(tmp_path):
+    (tmp_path / "a.md").mkdir()
+    with pytest.raises(OSError):
+        write_atomic(tmp_path / "a.md", "x")
+    assert _names(tmp_path) == ["a.md"]
+    assert (tmp_path / "a.md").is_dir()
+
+
+def test_it_syncs_the_file_and_the_directory(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+
+    def spy(fd):
+        synced.append(stat.S_ISDIR(os.fstat(fd).st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", spy)
+    write_atomic(tmp_path / "a.md", "x")
+    assert synced == [False, True]
+
+
+def test_delete_file_removes_the_file(tmp_path):
+    target = tmp_path / "a.md"
+    target.write_text("x")
+    assert delete_file(target) is True
+    assert _names(tmp_path) == []
+
+
+def test_delete_file_of_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        delete_file(tmp_path / "gone.md")
+    assert delete_file(tmp_path / "gone.md", missing_ok=True) is False
+
+
+def test_delete_file_removes_a_symlink_not_its_target(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    link = tmp_path / "a.md"
+    link.symlink_to(outside)
+    assert delete_file(link) is True
+    assert outside.read_text() == "precious"
+    assert not link.exists()
