@@ -12,8 +12,8 @@ from django.db import transaction
 from memapp.events import record_event
 from memapp.memdir.discovery import FoundStore, discover_memory_dirs
 from memapp.memdir.paths import memory_base
+from memapp.mirror import rescan_store
 from memapp.models import Project, Store
-from memapp.stores import refresh_store
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
         removed = stale.count()
         stale.delete()
     for store in Store.objects.filter(path__in=seen):
-        refresh_store(store)
+        rescan_store(store)
         if progress is not None:
             progress(store)
     result = DiscoveryResult(found=len(found), removed=removed)

@@ -74,6 +74,9 @@ class Store(models.Model):
     )
     file_count = models.PositiveIntegerField(default=0)
     scanned_at = models.DateTimeField(null=True, blank=True)
+    index_stats = models.JSONField(
+        default=dict, blank=True, help_text="MEMORY.md caps and problems as of the last scan."
+    )
 
     objects = StoreQuerySet.as_manager()
 
@@ -90,6 +93,84 @@ class Store(models.Model):
         if self.kind == self.Kind.AGENT:
             return f"agent {self.agent_type} ({self.agent_scope} scope)"
         return "private"
+
+
+DAY_MS = 86_400_000
+
+
+class MemoryFileQuerySet(models.QuerySet):
+    def visible_to(self, user) -> MemoryFileQuerySet:
+        return self.filter(store__in=Store.objects.visible_to(user))
+
+    def matching(self, filters: dict, now_ms: int, stale_days: int) -> MemoryFileQuerySet:
+        """Apply the review UI's filters (cleaned FilterForm data); empty values mean "any"."""
+        qs = self
+        if query := filters.get("q"):
+            qs = qs.filter(
+                Q(name__icontains=query)
+                | Q(description__icontains=query)
+                | Q(body__icontains=query)
+                | Q(path__icontains=query)
+            )
+        if memory_type := filters.get("type"):
+            qs = qs.filter(type="" if memory_type == "untyped" else memory_type)
+        if scope := filters.get("scope"):
+            qs = qs.filter(store__kind=scope)
+        age = filters.get("age")
+        if age == "stale":
+            qs = qs.filter(mtime_ms__lt=now_ms - stale_days * DAY_MS)
+        elif age:
+            qs = qs.filter(mtime_ms__gt=now_ms - (int(age) + 1) * DAY_MS)
+        problem = filters.get("problem")
+        if problem == "broken":
+            qs = qs.exclude(problem="")
+        elif problem == "why_how":
+            qs = qs.filter(type__in=["feedback", "project"]).exclude(missing_sections=[])
+        elif problem == "unindexed":
+            qs = qs.filter(in_index=False)
+        elif problem == "dangling":
+            qs = qs.exclude(dangling_links=[])
+        elif problem == "relative_dates":
+            qs = qs.exclude(relative_dates=[])
+        order = {"name": ["name", "path"], "type": ["type", "-mtime_ms"]}
+        return qs.order_by(*order.get(filters.get("sort") or "", ["-mtime_ms", "path"]))
+
+
+class MemoryFile(models.Model):
+    """The mirror of one topic file: its header fields and what the review UI filters on."""
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024, help_text="Relative to the store, '/'-separated.")
+    name = models.CharField(max_length=1000, blank=True)
+    description = models.TextField(blank=True)
+    type = models.CharField(max_length=16, blank=True, help_text="Empty when untyped.")
+    type_form = models.CharField(max_length=16, blank=True)
+    size = models.BigIntegerField()
+    mtime_ms = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    links = models.JSONField(default=list, blank=True)
+    dangling_links = models.JSONField(default=list, blank=True)
+    problem = models.TextField(blank=True, help_text="Why the frontmatter is empty or broken.")
+    body = models.TextField(blank=True, help_text="For search; capped for huge files.")
+    missing_sections = models.JSONField(default=list, blank=True)
+    relative_dates = models.JSONField(default=list, blank=True)
+    in_index = models.BooleanField(default=False)
+
+    objects = MemoryFileQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["store", "path"], name="one_mirror_row_per_file"),
+        ]
+        indexes = [models.Index(fields=["store", "-mtime_ms"], name="memoryfile_newest")]
+        ordering = ["-mtime_ms", "path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
 class FlagValue(models.Model):

@@ -2,11 +2,23 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from memapp import views
+from memapp.views import home, memories, stores
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("rescan/", views.rescan, name="rescan"),
+    path("", home.home, name="home"),
+    path("rescan/", home.rescan, name="rescan"),
+    path("search/", stores.search, name="search"),
+    path("stores/<int:store_id>/", stores.store_detail, name="store"),
+    path("stores/<int:store_id>/rescan/", stores.store_rescan, name="store_rescan"),
+    path("stores/<int:store_id>/health/", stores.store_health, name="store_health"),
+    path("stores/<int:store_id>/health/rebuild-index/", stores.rebuild_index, name="rebuild_index"),
+    path("stores/<int:store_id>/new/", memories.memory_create, name="memory_create"),
+    path("stores/<int:store_id>/lint/", memories.memory_lint, name="memory_lint"),
+    path("stores/<int:store_id>/m/<path:path>/edit/", memories.memory_edit, name="memory_edit"),
+    path(
+        "stores/<int:store_id>/m/<path:path>/forget/", memories.memory_forget, name="memory_forget"
+    ),
+    path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -496,11 +496,14 @@ def index_health(
     *,
     max_lines: int = MAX_INDEX_LINES,
     max_bytes: int = MAX_INDEX_BYTES,
+    files: Iterable[str] | None = None,
 ) -> IndexHealth:
     """Check `directory`/MEMORY.md against the topic files on disk and the caps.
 
     `exclude` names top-level entries left out of the file scan (e.g. `("team", "logs")` for a
-    private store). A missing MEMORY.md is healthy-but-empty: every topic file is unindexed.
+    private store). `files`, the topic files' relative paths, saves a second scan when the
+    caller has just scanned. A missing MEMORY.md is healthy-but-empty: every topic file is
+    unindexed.
     """
     root = Path(directory)
     data = _read_index_bytes(root)
@@ -529,10 +532,10 @@ def index_health(
         for _, target in _links(content)
         if (path := _link_path(target)) is not None
     }
+    if files is None:
+        files = (h.path for h in scan_memory_files(root, limit=None, exclude=tuple(exclude)))
     unindexed = tuple(
-        header.path
-        for header in scan_memory_files(root, limit=None, exclude=tuple(exclude))
-        if header.path not in linked and posixpath.basename(header.path) != INDEX_FILENAME
+        path for path in files if path not in linked and posixpath.basename(path) != INDEX_FILENAME
     )
     return IndexHealth(
         exists=data is not None,

@@ -1,0 +1,151 @@
+"""Writes to memory stores. Each is one verb-first function: disk first, atomically, then the
+mirror, then an event. Views and the API only call these."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import re
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+
+from django.conf import settings
+
+from memapp.events import record_event
+from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.frontmatter import Memory, detect_type_form, parse_memory, render_memory
+from memapp.memdir.index import (
+    add_or_update_index_entry,
+    format_index_entry,
+    index_health,
+    remove_from_index,
+)
+from memapp.memdir.keys import validate_key
+from memapp.mirror import rescan_store
+from memapp.models import MemoryFile, Store
+
+
+class EditConflict(Exception):
+    """The file changed on disk since the form was opened; nothing was written."""
+
+    def __init__(self, path: str, disk_text: str, disk_sha256: str) -> None:
+        super().__init__(f"{path} changed on disk since it was opened")
+        self.path, self.disk_text, self.disk_sha256 = path, disk_text, disk_sha256
+
+
+@contextlib.contextmanager
+def store_lock(store: Store):
+    """One writer per store across processes (MEMORY.md edits are read-modify-write).
+
+    The lock file lives in memhub's data dir, never in the agent's memory directory.
+    """
+    locks = settings.MEMHUB_DATA_DIR / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(store.path.encode()).hexdigest()[:32]
+    with (locks / f"{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def sha256_text(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _slug(text: str, sep: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", sep, ascii_text.lower()).strip(sep)[:60] or "memory"
+
+
+def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -> str:
+    """A file name in the directory's own style: `<slug>.md` for newer clients (type under
+    `metadata:`), `<type>_<words>.md` otherwise; never an existing file."""
+    if form == "metadata":
+        stem = _slug(name, "-")
+    else:
+        stem = _slug(name, "_")
+        if memory_type:
+            stem = f"{memory_type}_{stem}"
+    candidate, n = f"{stem}.md", 2
+    while (root / candidate).exists():
+        candidate, n = f"{stem}-{n}.md", n + 1
+    return candidate
+
+
+def do_save_memory(
+    store: Store,
+    user,
+    *,
+    name: str,
+    description: str,
+    memory_type: str | None,
+    body: str,
+    path: str | None = None,
+    base_sha256: str | None = None,
+    via: str = "ui",
+) -> MemoryFile:
+    """Create (path None) or update a topic file and its MEMORY.md line.
+
+    An update whose `base_sha256` no longer matches the file on disk raises EditConflict and
+    writes nothing, so an edit never overwrites a change made behind the form's back.
+    """
+    root = Path(store.path)
+    with store_lock(store):
+        created = path is None
+        if created:
+            form = detect_type_form(str(root))
+            path = new_memory_path(root, name, memory_type, form)
+            previous = Memory(type_form=form, has_frontmatter=True)
+        target = validate_key(root, path)
+        if not created:
+            data = target.read_bytes()
+            if base_sha256 is not None and sha256_text(data) != base_sha256:
+                raise EditConflict(path, data.decode("utf-8", "replace"), sha256_text(data))
+            previous = parse_memory(data, path=path)
+        # replace() keeps the file's other keys and its problem: render_memory refuses a file
+        # whose header is not closed within 30 lines rather than adding a second header.
+        memory = replace(
+            previous,
+            name=name,
+            description=description,
+            type=memory_type,
+            body=body,
+            type_form=previous.type_form or "top",
+            has_frontmatter=True,
+            path=path,
+        )
+        write_atomic(target, render_memory(memory))
+        add_or_update_index_entry(root, path, format_index_entry(name, path, description))
+        rescan_store(store)
+    record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
+    return store.files.get(path=path)
+
+
+def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
+    """Delete a topic file and its MEMORY.md line; the mirror follows."""
+    root = Path(store.path)
+    with store_lock(store):
+        target = validate_key(root, path)
+        delete_file(target, missing_ok=True)
+        remove_from_index(root, path)
+        rescan_store(store)
+    record_event("memory_forgotten", store=store, user=user, path=path, via=via)
+
+
+def do_rebuild_index_entries(store: Store, user) -> list[str]:
+    """Add a MEMORY.md line for each topic file missing from it; existing lines stay as they are."""
+    root = Path(store.path)
+    with store_lock(store):
+        health = index_health(root, exclude=tuple(store.exclude))
+        files = {f.path: f for f in store.files.filter(path__in=health.unindexed)}
+        for path in health.unindexed:
+            file = files.get(path)
+            title = file.title if file else path.removesuffix(".md")
+            hook = file.description if file else ""
+            add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
+        rescan_store(store)
+    return list(health.unindexed)

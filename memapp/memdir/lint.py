@@ -1,0 +1,330 @@
+"""Memory-quality checks shown in the review UI (DESIGN §2).
+
+A memory's edit form shows warnings for it (`memory_warnings`), and a store's health page lists
+problems across memories (`relative_dates`, `missing_why_how`, `near_duplicates`). None of these
+block a save: they are advice, worded for a person.
+
+The checks favour precision over recall. A warning that fires on ordinary technical prose teaches
+people to ignore warnings, so `relative_dates` skips recurring habits ("every Monday",
+"Mondays"), weekday ranges ("Monday to Friday"), weekdays attached to an absolute date
+("Thursday, March 5, 2026") and everything inside code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+from math import ceil
+
+__all__ = [
+    "STRUCTURED_TYPES",
+    "memory_warnings",
+    "missing_why_how",
+    "near_duplicates",
+    "relative_dates",
+]
+
+STRUCTURED_TYPES = ("feedback", "project")
+"""Memory types whose bodies should carry **Why:** and **How to apply:** (DESIGN §2)."""
+
+# --- code masking --------------------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_INLINE_CODE = re.compile(
+    # A run of N backticks up to the next run of exactly N, within one paragraph (CommonMark).
+    r"(?<!`)(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks)(?!`)",
+    re.DOTALL,
+)
+# Stands in for masked code: not a word character and not whitespace, so nothing matches across
+# it ("next `x` Tuesday" must not read as "next Tuesday").
+_MASK = "\x00"
+
+
+def _mask_fenced(text: str) -> str:
+    """`text` with every fenced code block (fences included) replaced by empty lines.
+
+    An unclosed fence runs to the end of the text, as in CommonMark.
+    """
+    out: list[str] = []
+    fence = ""
+    for line in text.split("\n"):
+        if fence:
+            stripped = line.strip()
+            if (
+                len(line) - len(line.lstrip(" ")) <= 3
+                and stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+            ):
+                fence = ""
+            out.append("")
+            continue
+        opened = _FENCE_OPEN.match(line)
+        # A backtick fence's info string may not contain backticks (that is inline code).
+        if opened and not (opened["fence"][0] == "`" and "`" in opened["info"]):
+            fence = opened["fence"]
+            out.append("")
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _mask_code(text: str) -> str:
+    return _INLINE_CODE.sub(_MASK, _mask_fenced(text))
+
+
+# --- relative dates ------------------------------------------------------------------------
+
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_ABSOLUTE_DATE = (
+    r"(?:\d{4}-\d{2}-\d{2}"  # 2026-03-05
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"  # March 5, 2026
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+\d{{4}})?)"  # 5 March 2026
+)
+_DAY_PART = r"(?:\s+(?:morning|afternoon|evening|night))?"
+_QUANTITY = (
+    r"(?:\d+|a\s+few|a\s+couple(?:\s+of)?|couple\s+of|a|an|one|two|three|four|five|six|seven"
+    r"|eight|nine|ten|eleven|twelve|few|several)"
+)
+_SHORT_UNIT = r"(?:seconds?|minutes?|hours?)"
+_LONG_UNIT = r"(?:days?|weeks?|fortnights?|months?|years?)"
+_PERIOD = r"(?:week|weekend|fortnight|month|quarter|year|sprint)"
+_MODIFIER = r"(?:this\s+(?:past|coming)|this|next|last|past|coming|upcoming)"
+
+# Matched first at any position and then thrown away: forms that mention a day without being a
+# relative date.
+_NOT_RELATIVE = [
+    rf"(?:{_MODIFIER}\s+)?{_WEEKDAY},?\s+(?:the\s+)?{_ABSOLUTE_DATE}",  # Thursday, March 5
+    rf"{_ABSOLUTE_DATE},?\s*\(?{_WEEKDAY}\)?",  # 2026-03-05 (Thursday)
+    rf"(?:every|each)\s+(?:other\s+|second\s+|alternate\s+)?{_WEEKDAY}",  # every Monday
+    rf"{_WEEKDAY}\s*(?:-|–|—|to|through|thru|until)\s*{_WEEKDAY}",  # Monday to Friday
+]
+_RELATIVE = [
+    r"(?:the\s+)?day\s+(?:after\s+tomorrow|before\s+yesterday)",
+    r"(?:the\s+)?week\s+after\s+next",
+    rf"{_QUANTITY}\s+(?:{_SHORT_UNIT}|{_LONG_UNIT})\s+(?:ago|from\s+(?:now|today|tomorrow))",
+    rf"in\s+{_QUANTITY}\s+{_LONG_UNIT}",
+    rf"(?:end|start|beginning|middle)\s+of\s+(?:the\s+|this\s+|next\s+|last\s+)?(?:day|{_PERIOD})",
+    rf"{_MODIFIER}\s+{_WEEKDAY}{_DAY_PART}",
+    rf"{_MODIFIER}\s+(?:{_PERIOD}|morning|afternoon|evening|night)",
+    rf"(?:today|tomorrow|yesterday){_DAY_PART}",
+    r"tonight",
+    r"eod|eow|eom",
+    rf"{_WEEKDAY}{_DAY_PART}",
+]
+_DATE_PATTERN = re.compile(
+    r"\b(?:(?P<skip>{})|(?P<hit>{}))\b".format("|".join(_NOT_RELATIVE), "|".join(_RELATIVE)),
+    re.IGNORECASE,
+)
+# Every match is bounded by \b, so plural weekdays ("Mondays") and "weekday" never match.
+
+
+def relative_dates(text: str) -> list[str]:
+    """The relative date and time expressions in `text`, as written, in order of appearance.
+
+    Found: today/tonight/tomorrow/yesterday (with an optional "morning", "night"…), "the day after
+    tomorrow", weekday names alone or with this/next/last/coming/past ("Thursday",
+    "next Tuesday"), this/next/last + a period ("last week", "this morning", "next sprint"),
+    "in two weeks", "two days ago", "a week from now", "end of the week", EOD/EOW/EOM.
+    "today's API" yields "today".
+
+    Not found: ISO or written-out dates ("2026-03-05", "March 5, 2026"), weekdays attached to one
+    ("Thursday, 2026-03-05"), recurring habits ("every Monday", "Mondays are deploy days"),
+    weekday ranges ("Monday to Friday"), "weekday", short durations ("in 30 seconds"), and
+    anything inside inline code or fenced code blocks.
+
+    Matching ignores case. Runs of whitespace inside a match are shown as one space, and an
+    expression repeated (in any case) is listed once, as first written.
+    """
+    found: list[str] = []
+    seen: set[str] = set()
+    for match in _DATE_PATTERN.finditer(_mask_code(text)):
+        if match["hit"] is None:
+            continue
+        expression = " ".join(match["hit"].split())
+        key = expression.casefold()
+        if key not in seen:
+            seen.add(key)
+            found.append(expression)
+    return found
+
+
+# --- Why / How to apply --------------------------------------------------------------------
+
+
+def _label_pattern(words: str) -> re.Pattern[str]:
+    # Bold anywhere ("Rule. **Why:** reason", "**Why**: reason"), or plain/emphasised at the
+    # start of a line, list item or quote ("Why: reason", "- _How to apply:_ …").
+    return re.compile(
+        rf"(?P<b>\*\*|__)\s*{words}\s*(?::\s*(?P=b)|(?P=b)\s*:)"
+        rf"|^[ \t]*(?:>[ \t]*)?(?:[-*+][ \t]+)?(?:\*\*|__|\*|_)?{words}(?:\*\*|__|\*|_)?[ \t]*:",
+        re.IGNORECASE | re.MULTILINE,
+    )
+
+
+_SECTIONS = (
+    ("Why", _label_pattern(r"why")),
+    ("How to apply", _label_pattern(r"how\s+to\s+apply")),
+)
+
+
+def _normal_type(memory_type: str | None) -> str:
+    return (memory_type or "").strip().lower()
+
+
+def missing_why_how(memory_type: str | None, body: str) -> list[str]:
+    """Which of "Why" and "How to apply" a feedback or project body lacks, in that order.
+
+    A label counts when written as `**Why:**` or `**Why**:` (or with `__`) anywhere, or as
+    `Why:` / `*Why:*` at the start of a line, list item or quote; case is ignored and labels
+    inside code do not count. Other types (and untyped memories) always give [].
+    """
+    if _normal_type(memory_type) not in STRUCTURED_TYPES:
+        return []
+    text = _mask_code(body)
+    return [label for label, pattern in _SECTIONS if not pattern.search(text)]
+
+
+# --- near duplicates -----------------------------------------------------------------------
+
+# Function words that carry no meaning on their own. Words that flip or narrow a rule stay in:
+# negations ("not", "never", "dont"), "only", and order or direction ("before", "after", "up",
+# "down", "off"). Two memories that differ only by such a word score below 1.0 but usually still
+# above the threshold, which is wanted: contradictory memories need a reviewer as much as copies.
+_STOPWORD_TEXT = """
+    a about am an and are as at be because been being between both but by can could did do does
+    doing during for from had has have having he her here hers herself him himself his how i if
+    in into is it its itself just me my myself of on or our ours ourselves she should so such
+    than that the their theirs them themselves then there these they this those through to too
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_APOSTROPHES = re.compile(r"['’]")
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def _tokens(description: str) -> list[str]:
+    text = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", description).casefold())
+    return [word for word in _TOKEN.findall(text) if word not in _STOPWORDS]
+
+
+def near_duplicates(
+    items: Iterable[tuple[str, str]], threshold: float = 0.8
+) -> list[tuple[str, str, float]]:
+    """Pairs of keys whose descriptions say nearly the same thing, most similar first.
+
+    Each description is normalised: NFKC, case-folded, apostrophes dropped ("don't" → "dont"),
+    other punctuation treated as a space, stopwords removed. The similarity of two normalised
+    descriptions is the mean of the Jaccard index of their word sets and difflib's ratio of the
+    words joined by single spaces. Pairs scoring at least `threshold` are returned as
+    `(earlier key, later key, score)`, keys in input order and the score rounded to 4 places,
+    sorted by score descending, then by input position. Identical normalised text scores exactly
+    1.0. Items whose description is empty after normalisation (None, blank, only stopwords) are
+    ignored.
+
+    Only pairs sharing a word are scored. Since a ratio is at most 1, a pair reaching `threshold`
+    needs a Jaccard index of at least `2 * threshold - 1`, and each description is indexed only
+    by its rarest words, enough of them that two sets with that overlap must share one (prefix
+    filtering). Above a threshold of 0.5 this finds every qualifying pair; at 0.5 or below,
+    pairs with no word in common are not considered.
+    """
+    keys: list[str] = []
+    joined: list[str] = []
+    sets: list[frozenset[str]] = []
+    for key, description in items:
+        words = _tokens(description or "")
+        if words:
+            keys.append(key)
+            joined.append(" ".join(words))
+            sets.append(frozenset(words))
+
+    frequency: dict[str, int] = defaultdict(int)
+    for words in sets:
+        for word in words:
+            frequency[word] += 1
+
+    min_jaccard = max(0.0, 2 * threshold - 1)
+    # Prefix filtering: with words ordered rarest first, two sets whose Jaccard index is at least
+    # j share a word among the first len - ceil(j * len) + 1 of each.
+    postings: dict[str, list[int]] = defaultdict(list)
+    candidates: set[tuple[int, int]] = set()
+    for i, words in enumerate(sets):
+        ordered = sorted(words, key=lambda word: (frequency[word], word))
+        prefix = ordered[: len(ordered) - ceil(min_jaccard * len(ordered) - 1e-9) + 1]
+        for word in prefix:
+            for j in postings[word]:
+                candidates.add((j, i))
+            postings[word].append(i)
+
+    floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
+    found: list[tuple[int, int, float]] = []
+    for i, j in candidates:
+        if joined[i] == joined[j]:
+            found.append((i, j, 1.0))
+            continue
+        jaccard = len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+        matcher = difflib.SequenceMatcher(None, joined[i], joined[j], autojunk=False)
+        # Cheap upper bounds on the ratio first; most candidates stop here.
+        if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
+            continue
+        if (jaccard + matcher.quick_ratio()) / 2 < floor:
+            continue
+        score = (jaccard + matcher.ratio()) / 2
+        if score >= floor:
+            found.append((i, j, round(score, 4)))
+
+    found.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
+    return [(keys[i], keys[j], score) for i, j, score in found]
+
+
+# --- edit-form warnings --------------------------------------------------------------------
+
+_SECTION_ADVICE = {
+    "Why": "should say why (an incident, a preference)",
+    "How to apply": "should say when and where it applies",
+}
+
+
+def memory_warnings(
+    memory_type: str | None, body: str, description: str | None = None
+) -> list[str]:
+    """Warnings for a memory's edit form, in this order; [] when there is nothing to say.
+
+    - `Description is empty: recall relies on it to pick this memory.` when `description` is
+      given but blank (None means "not being edited" and is not checked);
+    - `Description should be one line.` when it spans lines (a trailing newline is fine);
+    - for feedback and project memories, per missing label (see `missing_why_how`), e.g.
+      `Missing **Why:** — feedback memories should say why (an incident, a preference).` and
+      `Missing **How to apply:** — project memories should say when and where it applies.`;
+    - for project memories, per relative date in the description or body (see
+      `relative_dates`): `Relative date "next Tuesday": project memories must use absolute dates
+      (e.g. 2026-03-05).`
+    """
+    warnings: list[str] = []
+    if description is not None:
+        text = description.strip()
+        if not text:
+            warnings.append("Description is empty: recall relies on it to pick this memory.")
+        elif "\n" in text or "\r" in text:
+            warnings.append("Description should be one line.")
+
+    kind = _normal_type(memory_type)
+    for label in missing_why_how(kind, body):
+        warnings.append(f"Missing **{label}:** — {kind} memories {_SECTION_ADVICE[label]}.")
+
+    if kind == "project":
+        # A blank line keeps the two apart: no expression or code span runs across them.
+        for expression in relative_dates(f"{description or ''}\n\n{body}"):
+            warnings.append(
+                f'Relative date "{expression}": project memories must use absolute dates '
+                "(e.g. 2026-03-05)."
+            )
+    return warnings

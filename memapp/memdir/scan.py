@@ -1,0 +1,352 @@
+"""Scanning a memory directory: the headers of its topic files, newest first (DESIGN §6).
+
+A scan never writes: files and directories are opened read-only with ``O_NOATIME`` where the
+kernel allows it (our own files, or as root), so neither mtimes nor atimes change (mtimes order
+every scan and give every memory its age).
+
+Symlinks inside the directory are skipped, files and directories alike: a link could lead outside
+the store (to ``~/.ssh``, say), and a scan must only ever read the store itself. The directory
+passed in may itself be a symlink (a memory dir kept on another disk).
+
+Rescans are incremental: a :class:`ScanCache` remembers each file's header under its
+``(mtime, size, ctime)``, so a rescan of an unchanged directory only stats its files. The ctime is
+there because it cannot be set back: a peer that rewrites a file (in place or by renaming a new
+one over it) and restores its mtime still changes it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+import os
+import stat
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .frontmatter import (
+    BINARY_FILE,
+    HEADER_LINES,
+    HEADER_NOT_CLOSED,
+    TypeForm,
+    decode_bytes,
+    parse_header,
+)
+
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "MemoryHeader",
+    "ScanCache",
+    "format_manifest",
+    "format_mtime",
+    "scan_memory_files",
+]
+
+INDEX_NAME = "MEMORY.md"
+# A scan reads at most the first 30 lines and at most this many bytes of a file, so a 10 MB file
+# (or a 10 MB single line) costs no more than a small one.
+MAX_HEAD_BYTES = 64 * 1024
+_FIRST_READ = 8 * 1024  # enough for the first 30 lines of nearly every memory
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a file swapped for a FIFO between stat and open must not hang the scan.
+_OPEN_FLAGS |= getattr(os, "O_NONBLOCK", 0)
+# O_NOATIME is only allowed on files we own (or as root); elsewhere open() would fail with EPERM.
+_NOATIME = getattr(os, "O_NOATIME", 0)
+_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
+_S_IFMT, _S_IFREG, _S_IFDIR = 0o170000, stat.S_IFREG, stat.S_IFDIR  # file type bits of st_mode
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHeader:
+    """One topic file as a scan sees it.
+
+    ``path`` is relative to the scanned directory, ``/``-separated. ``problem`` says why the
+    header could not be read (invalid YAML, not closed within 30 lines, binary, unreadable...).
+    """
+
+    path: str
+    mtime_ms: int
+    size: int
+    name: str | None
+    description: str | None
+    type: str | None
+    type_form: TypeForm | None
+    problem: str | None
+    has_frontmatter: bool = False
+
+
+# st_mtime_ns, st_size, st_ctime_ns, header
+_Entry = tuple[int, int, int, MemoryHeader]
+_Key = tuple[str, frozenset[str]]  # directory, excluded top-level names
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """A directory as last scanned: its files' stamps and headers by subdirectory ("" for the
+    top, else "sub/dir/") and name, how many there are, and all headers in scan order."""
+
+    dirs: dict[str, dict[str, _Entry]]
+    count: int
+    ordered: list[MemoryHeader]
+
+
+_NOTHING = _Snapshot({}, 0, [])
+
+
+class ScanCache:
+    """Headers of files already read, by directory, each valid while its file's stat is unchanged.
+
+    Each scan of a directory replaces that directory's entries with the files it found, so files
+    since deleted do not linger; at most ``max_directories`` directories are kept (least recently
+    scanned dropped first). Safe to share between threads: snapshots are never mutated once
+    published, and publishing takes a lock.
+
+    ``hits`` counts files whose header came from the cache (stat only), ``misses`` files opened.
+    """
+
+    def __init__(self, max_directories: int = 256) -> None:
+        self.max_directories = max_directories
+        self._dirs: OrderedDict[_Key, _Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def _get(self, key: _Key) -> _Snapshot:
+        return self._dirs.get(key, _NOTHING)
+
+    def _put(self, key: _Key, snapshot: _Snapshot, hits: int, misses: int) -> None:
+        with self._lock:
+            self._dirs[key] = snapshot
+            self._dirs.move_to_end(key)
+            while len(self._dirs) > self.max_directories:
+                self._dirs.popitem(last=False)
+            self.hits += hits
+            self.misses += misses
+
+    def __len__(self) -> int:
+        """Number of files cached, over all directories."""
+        with self._lock:
+            return sum(snapshot.count for snapshot in self._dirs.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._dirs.clear()
+            self.hits = self.misses = 0
+
+
+_default_cache = ScanCache()
+
+
+def scan_memory_files(
+    directory: str | os.PathLike[str],
+    limit: int | None = 200,
+    exclude: Iterable[str] = (),
+    cache: ScanCache | None = None,
+) -> list[MemoryHeader]:
+    """Headers of every ``*.md`` file under ``directory`` except ``MEMORY.md`` (at any depth).
+
+    Newest mtime first (ties by path), at most ``limit`` of them (``None``: all). ``exclude``
+    names top-level entries to leave out, e.g. ``("team", "logs")`` for a private store. Only the
+    first 30 lines (and at most :data:`MAX_HEAD_BYTES`) of each file are read, and only when the
+    file changed since ``cache`` (default: one cache per process) last saw it.
+
+    A missing directory gives ``[]``. Subdirectories that cannot be listed are skipped; a file
+    that cannot be read or parsed is listed with its ``problem``. Raises ``OSError`` only when
+    ``directory`` exists but cannot be listed.
+    """
+    if cache is None:
+        cache = _default_cache
+    root = str(Path(directory).absolute())
+    excluded = frozenset((exclude,) if isinstance(exclude, str) else exclude)
+    key = (root, excluded)
+    previous = cache._get(key)
+    dirs: dict[str, dict[str, _Entry]] = {}
+    count = hits = misses = 0
+
+    # Directories are listed through descriptors opened with O_NOATIME (listing a directory
+    # refreshes its atime otherwise) and files are opened relative to them.
+    # This loop runs once per file on every rescan: keep it lean (no per-file allocation beyond
+    # the stat on a cache hit).
+    stack = [("", root)]
+    while stack:
+        prefix, path = stack.pop()
+        try:
+            dir_fd = _open_directory(path, follow=not prefix)
+        except OSError as exc:
+            if prefix:
+                continue  # an unreadable subdirectory must not hide the rest
+            if isinstance(exc, FileNotFoundError | NotADirectoryError):
+                return []
+            raise
+        lookup = previous.dirs.get(prefix, _NO_FILES).get
+        found: dict[str, _Entry] = {}
+        try:
+            with os.scandir(dir_fd) as listing:
+                for entry in listing:
+                    name = entry.name
+                    if not prefix and name in excluded:
+                        continue
+                    # Symlinks are neither files nor directories here (see the module docstring).
+                    if not name.endswith(".md") or name == INDEX_NAME:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append((f"{prefix}{name}/", f"{path}/{name}"))
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # deleted since the directory was listed
+                    kind = st.st_mode & _S_IFMT
+                    if kind != _S_IFREG:
+                        if kind == _S_IFDIR:
+                            stack.append((f"{prefix}{name}/", f"{path}/{name}"))
+                        continue
+                    cached = lookup(name)
+                    if (
+                        cached is not None
+                        and cached[0] == st.st_mtime_ns
+                        and cached[1] == st.st_size
+                        and cached[2] == st.st_ctime_ns
+                    ):
+                        found[name] = cached
+                    else:
+                        header = _read_header(name, dir_fd, prefix + name, st)
+                        found[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
+                        misses += 1
+        except OSError:
+            if not prefix:
+                raise
+        finally:
+            os.close(dir_fd)
+        if found:
+            dirs[prefix] = found
+            count += len(found)
+
+    hits = count - misses
+    if not misses and count == previous.count:
+        ordered = previous.ordered  # same files (each hit is a distinct cached one), unchanged
+    else:
+        items = [(prefix + name, e) for prefix, files in dirs.items() for name, e in files.items()]
+        # Two stable sorts with plain keys are much faster than one sort of tuples.
+        items.sort(key=_first)
+        items.sort(key=_newest_first)
+        ordered = [e[3] for _rel, e in items]
+    cache._put(key, _Snapshot(dirs, count, ordered), hits, misses)
+    return ordered[:limit]
+
+
+_NO_FILES: dict[str, _Entry] = {}
+_first = operator.itemgetter(0)
+
+
+def _newest_first(item: tuple[str, _Entry]) -> int:
+    return -item[1][0]
+
+
+def _open_directory(path: str, follow: bool) -> int:
+    flags = _DIR_FLAGS if follow else _DIR_FLAGS | _NOFOLLOW
+    if _NOATIME:
+        try:
+            return os.open(path, flags | _NOATIME)
+        except PermissionError:
+            pass  # not our directory: O_NOATIME is refused, list it anyway
+    return os.open(path, flags)
+
+
+def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> MemoryHeader:
+    mtime_ms = st.st_mtime_ns // 1_000_000
+    try:
+        data, cut = _read_head(name, dir_fd, st)
+    except OSError as exc:
+        problem = f"unreadable: {exc.strerror or exc}"
+        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, problem)
+
+    text, problem = decode_bytes(data, final=not cut)
+    if problem == BINARY_FILE:
+        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, problem)
+    h = parse_header(text)
+    if h.problem:
+        if cut and not h.has_frontmatter and h.problem == HEADER_NOT_CLOSED:
+            h_problem = f"the first {HEADER_LINES} lines exceed {MAX_HEAD_BYTES} bytes"
+        else:
+            h_problem = h.problem
+        problem = f"{problem}; {h_problem}" if problem else h_problem
+    return MemoryHeader(
+        rel,
+        mtime_ms,
+        st.st_size,
+        h.name,
+        h.description,
+        h.type,
+        h.type_form,
+        problem,
+        h.has_frontmatter,
+    )
+
+
+def _read_head(name: str, dir_fd: int, st: os.stat_result) -> tuple[bytes, bool]:
+    """The first 30 lines of a file, at most MAX_HEAD_BYTES: ``(bytes, cut by the byte cap)``."""
+    flags = _OPEN_FLAGS
+    if _NOATIME and (_EUID == 0 or st.st_uid == _EUID):
+        flags |= _NOATIME
+    fd = os.open(name, flags, dir_fd=dir_fd)
+    try:
+        data = os.read(fd, _FIRST_READ)
+        newlines = data.count(b"\n")
+        if len(data) == _FIRST_READ and newlines < HEADER_LINES:
+            buffer = bytearray(data)
+            while len(buffer) < MAX_HEAD_BYTES and newlines < HEADER_LINES:
+                more = os.read(fd, min(MAX_HEAD_BYTES - len(buffer), 4 * _FIRST_READ))
+                if not more:
+                    break
+                buffer += more
+                newlines += more.count(b"\n")
+            data = bytes(buffer)
+    finally:
+        os.close(fd)
+
+    if newlines >= HEADER_LINES:
+        # Cut after the 30th line: a character boundary, so decoding stays exact.
+        pos = -1
+        for _ in range(HEADER_LINES):
+            pos = data.find(b"\n", pos + 1)
+        return data[: pos + 1], False
+    return data, len(data) >= MAX_HEAD_BYTES and st.st_size > len(data)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def format_mtime(mtime_ms: int) -> str:
+    """``2026-03-28T10:30:00.000Z``: a time in ms since the epoch as UTC ISO-8601 (as JS does)."""
+    try:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(mtime_ms // 1000))
+    except (OverflowError, OSError, ValueError):
+        moment = _EPOCH + datetime.timedelta(milliseconds=mtime_ms)  # may raise OverflowError
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"{stamp}.{mtime_ms % 1000:03d}Z"
+
+
+def format_manifest(headers: Sequence[MemoryHeader]) -> str:
+    """The manifest an agent's recall sees: one line per header (DESIGN §6).
+
+    ``- [type] relative/path.md (2026-03-28T10:30:00.000Z): description``; the type tag and the
+    description are left out when absent or empty. Line breaks in a description become spaces so
+    each header stays one line.
+    """
+    lines = []
+    for h in headers:
+        tag = f"[{h.type}] " if h.type else ""
+        desc = h.description
+        if desc:
+            if not desc.isprintable():
+                desc = " ".join(desc.splitlines())
+            lines.append(f"- {tag}{h.path} ({format_mtime(h.mtime_ms)}): {desc}")
+        else:
+            lines.append(f"- {tag}{h.path} ({format_mtime(h.mtime_ms)})")
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""Keeping the database mirror in step with the directories on disk (DESIGN §1).
+
+Disk is the truth. A rescan stats every file (the core's scan cache makes an unchanged file cost
+one stat), re-reads only files whose mtime or size changed, and drops rows of files that are
+gone. It never writes to the store's directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from pathlib import Path
+from typing import NamedTuple
+
+from django.db import transaction
+from django.utils import timezone
+
+from memapp.memdir.frontmatter import parse_memory
+from memapp.memdir.index import index_health
+from memapp.memdir.lint import missing_why_how, relative_dates
+from memapp.memdir.scan import MemoryHeader, scan_memory_files
+from memapp.models import MemoryFile, Store
+
+MAX_BODY_CHARS = 256 * 1024  # kept for search; a 10 MB file is still mirrored, its body capped
+
+
+class RescanResult(NamedTuple):
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+
+
+def _read_fields(root: Path, header: MemoryHeader) -> dict:
+    """Everything the mirror keeps about one file, from one full read of it."""
+    digest = hashlib.sha256()
+    try:
+        data = (root / header.path).read_bytes()
+    except OSError as exc:
+        data, problem = b"", f"unreadable: {exc.strerror or exc}"
+    else:
+        problem = header.problem or ""
+    digest.update(data)
+    memory = parse_memory(data, path=header.path)
+    body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
+    memory_type = memory.type or ""
+    return {
+        "name": memory.name or "",
+        "description": memory.description or "",
+        "type": memory_type,
+        "type_form": memory.type_form or "",
+        "size": header.size,
+        "mtime_ms": header.mtime_ms,
+        "sha256": digest.hexdigest(),
+        "links": list(memory.links),
+        "problem": problem or memory.problem or "",
+        "body": body,
+        "missing_sections": missing_why_how(memory_type, body),
+        "relative_dates": relative_dates(body) if memory_type == "project" else [],
+    }
+
+
+def _link_targets(files: list[MemoryFile]) -> set[str]:
+    """The names a `[[slug]]` can point at: each memory's name and its file name without `.md`."""
+    targets = set()
+    for file in files:
+        if file.name:
+            targets.add(file.name)
+        targets.add(posixpath.basename(file.path).removesuffix(".md"))
+    return targets
+
+
+def rescan_store(store: Store) -> RescanResult:
+    """Bring the store's mirror rows and index stats up to date with its directory."""
+    root = Path(store.path)
+    headers = scan_memory_files(root, limit=None, exclude=tuple(store.exclude))
+    existing = {row["path"]: row for row in store.files.values("pk", "path", "mtime_ms", "size")}
+    added, changed, unchanged = [], [], 0
+    for header in headers:
+        row = existing.pop(header.path, None)
+        if row is None:
+            added.append(MemoryFile(store=store, path=header.path, **_read_fields(root, header)))
+        elif row["mtime_ms"] != header.mtime_ms or row["size"] != header.size:
+            changed.append(
+                MemoryFile(
+                    pk=row["pk"], store=store, path=header.path, **_read_fields(root, header)
+                )
+            )
+        else:
+            unchanged += 1
+    health = index_health(root, files=[h.path for h in headers])
+    indexed = {h.path for h in headers} - set(health.unindexed)
+    signature = _index_signature(root)
+    files_changed = bool(added or changed or existing)
+    with transaction.atomic():
+        if existing:
+            MemoryFile.objects.filter(pk__in=[row["pk"] for row in existing.values()]).delete()
+        MemoryFile.objects.bulk_create(added, batch_size=500)
+        if changed:
+            MemoryFile.objects.bulk_update(changed, _UPDATE_FIELDS, batch_size=500)
+        if files_changed or store.index_stats.get("signature") != signature:
+            _refresh_cross_file_flags(store, indexed)
+        store.file_count = len(headers)
+        store.scanned_at = timezone.now()
+        store.index_stats = {
+            "exists": health.exists,
+            "lines": health.line_count,
+            "bytes": health.byte_count,
+            "max_lines": health.max_lines,
+            "max_bytes": health.max_bytes,
+            "truncated_lines": health.was_line_truncated,
+            "truncated_bytes": health.was_byte_truncated,
+            "missing_targets": len(health.missing_targets),
+            "unindexed": len(health.unindexed),
+            "long_entries": len(health.long_entries),
+            "signature": signature,
+        }
+        store.save(update_fields=["file_count", "scanned_at", "index_stats"])
+    return RescanResult(len(added), len(changed), len(existing), unchanged)
+
+
+_UPDATE_FIELDS = [
+    "name",
+    "description",
+    "type",
+    "type_form",
+    "size",
+    "mtime_ms",
+    "sha256",
+    "links",
+    "problem",
+    "body",
+    "missing_sections",
+    "relative_dates",
+]
+
+
+def _index_signature(root: Path) -> list[int] | None:
+    """MEMORY.md's mtime and size: when they and the files are unchanged, so are the flags."""
+    try:
+        st = (root / "MEMORY.md").stat()
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _refresh_cross_file_flags(store: Store, indexed: set[str]) -> None:
+    """`in_index` and `dangling_links` depend on other files, so they are recomputed together."""
+    files = list(store.files.only("pk", "path", "name", "links", "in_index", "dangling_links"))
+    targets = _link_targets(files)
+    stale = []
+    for file in files:
+        in_index = file.path in indexed
+        dangling = [slug for slug in file.links if slug not in targets]
+        if in_index != file.in_index or dangling != file.dangling_links:
+            file.in_index, file.dangling_links = in_index, dangling
+            stale.append(file)
+    MemoryFile.objects.bulk_update(stale, ["in_index", "dangling_links"], batch_size=500)

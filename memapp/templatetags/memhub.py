@@ -1,0 +1,24 @@
+"""Template filters that speak the core's language (ages as agents see them)."""
+
+import time
+
+from django import template
+
+from memapp.memdir.freshness import memory_age, memory_age_days
+
+register = template.Library()
+
+
+@register.filter
+def age(mtime_ms: int, now_ms: int | None = None) -> str:
+    return memory_age(mtime_ms, now_ms)
+
+
+@register.filter
+def is_stale(mtime_ms: int, stale_days: int) -> bool:
+    return memory_age_days(mtime_ms, int(time.time() * 1000)) > int(stale_days)
+
+
+@register.filter
+def percent(part: int, whole: int) -> int:
+    return min(100, round(100 * part / whole)) if whole else 0
