@@ -22,7 +22,8 @@ from memapp.memdir.index import (
     index_health,
     remove_from_index,
 )
-from memapp.memdir.keys import validate_key
+from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.secretscan import scan_text
 from memapp.mirror import rescan_store
 from memapp.models import MemoryFile, Store
 
@@ -33,6 +34,87 @@ class EditConflict(Exception):
     def __init__(self, path: str, disk_text: str, disk_sha256: str) -> None:
         super().__init__(f"{path} changed on disk since it was opened")
         self.path, self.disk_text, self.disk_sha256 = path, disk_text, disk_sha256
+
+
+MAX_ENTRY_BYTES = 250_000
+
+
+class FileRejected(Exception):
+    """A file the API refuses; `code` and `status` say why, nothing was written."""
+
+    status = 400
+
+    def __init__(self, code: str, message: str, details=None) -> None:
+        super().__init__(message)
+        self.code, self.details = code, details or {}
+
+
+class PreconditionFailed(FileRejected):
+    status = 412
+
+
+class EntryTooLarge(FileRejected):
+    status = 413
+
+
+class SecretDetected(FileRejected):
+    status = 422
+
+
+def checksum(data: bytes) -> str:
+    """`sha256:<hex>` as the team memory protocol writes it (DESIGN §10)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def store_file_path(store: Store, key: str) -> Path:
+    """The one safe-path check for a key of a store: the core's rules (DESIGN §4), Markdown
+    files only, and never inside a top-level entry that is a store of its own (`team/`)."""
+    try:
+        path = validate_key(Path(store.path), key)
+    except PathTraversalError as exc:
+        raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
+    if not key.endswith(".md"):
+        raise FileRejected("invalid_key", f"{key!r} is not a Markdown (.md) file", {"key": key})
+    if key.split("/", 1)[0] in store.exclude:
+        raise FileRejected(
+            "invalid_key",
+            f"{key!r} belongs to another store ({key.split('/', 1)[0]}/)",
+            {"key": key},
+        )
+    return path
+
+
+def _encode_checked(key: str, text: str) -> bytes:
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FileRejected("invalid_utf8", f"{key!r} is not valid UTF-8", {"key": key}) from None
+    if len(data) > MAX_ENTRY_BYTES:
+        raise EntryTooLarge(
+            "entry_too_large",
+            f"{key!r} is {len(data):,} bytes; the limit is {MAX_ENTRY_BYTES:,}",
+            {"key": key, "size": len(data), "max_bytes": MAX_ENTRY_BYTES},
+        )
+    if "\0" in text:
+        raise FileRejected("binary_content", f"{key!r} contains NUL bytes", {"key": key})
+    return data
+
+
+def _secret_hits(files: dict[str, str]) -> list[dict]:
+    hits = []
+    for key, text in files.items():
+        hits += [
+            {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
+            for hit in scan_text(text)
+        ]
+    return hits
+
+
+def _current_checksum(path: Path) -> str | None:
+    try:
+        return checksum(path.read_bytes())
+    except FileNotFoundError:
+        return None
 
 
 @contextlib.contextmanager
@@ -100,7 +182,7 @@ def do_save_memory(
             form = detect_type_form(str(root))
             path = new_memory_path(root, name, memory_type, form)
             previous = Memory(type_form=form, has_frontmatter=True)
-        target = validate_key(root, path)
+        target = store_file_path(store, path)
         if not created:
             data = target.read_bytes()
             if base_sha256 is not None and sha256_text(data) != base_sha256:
@@ -118,7 +200,16 @@ def do_save_memory(
             has_frontmatter=True,
             path=path,
         )
-        write_atomic(target, render_memory(memory))
+        text = render_memory(memory)
+        hits = _secret_hits({path: text})
+        if hits:
+            raise SecretDetected(
+                "secret_detected",
+                "refused: this memory contains what looks like a secret "
+                + ", ".join(f"({h['label']}, line {h['line']})" for h in hits),
+                {"entries": hits},
+            )
+        write_atomic(target, text)
         add_or_update_index_entry(root, path, format_index_entry(name, path, description))
         rescan_store(store)
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
@@ -129,7 +220,7 @@ def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
     """Delete a topic file and its MEMORY.md line; the mirror follows."""
     root = Path(store.path)
     with store_lock(store):
-        target = validate_key(root, path)
+        target = store_file_path(store, path)
         delete_file(target, missing_ok=True)
         remove_from_index(root, path)
         rescan_store(store)
@@ -149,3 +240,62 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
         rescan_store(store)
     return list(health.unindexed)
+
+
+def do_put_files(
+    store: Store,
+    user,
+    files: dict[str, str],
+    *,
+    delete: tuple[str, ...] = (),
+    if_match: dict[str, str | None] | None = None,
+    via: str = "api",
+) -> dict[str, list[str]]:
+    """Write several files at once: all are checked first (keys, sizes, UTF-8, secrets,
+    preconditions) and nothing is written unless every one passes. Files whose content is
+    already on disk are left alone (their mtime too)."""
+    if_match = if_match or {}
+    paths = {key: store_file_path(store, key) for key in [*files, *delete]}
+    encoded = {key: _encode_checked(key, text) for key, text in files.items()}
+    hits = _secret_hits(files)
+    if hits:
+        keys = sorted({hit["key"] for hit in hits})
+        raise SecretDetected(
+            "secret_detected",
+            f"refused: {', '.join(keys)} contain{'s' if len(keys) == 1 else ''} what looks "
+            "like a secret (nothing was written)",
+            {"entries": hits},
+        )
+    result: dict[str, list[str]] = {"written": [], "unchanged": [], "deleted": []}
+    with store_lock(store):
+        for key, expected in if_match.items():
+            current = _current_checksum(paths[key])
+            if expected is not None and current != expected:
+                raise PreconditionFailed(
+                    "precondition_failed",
+                    f"{key!r} changed on the server (If-Match does not match)",
+                    {"key": key, "checksum": current},
+                )
+        created = set()
+        for key, data in encoded.items():
+            current = _current_checksum(paths[key])
+            if current == checksum(data):
+                result["unchanged"].append(key)
+                continue
+            if current is None:
+                created.add(key)
+            paths[key].parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(paths[key], data.decode("utf-8"))
+            result["written"].append(key)
+        for key in delete:
+            if delete_file(paths[key], missing_ok=True):
+                result["deleted"].append(key)
+        if result["written"] or result["deleted"]:
+            rescan_store(store)
+    for key in result["written"]:
+        record_event(
+            "memory_written", store=store, user=user, path=key, via=via, created=key in created
+        )
+    for key in result["deleted"]:
+        record_event("memory_forgotten", store=store, user=user, path=key, via=via)
+    return result

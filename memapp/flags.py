@@ -130,6 +130,27 @@ def get_flag(name: str, project=None) -> Any:
     return spec.default
 
 
+def get_flags(project=None) -> dict[str, Any]:
+    """Every flag's value for `project` (or globally) in one query."""
+    scope = Q(project__isnull=True)
+    if project is not None:
+        scope |= Q(project=project)
+    rows = FlagValue.objects.filter(scope).values_list("name", "project_id", "value")
+    stored: dict[str, dict] = {}
+    for name, project_id, value in rows:
+        stored.setdefault(name, {})[project_id] = value
+    values = {}
+    for name, spec in FLAGS.items():
+        found = stored.get(name, {})
+        if project is not None and not spec.global_only and project.pk in found:
+            values[name] = spec.clean(found[project.pk])
+        elif None in found:
+            values[name] = spec.clean(found[None])
+        else:
+            values[name] = spec.default
+    return values
+
+
 @transaction.atomic
 def set_flag(name: str, value: Any, project=None, user=None, note: str = "") -> Any:
     """Validate and store a flag value (global when `project` is None), audited as an event."""

@@ -29,6 +29,10 @@ class MemoryForm(forms.Form):
     def clean_type(self) -> str | None:
         return self.cleaned_data["type"] or None
 
+    def clean_body(self) -> str:
+        # Browsers submit a textarea with CRLF line endings; memory files use LF, as agents write.
+        return self.cleaned_data["body"].replace("\r\n", "\n")
+
 
 class FilterForm(forms.Form):
     """The store page's filters; every field optional, bad values simply ignored."""

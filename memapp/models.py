@@ -13,6 +13,9 @@ class Project(models.Model):
 
     key = models.CharField(max_length=255, unique=True)
     name = models.CharField(max_length=255, blank=True)
+    repo_slug = models.CharField(
+        max_length=255, blank=True, db_index=True, help_text="owner/repo, once known (DESIGN §3)"
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="memhub_projects"
     )
@@ -171,6 +174,35 @@ class MemoryFile(models.Model):
     @property
     def title(self) -> str:
         return self.name or self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """A per-user API token. Only its SHA-256 is stored; the token is shown once at creation."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(
+        max_length=16, help_text="The first characters, to tell tokens apart."
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
 
 
 class FlagValue(models.Model):

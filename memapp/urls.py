@@ -1,8 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
-from memapp.views import home, memories, stores
+from memapp.views import home, memories, stores, tokens
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -19,7 +19,10 @@ urlpatterns = [
         "stores/<int:store_id>/m/<path:path>/forget/", memories.memory_forget, name="memory_forget"
     ),
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
+    path("profile/tokens/", tokens.token_list, name="tokens"),
+    path("profile/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("memapp.api.urls")),
 ]

@@ -25,6 +25,28 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+@pytest.fixture(autouse=True)
+def no_buffered_events():
+    """Events buffered by one test never reach another test's database."""
+    yield
+    from memapp.events import discard_buffered_events
+
+    discard_buffered_events()
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory):
+    """Each test gets its own memhub data dir (managed stores, locks), outside its tmp_path.
+
+    Django's override_settings, not the `settings` fixture, which a test parameter may shadow.
+    """
+    from django.test import override_settings
+
+    path = tmp_path_factory.mktemp("memhub-data")
+    with override_settings(MEMHUB_DATA_DIR=path):
+        yield path
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}

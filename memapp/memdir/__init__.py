@@ -54,7 +54,11 @@ from memapp.memdir.paths import (
     repo_slug_for,
     sanitize_path,
 )
+from memapp.memdir.prompt import PromptRequest, PromptResult, assemble_prompt, choose_mode
+from memapp.memdir.recall import RecallIndex, recall_index, recall_offline, select_reason
 from memapp.memdir.scan import MemoryHeader, ScanCache, format_manifest, scan_memory_files
+from memapp.memdir.secretscan import RULES as SECRET_RULES
+from memapp.memdir.secretscan import SecretHit, SecretScanCache, scan_text
 
 __all__ = [
     "INDEX_FILENAME",
@@ -69,9 +73,17 @@ __all__ = [
     "Memory",
     "MemoryHeader",
     "PathTraversalError",
+    "PromptRequest",
+    "PromptResult",
+    "RecallIndex",
+    "SECRET_RULES",
+    "SecretHit",
+    "SecretScanCache",
     "RecalledMemory",
     "ScanCache",
     "add_or_update_index_entry",
+    "assemble_prompt",
+    "choose_mode",
     "agent_memory_dir",
     "auto_memory_enabled",
     "canonical_git_root",
@@ -95,6 +107,8 @@ __all__ = [
     "parse_memory",
     "parse_repo_slug",
     "read_index",
+    "recall_index",
+    "recall_offline",
     "relative_dates",
     "remove_from_index",
     "remove_index_entry",
@@ -103,6 +117,8 @@ __all__ = [
     "repo_slug_for",
     "sanitize_path",
     "scan_memory_files",
+    "scan_text",
+    "select_reason",
     "staleness_note",
     "truncate_for_surfacing",
     "truncate_index",

@@ -12,7 +12,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memapp.access import get_memory_for_user, get_store_for_user
-from memapp.actions import EditConflict, do_forget_memory, do_save_memory, sha256_text
+from memapp.actions import (
+    EditConflict,
+    FileRejected,
+    do_forget_memory,
+    do_save_memory,
+    sha256_text,
+)
 from memapp.forms import MemoryForm
 from memapp.markdown import render_markdown
 from memapp.memdir.freshness import memory_age, memory_header, staleness_note
@@ -67,7 +73,8 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "memory": memory,
         "html": render_markdown(memory.body, resolve_link=resolve),
         "age": memory_age(file.mtime_ms),
-        "header": memory_header(path, file.mtime_ms),
+        # The staleness note an older header starts with is shown on its own, highlighted.
+        "header": memory_header(path, file.mtime_ms).rpartition("\n\n")[2],
         "staleness": staleness_note(file.mtime_ms),
         "links": [(slug, resolve(slug)) for slug in memory.links],
         "backlinks": _backlinks(store, file),
@@ -107,7 +114,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
             },
             status=409,
         ), []
-    except FrontmatterError as exc:
+    except (FrontmatterError, FileRejected) as exc:
         form.add_error(None, str(exc))
         return None, []
     messages.success(request, f"Saved {file.path}.")

@@ -55,6 +55,8 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     truncation = truncate_index(read_index(Path(store.path)), max_lines, max_bytes)
     context.update(
         index=truncation,
+        # The warning the client appends, shown where it is seen without scrolling the index.
+        index_warning=truncation.content.rpartition("\n\n")[2] if truncation.was_truncated else "",
         max_lines=max_lines,
         max_bytes=max_bytes,
         line_pct=min(100, round(100 * truncation.line_count / max_lines)),

@@ -1,0 +1,44 @@
+"""One authentication class and one throttle for the whole API (tokens, per token)."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.throttling import SimpleRateThrottle
+
+from memapp.tokens import authenticate_token
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer mh_…` with a memhub API token."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request):
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("Malformed Authorization header.")
+        try:
+            token = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("Malformed token.") from None
+        row = authenticate_token(token)
+        if row is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+        return row.user, row
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="memhub"'
+
+
+class TokenRateThrottle(SimpleRateThrottle):
+    """Rate limit per API token (state in the Django cache: per process with the default cache)."""
+
+    scope = "token"
+
+    def get_cache_key(self, request, view):
+        if request.auth is None:
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}

@@ -1,0 +1,57 @@
+"""One error shape for the whole API: `{"error": {"code", "message", "details"}}` (DESIGN §15)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+class ApiError(exceptions.APIException):
+    """An error with a stable machine-readable code and optional details."""
+
+    def __init__(self, status_code: int, code: str, message: str, details=None) -> None:
+        super().__init__(message, code)
+        self.status_code = status_code
+        self.error_code = code
+        self.details = details or {}
+
+
+_CODES = {
+    status.HTTP_400_BAD_REQUEST: "bad_request",
+    status.HTTP_401_UNAUTHORIZED: "unauthorized",
+    status.HTTP_403_FORBIDDEN: "forbidden",
+    status.HTTP_404_NOT_FOUND: "not_found",
+    status.HTTP_405_METHOD_NOT_ALLOWED: "method_not_allowed",
+    status.HTTP_406_NOT_ACCEPTABLE: "not_acceptable",
+    status.HTTP_413_REQUEST_ENTITY_TOO_LARGE: "too_large",
+    status.HTTP_415_UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
+    status.HTTP_429_TOO_MANY_REQUESTS: "throttled",
+}
+
+
+def error_body(code: str, message: str, details=None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def api_exception_handler(exc, context):
+    """Every API error as `{"error": {"code", "message", "details"}}` (DESIGN §15)."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.NotFound("Not found.")  # never leak that something exists
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        body = error_body(exc.error_code, str(exc.detail), exc.details)
+    elif isinstance(exc, exceptions.ValidationError):
+        body = error_body("invalid", "The request is not valid.", exc.detail)
+    else:
+        code = _CODES.get(response.status_code, "error")
+        detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+        body = error_body(code, str(detail))
+    headers = {k: v for k, v in response.items() if k.lower() != "content-type"}
+    return Response(body, status=response.status_code, headers=headers)

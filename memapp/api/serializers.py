@@ -1,0 +1,124 @@
+"""Agent JSON validated at the boundary into plain values; unknown fields are an error."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memapp.memdir.frontmatter import MEMORY_TYPES
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuse fields the endpoint does not know, so a typo never silently does nothing."""
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return attrs
+
+
+class ProjectRefSerializer(StrictSerializer):
+    project = serializers.CharField(
+        max_length=255, help_text="Repo slug `owner/repo`, or the sanitized memory dir name."
+    )
+    project_dirname = serializers.CharField(
+        max_length=255,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="The sanitized memory dir name, to link a discovered project to its slug.",
+    )
+
+
+class ResolveStoreSerializer(ProjectRefSerializer):
+    scope = serializers.ChoiceField(choices=["private", "team"])
+
+
+class StoreSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    project = serializers.CharField(source="project.key", allow_null=True, default=None)
+    file_count = serializers.IntegerField()
+
+
+class FileContentSerializer(StrictSerializer):
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+
+class BatchSerializer(StrictSerializer):
+    files = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=dict,
+        help_text="key → content; only changed keys need to be sent.",
+    )
+    delete = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    base = serializers.DictField(
+        child=serializers.CharField(allow_null=True),
+        required=False,
+        default=dict,
+        help_text="key → checksum the client last saw (as If-Match per key).",
+    )
+
+
+class RememberSerializer(StrictSerializer):
+    store = serializers.IntegerField(required=False)
+    project = serializers.CharField(max_length=255, required=False)
+    scope = serializers.ChoiceField(choices=["private", "team"], required=False, default="private")
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(max_length=500)
+    type = serializers.ChoiceField(choices=list(MEMORY_TYPES), required=False, allow_null=True)
+    body = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, required=False, default=""
+    )
+    path = serializers.CharField(required=False, help_text="Replace this file instead of creating.")
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "store" not in attrs and "project" not in attrs:
+            raise serializers.ValidationError("Give `store` or `project` (with `scope`).")
+        for field in ("name", "description"):
+            if "\n" in attrs[field]:
+                raise serializers.ValidationError({field: ["Must be one line."]})
+        return attrs
+
+
+class ForgetSerializer(StrictSerializer):
+    store = serializers.IntegerField(required=False)
+    project = serializers.CharField(max_length=255, required=False)
+    scope = serializers.ChoiceField(choices=["private", "team"], required=False, default="private")
+    path = serializers.CharField()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "store" not in attrs and "project" not in attrs:
+            raise serializers.ValidationError("Give `store` or `project` (with `scope`).")
+        return attrs
+
+
+class PromptSerializer(ProjectRefSerializer):
+    memory_dir = serializers.CharField(
+        max_length=4096,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The agent's local memory dir, named in the prompt instead of the server's.",
+    )
+
+
+class RecallSerializer(PromptSerializer):
+    query = serializers.CharField(max_length=20_000)
+    recent_tools = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list, max_length=100
+    )
+    already_surfaced = serializers.ListField(
+        child=serializers.CharField(max_length=4096),
+        required=False,
+        default=list,
+        max_length=1000,
+    )
+    scope = serializers.ChoiceField(
+        choices=["private", "team", "both"], required=False, default="both"
+    )
+    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")

@@ -1,0 +1,19 @@
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+from memapp.api import views
+
+urlpatterns = [
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/docs/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_docs"),
+    path("api/v1/stores/", views.store_list, name="api_stores"),
+    path("api/v1/stores/resolve", views.store_resolve, name="api_store_resolve"),
+    path("api/v1/stores/<int:store_id>/files/", views.file_list, name="api_files"),
+    path("api/v1/stores/<int:store_id>/batch", views.file_batch, name="api_batch"),
+    path("api/v1/stores/<int:store_id>/files/<path:key>", views.file_detail, name="api_file"),
+    path("api/v1/remember", views.remember, name="api_remember"),
+    path("api/v1/forget", views.forget, name="api_forget"),
+    path("api/v1/prompt", views.prompt, name="api_prompt"),
+    path("api/v1/recall", views.recall, name="api_recall"),
+    re_path(r"^api/(?P<rest>.*)$", views.not_found),
+]

@@ -1,0 +1,263 @@
+"""Agent API views: thin wrappers over `memapp.actions`, scoped by the token's user."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memapp.access import get_store_for_user
+from memapp.actions import (
+    FileRejected,
+    checksum,
+    do_forget_memory,
+    do_put_files,
+    do_save_memory,
+    store_file_path,
+)
+from memapp.api import serializers as s
+from memapp.api.errors import ApiError
+from memapp.models import Store
+from memapp.projects import resolve_store
+from memapp.prompting import assemble_for
+from memapp.recall import recall_for
+
+
+def _raise(exc: FileRejected):
+    raise ApiError(exc.status, exc.code, str(exc), exc.details) from exc
+
+
+def _precondition(header: str | None) -> str | None:
+    """An If-Match / If-None-Match value with quotes (and a weak prefix) stripped."""
+    if not header:
+        return None
+    value = header.strip()
+    value = value.removeprefix("W/")
+    return value.strip('"')
+
+
+def _validated(serializer_class, data):
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _store_from(user, data) -> Store:
+    if "store" in data:
+        return get_store_for_user(user, data["store"])
+    return resolve_store(user, data["project"], data["scope"])
+
+
+@extend_schema(responses=s.StoreSerializer(many=True))
+@api_view(["GET"])
+def store_list(request: Request) -> Response:
+    stores = Store.objects.visible_to(request.user).select_related("project")
+    return Response({"stores": s.StoreSerializer(stores, many=True).data})
+
+
+@extend_schema(request=s.ResolveStoreSerializer, responses=s.StoreSerializer)
+@api_view(["POST"])
+def store_resolve(request: Request) -> Response:
+    """The caller's private store or the project's team store, created on first use."""
+    data = _validated(s.ResolveStoreSerializer, request.data)
+    store = resolve_store(
+        request.user, data["project"], data["scope"], alias=data["project_dirname"]
+    )
+    return Response(s.StoreSerializer(store).data)
+
+
+@extend_schema(parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)])
+@api_view(["GET"])
+def file_list(request: Request, store_id: int) -> Response:
+    store = get_store_for_user(request.user, store_id)
+    files = store.files.order_by("path")
+    if request.query_params.get("view") == "hashes":
+        return Response(
+            {"checksums": {f.path: f"sha256:{f.sha256}" for f in files.only("path", "sha256")}}
+        )
+    return Response(
+        {
+            "files": [
+                {
+                    "key": f.path,
+                    "checksum": f"sha256:{f.sha256}",
+                    "size": f.size,
+                    "mtime_ms": f.mtime_ms,
+                    "name": f.name,
+                    "description": f.description,
+                    "type": f.type or None,
+                }
+                for f in files.defer("body")
+            ]
+        }
+    )
+
+
+def _file_response(store: Store, key: str, request: Request) -> Response:
+    path = store_file_path(store, key)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        raise Http404 from None
+    etag = checksum(data)
+    if _precondition(request.headers.get("If-None-Match")) == etag:
+        return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": f'"{etag}"'})
+    body = {
+        "key": key,
+        "content": data.decode("utf-8", "replace"),
+        "checksum": etag,
+        "mtime_ms": path.stat().st_mtime_ns // 1_000_000,
+    }
+    return Response(body, headers={"ETag": f'"{etag}"'})
+
+
+@extend_schema(methods=["PUT"], request=s.FileContentSerializer)
+@api_view(["GET", "PUT", "DELETE"])
+def file_detail(request: Request, store_id: int, key: str) -> Response:
+    """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
+    store = get_store_for_user(request.user, store_id)
+    if_match = _precondition(request.headers.get("If-Match"))
+    try:
+        if request.method == "GET":
+            return _file_response(store, key, request)
+        if request.method == "PUT":
+            data = _validated(s.FileContentSerializer, request.data)
+            result = do_put_files(
+                store,
+                request.user,
+                {key: data["content"]},
+                if_match={key: if_match} if if_match else None,
+            )
+            new = checksum(data["content"].encode())
+            code = status.HTTP_200_OK if key in result["unchanged"] else status.HTTP_201_CREATED
+            return Response(
+                {"key": key, "checksum": new, **result}, status=code, headers={"ETag": f'"{new}"'}
+            )
+        store_file_path(store, key)
+        if not (Path(store.path) / key).is_file():
+            raise Http404
+        do_put_files(
+            store, request.user, {}, delete=(key,), if_match={key: if_match} if if_match else None
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    except FileRejected as exc:
+        _raise(exc)
+
+
+@extend_schema(request=s.BatchSerializer)
+@api_view(["POST"])
+def file_batch(request: Request, store_id: int) -> Response:
+    """Upload changed files and delete others in one all-or-nothing request."""
+    store = get_store_for_user(request.user, store_id)
+    data = _validated(s.BatchSerializer, request.data)
+    try:
+        result = do_put_files(
+            store,
+            request.user,
+            data["files"],
+            delete=tuple(data["delete"]),
+            if_match=data["base"],
+        )
+    except FileRejected as exc:
+        _raise(exc)
+    checksums = {f.path: f"sha256:{f.sha256}" for f in store.files.only("path", "sha256")}
+    return Response({**result, "checksums": checksums})
+
+
+@extend_schema(request=s.RememberSerializer)
+@api_view(["POST"])
+def remember(request: Request) -> Response:
+    """Create or replace a memory from its fields: the topic file and its MEMORY.md line."""
+    data = _validated(s.RememberSerializer, request.data)
+    store = _store_from(request.user, data)
+    try:
+        file = do_save_memory(
+            store,
+            request.user,
+            name=data["name"],
+            description=data["description"],
+            memory_type=data.get("type"),
+            body=data["body"],
+            path=data.get("path"),
+            via="api",
+        )
+    except FileNotFoundError:
+        raise Http404 from None
+    except FileRejected as exc:
+        _raise(exc)
+    return Response(
+        {"store": store.pk, "key": file.path, "checksum": f"sha256:{file.sha256}"},
+        status=status.HTTP_201_CREATED,
+    )
+
+
+@extend_schema(request=s.ForgetSerializer)
+@api_view(["POST"])
+def forget(request: Request) -> Response:
+    """Delete a memory's file and its MEMORY.md line."""
+    data = _validated(s.ForgetSerializer, request.data)
+    store = _store_from(request.user, data)
+    try:
+        if not store_file_path(store, data["path"]).is_file():
+            raise Http404
+        do_forget_memory(store, request.user, data["path"], via="api")
+    except FileRejected as exc:
+        _raise(exc)
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(request=s.PromptSerializer)
+@api_view(["GET", "POST"])
+def prompt(request: Request) -> Response:
+    """The memory section of the agent's system prompt; the mode follows the flags."""
+    data = _validated(
+        s.PromptSerializer,
+        request.data if request.method == "POST" else request.query_params.dict(),
+    )
+    private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
+    result = assemble_for(request.user, private, data["memory_dir"] or None)
+    return Response(
+        {
+            "text": result.text,
+            "mode": result.mode,
+            "sections": result.sections,
+            "indexes": [asdict(info) for info in result.indexes],
+        }
+    )
+
+
+@extend_schema(request=s.RecallSerializer)
+@api_view(["POST"])
+def recall(request: Request) -> Response:
+    """At most 5 memories that fit the query, each with its header, plus the rendered block."""
+    data = _validated(s.RecallSerializer, request.data)
+    private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
+    outcome = recall_for(
+        request.user,
+        private,
+        data["query"],
+        recent_tools=tuple(data["recent_tools"]),
+        already_surfaced=tuple(data["already_surfaced"]),
+        scope=data["scope"],
+        memory_dir=data["memory_dir"] or None,
+        session_id=data["session_id"] or None,
+    )
+    return Response(
+        {
+            "memories": outcome.memories,
+            "rendered": outcome.rendered,
+            "selector": outcome.selector,
+            "fallback_reason": outcome.fallback_reason,
+        }
+    )
+
+
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+def not_found(request: Request, rest: str = "") -> Response:
+    raise Http404

@@ -1,0 +1,433 @@
+"""The fast secret rule set: high-confidence token shapes, checked on every save (DESIGN §10a).
+
+Each rule is one provider's documented token format (rule ids as in gitleaks). A hit names the
+rule, its label and the line, never the value: a :class:`SecretHit` is safe to log, show, store
+in an event or send back in an error.
+
+Speed comes from a keyword prefilter: every token format starts with a fixed marker (``ghp_``,
+``AKIA``, ``xoxb-`` …), and a rule's regex only runs on a text that contains one of its
+markers, so a clean file costs a few substring searches. Results are cached by content hash in
+:class:`SecretScanCache`, so an unchanged file is never scanned twice.
+
+The rules lean towards catching: where a provider may lengthen its tokens the length is a lower
+bound, not an exact count. Two cheap checks on each match keep documentation placeholders out
+(``ghp_xxxxxxxx…``, AWS's ``AKIAIOSFODNN7EXAMPLE``): a minimum Shannon entropy and, for the
+shorter formats, a mix of character classes that random tokens always have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["RULES", "SecretHit", "SecretScanCache", "scan_text"]
+
+
+@dataclass(frozen=True)
+class SecretHit:
+    """One secret found: which rule, its label and the line (from 1). Never the value."""
+
+    rule_id: str
+    label: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.label} ({self.rule_id})"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    id: str
+    label: str
+    keywords: tuple[str, ...]  # case-sensitive markers; the regex runs only if one is present
+    pattern: re.Pattern[str]
+    min_entropy: float = 3.0  # Shannon entropy of the whole match, in bits per character
+    mixed: bool = False  # the match must mix at least two of lower case, upper case, digits
+    check: Callable[[str], bool] | None = None
+
+
+# Boundaries: a token must not be glued to the end of a longer identifier or word.
+_NOT_AFTER_WORD = r"(?<![A-Za-z0-9_])"
+_NOT_BEFORE_WORD = r"(?![A-Za-z0-9_])"
+_B64URL = r"[A-Za-z0-9_-]"
+_PEM_GAP = r"(?:\s|\\[nr])*"  # real line breaks, or escaped ones inside a JSON/YAML string
+
+
+def _rule(
+    id: str,
+    label: str,
+    keywords: tuple[str, ...],
+    pattern: str,
+    *,
+    min_entropy: float = 3.0,
+    mixed: bool = False,
+    check: Callable[[str], bool] | None = None,
+) -> _Rule:
+    return _Rule(id, label, keywords, re.compile(pattern), min_entropy, mixed, check)
+
+
+def _has_both_cases(token: str) -> bool:
+    return any(c.islower() for c in token) and any(c.isupper() for c in token)
+
+
+def _not_aws_example(token: str) -> bool:
+    # AWS documentation keys all end in EXAMPLE (AKIAIOSFODNN7EXAMPLE).
+    return not token.endswith("EXAMPLE")
+
+
+_RULES: tuple[_Rule, ...] = (
+    # AWS access key ids: 4-letter kind (AKIA long-term, ASIA temporary STS, ABIA STS bearer,
+    # ACCA context-specific) + 16 upper-case base32 characters.
+    _rule(
+        "aws-access-token",
+        "AWS access key ID",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        check=_not_aws_example,
+    ),
+    # Google API keys: "AIza" + 35 URL-safe base64 characters (39 in all).
+    _rule(
+        "gcp-api-key",
+        "Google Cloud API key",
+        ("AIza",),
+        rf"(?<![A-Za-z0-9_-])AIza{_B64URL}{{35}}(?![A-Za-z0-9_-])",
+        min_entropy=3.5,
+    ),
+    # Microsoft Entra ID (Azure AD) client secrets: 3 characters, a digit, "Q~", 31–34 more.
+    _rule(
+        "azure-ad-client-secret",
+        "Azure AD client secret",
+        ("Q~",),
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+    ),
+    # DigitalOcean: "dop_v1_" personal access tokens, "doo_v1_"/"dor_v1_" OAuth tokens;
+    # 64 lower-case hex characters each.
+    _rule(
+        "digitalocean-pat",
+        "DigitalOcean personal access token",
+        ("dop_v1_",),
+        r"dop_v1_[a-f0-9]{64}",
+    ),
+    _rule(
+        "digitalocean-access-token",
+        "DigitalOcean OAuth token",
+        ("doo_v1_", "dor_v1_"),
+        r"do[or]_v1_[a-f0-9]{64}",
+    ),
+    # Anthropic: "sk-ant-api03-" + 93 characters + "AA" (108 in all). OAuth access and refresh
+    # tokens ("sk-ant-oat01-", "sk-ant-ort01-", as Claude Code stores them) are caught here too.
+    _rule(
+        "anthropic-api-key",
+        "Anthropic API key",
+        ("sk-ant-",),
+        rf"sk-ant-(?:api|oat|ort)\d\d-{_B64URL}{{40,}}",
+    ),
+    _rule(
+        "anthropic-admin-api-key",
+        "Anthropic admin API key",
+        ("sk-ant-admin",),
+        rf"sk-ant-admin\d\d-{_B64URL}{{40,}}",
+    ),
+    # OpenAI: project/service-account/admin keys "sk-proj-…" (and older "sk-…") carry the
+    # base64 of "OpenAI" ("T3BlbkFJ") in the middle, 20 to 74 characters in. The run before
+    # it is bounded so a long "sk-sk-sk-…" cannot make the search quadratic.
+    _rule(
+        "openai-api-key",
+        "OpenAI API key",
+        ("sk-",),
+        r"(?<![A-Za-z0-9])sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
+        r"|[A-Za-z0-9_-]{16,80}T3BlbkFJ[A-Za-z0-9_-]{16,})",
+    ),
+    # Hugging Face user access tokens: "hf_" + 34 mixed-case letters.
+    _rule(
+        "huggingface-access-token",
+        "Hugging Face access token",
+        ("hf_",),
+        rf"{_NOT_AFTER_WORD}hf_[A-Za-z]{{34}}{_NOT_BEFORE_WORD}",
+        check=_has_both_cases,
+    ),
+    # GitHub: 3-letter kind + "_" + 36 base62 characters; fine-grained PATs are
+    # "github_pat_" + 22 + "_" + 59 characters.
+    _rule(
+        "github-pat",
+        "GitHub personal access token",
+        ("ghp_",),
+        r"ghp_[A-Za-z0-9]{36}",
+    ),
+    _rule(
+        "github-fine-grained-pat",
+        "GitHub fine-grained personal access token",
+        ("github_pat_",),
+        r"github_pat_[A-Za-z0-9_]{50,}",
+    ),
+    _rule(
+        "github-app-token",
+        "GitHub App token",
+        ("ghu_", "ghs_"),
+        r"gh[us]_[A-Za-z0-9]{36}",
+    ),
+    _rule(
+        "github-oauth",
+        "GitHub OAuth access token",
+        ("gho_",),
+        r"gho_[A-Za-z0-9]{36}",
+    ),
+    _rule(
+        "github-refresh-token",
+        "GitHub refresh token",
+        ("ghr_",),
+        r"ghr_[A-Za-z0-9]{36}",
+    ),
+    # GitLab: "glpat-" / "gldt-" + 20 characters (longer in the newer routable format).
+    _rule(
+        "gitlab-pat",
+        "GitLab personal access token",
+        ("glpat-",),
+        rf"glpat-{_B64URL}{{20,}}",
+    ),
+    _rule(
+        "gitlab-deploy-token",
+        "GitLab deploy token",
+        ("gldt-",),
+        rf"gldt-{_B64URL}{{20,}}",
+    ),
+    # Slack: bot "xoxb-", user "xoxp-" (and the legacy/config kinds xoxa, xoxe, xoxo, xoxr,
+    # xoxs), app-level "xapp-"; dash-separated numeric ids then a random part.
+    _rule(
+        "slack-bot-token",
+        "Slack bot token",
+        ("xoxb-",),
+        r"xoxb-[0-9]{8,14}-[A-Za-z0-9-]{16,}",
+    ),
+    _rule(
+        "slack-user-token",
+        "Slack user token",
+        ("xoxa-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"),
+        r"xox[aeoprs]-(?:[0-9]+-){0,3}[A-Za-z0-9-]{16,}",
+        check=lambda token: any(c.isdigit() for c in token[5:]),
+    ),
+    _rule(
+        "slack-app-token",
+        "Slack app-level token",
+        ("xapp-",),
+        r"xapp-[0-9]-[A-Za-z0-9]+-[0-9]+-[A-Za-z0-9]{16,}",
+    ),
+    # Twilio API key SIDs: "SK" + 32 hex characters.
+    _rule(
+        "twilio-api-key",
+        "Twilio API key",
+        ("SK",),
+        r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])",
+    ),
+    # SendGrid: "SG." + 22 + "." + 43 URL-safe base64 characters.
+    _rule(
+        "sendgrid-api-token",
+        "SendGrid API key",
+        ("SG.",),
+        rf"(?<![A-Za-z0-9])SG\.{_B64URL}{{22}}\.{_B64URL}{{43}}",
+    ),
+    # npm: "npm_" + 36 base62 characters (30 random + a 6-character checksum).
+    _rule(
+        "npm-access-token",
+        "npm access token",
+        ("npm_",),
+        rf"{_NOT_AFTER_WORD}npm_[A-Za-z0-9]{{36}}{_NOT_BEFORE_WORD}",
+        mixed=True,
+    ),
+    # PyPI: "pypi-" + a base64 macaroon; its first bytes encode the version and location
+    # ("AgEIcHlwaS5vcmc" is pypi.org, "AgENdGVzdC5weXBpLm9yZw" test.pypi.org).
+    _rule(
+        "pypi-upload-token",
+        "PyPI upload token",
+        ("pypi-AgE",),
+        rf"pypi-AgE{_B64URL}{{50,}}",
+    ),
+    # Databricks personal access tokens: "dapi" + 32 hex characters (an optional "-N").
+    _rule(
+        "databricks-api-token",
+        "Databricks API token",
+        ("dapi",),
+        r"(?<![A-Za-z0-9])dapi[a-f0-9]{32}(?:-[0-9])?(?![A-Za-z0-9])",
+    ),
+    # HCP Terraform / Terraform Enterprise: 14 characters, ".atlasv1.", 60–70 more.
+    _rule(
+        "hashicorp-tf-api-token",
+        "HashiCorp Terraform API token",
+        (".atlasv1.",),
+        r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+        min_entropy=3.5,
+    ),
+    # Pulumi access tokens: "pul-" + 40 hex characters.
+    _rule(
+        "pulumi-api-token",
+        "Pulumi access token",
+        ("pul-",),
+        r"(?<![A-Za-z0-9])pul-[a-f0-9]{40}(?![A-Za-z0-9])",
+    ),
+    # Postman API keys: "PMAK-" + 24 hex + "-" + 34 hex.
+    _rule(
+        "postman-api-token",
+        "Postman API key",
+        ("PMAK-",),
+        r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",
+    ),
+    # Grafana: legacy API keys are base64 JSON starting {"k":" ("eyJrIjoi"); Grafana Cloud
+    # tokens "glc_" + base64; service account tokens "glsa_" + 32 + "_" + 8 hex (a checksum).
+    _rule(
+        "grafana-api-key",
+        "Grafana API key",
+        ("eyJrIjoi",),
+        r"eyJrIjoi[A-Za-z0-9+/]{60,}={0,3}",
+    ),
+    _rule(
+        "grafana-cloud-api-token",
+        "Grafana Cloud API token",
+        ("glc_",),
+        rf"{_NOT_AFTER_WORD}glc_[A-Za-z0-9+/]{{32,}}={{0,3}}",
+        mixed=True,
+    ),
+    _rule(
+        "grafana-service-account-token",
+        "Grafana service account token",
+        ("glsa_",),
+        r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+    ),
+    # Sentry: user auth tokens "sntryu_" + 64 hex; organization tokens "sntrys_" + base64 JSON
+    # (starting {"iat": → "eyJpYXQiO") + "_" + a 43-character secret.
+    _rule(
+        "sentry-user-token",
+        "Sentry user auth token",
+        ("sntryu_",),
+        r"sntryu_[a-f0-9]{64}",
+    ),
+    _rule(
+        "sentry-org-token",
+        "Sentry organization auth token",
+        ("sntrys_",),
+        r"sntrys_eyJ[A-Za-z0-9+/=]{20,}_[A-Za-z0-9+/]{43}",
+    ),
+    # Stripe secret and restricted keys: "sk_" / "rk_" + mode + "_" + 24 or more base62.
+    _rule(
+        "stripe-access-token",
+        "Stripe secret key",
+        ("sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"),
+        r"(?<![A-Za-z0-9])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}",
+        mixed=True,
+    ),
+    # Shopify: access tokens "shpat_" (admin), "shpca_" (custom app), "shppa_" (private app);
+    # shared secrets "shpss_"; 32 hex characters each.
+    _rule(
+        "shopify-access-token",
+        "Shopify access token",
+        ("shpat_", "shpca_", "shppa_"),
+        r"shp(?:at|ca|pa)_[a-fA-F0-9]{32}",
+    ),
+    _rule(
+        "shopify-shared-secret",
+        "Shopify shared secret",
+        ("shpss_",),
+        r"shpss_[a-fA-F0-9]{32}",
+    ),
+    # PEM/OpenSSH/PGP private keys: the BEGIN line followed by a base64 body (a header line
+    # or two such as "Proc-Type:" may come first). A bare BEGIN line in prose is not a key.
+    _rule(
+        "private-key",
+        "Private key",
+        ("PRIVATE KEY",),
+        rf"-----BEGIN[ A-Z0-9_-]{{0,100}}PRIVATE KEY(?: BLOCK)?-----{_PEM_GAP}"
+        rf"(?:[A-Za-z][A-Za-z-]*:[^\n\\]{{0,200}}{_PEM_GAP}){{0,4}}[A-Za-z0-9+/=]{{32,}}",
+        min_entropy=0.0,  # the base64 body after the BEGIN line is the evidence
+    ),
+)
+
+RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}
+
+
+def _entropy(token: str) -> float:
+    n = len(token)
+    return -sum(count / n * math.log2(count / n) for count in Counter(token).values())
+
+
+def _mixes_classes(token: str) -> bool:
+    lower = any(c.islower() for c in token)
+    upper = any(c.isupper() for c in token)
+    digit = any(c.isdigit() for c in token)
+    return lower + upper + digit >= 2
+
+
+def _accepts(rule: _Rule, token: str) -> bool:
+    if rule.min_entropy and _entropy(token) < rule.min_entropy:
+        return False
+    if rule.mixed and not _mixes_classes(token):
+        return False
+    return rule.check is None or rule.check(token)
+
+
+def scan_text(text: str) -> list[SecretHit]:
+    """Every fast-rule hit in ``text``, ordered by line then rule; one hit per rule and line.
+
+    Line numbers count ``\\n`` only (as editors do), from 1; a match spanning lines (a private
+    key) is reported on its first line.
+    """
+    found: set[tuple[int, str]] = set()
+    for rule in _RULES:
+        if not any(keyword in text for keyword in rule.keywords):
+            continue
+        for match in rule.pattern.finditer(text):
+            if _accepts(rule, match.group()):
+                found.add((text.count("\n", 0, match.start()) + 1, rule.id))
+    return [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in sorted(found)]
+
+
+class SecretScanCache:
+    """Scan results remembered by the SHA-256 of the text, so unchanged content is scanned once.
+
+    ``scanner`` defaults to :func:`scan_text`; the push gate passes its own. Only digests and
+    hits are kept, never the text. Thread-safe; the least recently used entry goes first once
+    ``maxsize`` is reached. Two threads meeting the same new text may both scan it (harmless:
+    scanners are pure).
+    """
+
+    def __init__(
+        self,
+        scanner: Callable[[str], Sequence[SecretHit]] = scan_text,
+        *,
+        maxsize: int = 10_000,
+    ) -> None:
+        self._scanner = scanner
+        self._maxsize = maxsize
+        self._entries: OrderedDict[bytes, tuple[SecretHit, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def digest(text: str) -> bytes:
+        # surrogatepass: a stray surrogate must not make the scan (and so the save) crash.
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def scan(self, text: str) -> list[SecretHit]:
+        key = self.digest(text)
+        with self._lock:
+            hits = self._entries.get(key)
+            if hits is not None:
+                self._entries.move_to_end(key)
+                return list(hits)
+        hits = tuple(self._scanner(text))
+        with self._lock:
+            self._entries[key] = hits
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._maxsize:
+                self._entries.popitem(last=False)
+        return list(hits)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)

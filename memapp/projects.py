@@ -1,0 +1,70 @@
+"""Finding a project and a user's store in it from what an agent knows (DESIGN §1, §3)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.http import Http404
+
+from memapp.memdir.paths import sanitize_path
+from memapp.models import Project, Store
+
+
+def find_project(ref: str) -> Project | None:
+    """By key (`owner/repo` or a sanitized directory name) or by a linked repo slug."""
+    return Project.objects.filter(Q(key=ref) | Q(repo_slug=ref)).order_by("pk").first()
+
+
+def managed_store_dir(project: Project, scope: str, user=None):
+    """Where memhub keeps a store uploaded by remote agents: inside its data dir."""
+    base = settings.MEMHUB_DATA_DIR / "stores" / sanitize_path(project.key)
+    return base / (f"private-{user.pk}" if scope == Store.Kind.PRIVATE else "team")
+
+
+@transaction.atomic
+def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
+    """The user's private store, or the project's team store, for an agent's project.
+
+    `alias` is the sanitized directory name the agent also knows; a project first discovered
+    under it is linked to the slug. A team store needs membership (else 404, so nothing
+    leaks); a private store is the user's own and is created on first use.
+    """
+    project = find_project(project_ref) or (find_project(alias) if alias else None)
+    linkable = project is not None and alias and project.key == alias != project_ref
+    if linkable and not project.repo_slug and project.members.filter(pk=user.pk).exists():
+        project.repo_slug = project_ref
+        project.save(update_fields=["repo_slug"])
+    if scope == Store.Kind.TEAM:
+        if project is None or not project.members.filter(pk=user.pk).exists():
+            raise Http404("No such project.")
+        store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
+        if store is None and create:
+            path = managed_store_dir(project, scope)
+            path.mkdir(parents=True, exist_ok=True)
+            store = Store.objects.create(
+                kind=Store.Kind.TEAM, origin=Store.Origin.MANAGED, path=str(path), project=project
+            )
+        if store is None:
+            raise Http404("No team store.")
+        return store
+    if project is None:
+        if not create:
+            raise Http404("No such project.")
+        project = Project.objects.create(key=project_ref)
+        project.members.add(user)
+    store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user).first()
+    if store is None:
+        if not create:
+            raise Http404("No private store.")
+        path = managed_store_dir(project, scope, user)
+        path.mkdir(parents=True, exist_ok=True)
+        store = Store.objects.create(
+            kind=Store.Kind.PRIVATE,
+            origin=Store.Origin.MANAGED,
+            path=str(path),
+            project=project,
+            owner=user,
+            exclude=["team", "logs"],
+        )
+    return store

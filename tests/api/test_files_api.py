@@ -1,0 +1,205 @@
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from memapp.models import Event, Project, Store
+from memapp.projects import resolve_store
+
+pytestmark = pytest.mark.django_db
+
+MEMORY = "---\nname: Real DB\ndescription: Tests hit a real database\ntype: feedback\n---\nBody.\n"
+
+
+def sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def store(alice):
+    return resolve_store(alice, "acme/app", "private")
+
+
+def test_resolve_creates_the_callers_private_store_once(alice_api, alice, settings):
+    first = alice_api.post(
+        "/api/v1/stores/resolve", {"project": "acme/app", "scope": "private"}, format="json"
+    )
+    assert first.status_code == 200
+    again = alice_api.post(
+        "/api/v1/stores/resolve", {"project": "acme/app", "scope": "private"}, format="json"
+    )
+    assert first.json()["id"] == again.json()["id"]
+    store = Store.objects.get(pk=first.json()["id"])
+    assert store.owner == alice and store.kind == "private"
+    assert Path(store.path).is_relative_to(settings.MEMHUB_DATA_DIR)
+    assert list(Project.objects.get(key="acme/app").members.all()) == [alice]
+
+
+def test_a_discovered_project_is_linked_to_its_slug(alice_api, alice):
+    project = Project.objects.create(key="-home-alice-app")
+    project.members.add(alice)
+    response = alice_api.post(
+        "/api/v1/stores/resolve",
+        {"project": "acme/app", "project_dirname": "-home-alice-app", "scope": "private"},
+        format="json",
+    )
+    assert response.json()["project"] == "-home-alice-app"
+    project.refresh_from_db()
+    assert project.repo_slug == "acme/app"
+
+
+def test_team_stores_need_membership(alice_api, bob_api, alice, bob):
+    resolve_store(alice, "acme/app", "private")
+    team = {"project": "acme/app", "scope": "team"}
+    assert alice_api.post("/api/v1/stores/resolve", team, format="json").status_code == 200
+    response = bob_api.post("/api/v1/stores/resolve", team, format="json")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_put_get_list_and_delete_a_file(alice_api, store):
+    url = f"/api/v1/stores/{store.pk}/files/feedback_db.md"
+    put = alice_api.put(url, {"content": MEMORY}, format="json")
+    assert put.status_code == 201 and put.json()["checksum"] == sha(MEMORY)
+    assert Path(store.path, "feedback_db.md").read_text() == MEMORY
+    got = alice_api.get(url)
+    assert got.json()["content"] == MEMORY and got["ETag"] == f'"{sha(MEMORY)}"'
+    assert alice_api.get(url, HTTP_IF_NONE_MATCH=f'"{sha(MEMORY)}"').status_code == 304
+    listing = alice_api.get(f"/api/v1/stores/{store.pk}/files/").json()["files"]
+    assert [(f["key"], f["name"], f["type"]) for f in listing] == [
+        ("feedback_db.md", "Real DB", "feedback")
+    ]
+    hashes = alice_api.get(f"/api/v1/stores/{store.pk}/files/?view=hashes").json()
+    assert hashes == {"checksums": {"feedback_db.md": sha(MEMORY)}}
+    assert alice_api.delete(url).status_code == 204
+    assert not Path(store.path, "feedback_db.md").exists()
+    assert alice_api.get(url).status_code == 404
+    assert [e.kind for e in Event.objects.order_by("pk")] == ["memory_written", "memory_forgotten"]
+
+
+def test_a_stale_if_match_gets_412_and_writes_nothing(alice_api, store):
+    url = f"/api/v1/stores/{store.pk}/files/a.md"
+    alice_api.put(url, {"content": "v1"}, format="json")
+    response = alice_api.put(url, {"content": "v2"}, format="json", HTTP_IF_MATCH=f'"{sha("v0")}"')
+    assert response.status_code == 412
+    assert response.json()["error"]["code"] == "precondition_failed"
+    assert Path(store.path, "a.md").read_text() == "v1"
+    ok = alice_api.put(url, {"content": "v2"}, format="json", HTTP_IF_MATCH=f'"{sha("v1")}"')
+    assert ok.status_code == 201
+    assert alice_api.delete(url, HTTP_IF_MATCH=sha("v1")).status_code == 412
+
+
+@pytest.mark.parametrize(
+    ("key", "rule"),
+    [
+        ("../escape.md", "dotdot"),
+        ("%2e%2e%2fescape.md", "encoded-traversal"),
+        ("team/x.md", None),
+        ("notes.txt", None),
+        ("a\\b.md", "backslash"),
+    ],
+)
+def test_bad_keys_get_400_naming_the_rule(alice_api, store, key, rule):
+    response = alice_api.post(
+        f"/api/v1/stores/{store.pk}/batch", {"files": {key: "x"}}, format="json"
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_key"
+    if rule:
+        assert error["details"]["rule"] == rule
+    assert list(Path(store.path).iterdir()) == []
+
+
+def test_oversized_entries_get_413_and_big_bodies_too(alice_api, store):
+    response = alice_api.put(
+        f"/api/v1/stores/{store.pk}/files/big.md", {"content": "x" * 250_001}, format="json"
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "entry_too_large"
+    huge = alice_api.put(
+        f"/api/v1/stores/{store.pk}/files/big.md",
+        {"content": "x" * (5 * 1024 * 1024 + 10)},
+        format="json",
+    )
+    assert huge.status_code == 413 and huge.json()["error"]["code"] == "too_large"
+    assert not Path(store.path, "big.md").exists()
+
+
+def test_secrets_are_refused_with_rule_and_line_never_the_value(alice_api, store):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    body = {"files": {"ok.md": "fine\n", "leak.md": f"line one\ntoken: {token}\n"}}
+    response = alice_api.post(f"/api/v1/stores/{store.pk}/batch", body, format="json")
+    assert response.status_code == 422
+    assert token not in response.content.decode()
+    entries = response.json()["error"]["details"]["entries"]
+    assert entries == [
+        {"key": "leak.md", "rule_id": "github-pat", "label": entries[0]["label"], "line": 2}
+    ]
+    assert list(Path(store.path).iterdir()) == []  # all or nothing
+
+
+def test_batch_writes_only_changed_files(alice_api, store):
+    url = f"/api/v1/stores/{store.pk}/batch"
+    alice_api.post(url, {"files": {"a.md": "A", "b.md": "B"}}, format="json")
+    mtime = Path(store.path, "a.md").stat().st_mtime_ns
+    response = alice_api.post(
+        url, {"files": {"a.md": "A", "b.md": "B2"}, "delete": ["c.md"]}, format="json"
+    ).json()
+    assert (response["written"], response["unchanged"], response["deleted"]) == (
+        ["b.md"],
+        ["a.md"],
+        [],
+    )
+    assert Path(store.path, "a.md").stat().st_mtime_ns == mtime
+    assert response["checksums"] == {"a.md": sha("A"), "b.md": sha("B2")}
+
+
+def test_invalid_json_and_unknown_fields_get_400(alice_api, store):
+    url = f"/api/v1/stores/{store.pk}/files/a.md"
+    bad = alice_api.generic("PUT", url, b'{"content": "\xff"}', content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_request"
+    unknown = alice_api.put(url, {"content": "x", "mode": "force"}, format="json")
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["details"] == {"mode": ["Unknown field."]}
+    surrogate = alice_api.generic(
+        "PUT", url, b'{"content": "\\ud800"}', content_type="application/json"
+    )
+    assert surrogate.status_code == 400
+
+
+def test_other_users_stores_are_404_even_for_staff(bob_api, sam_api, store):
+    for api in (bob_api, sam_api):
+        assert api.get(f"/api/v1/stores/{store.pk}/files/").status_code == 404
+        response = api.put(f"/api/v1/stores/{store.pk}/files/a.md", {"content": "x"}, format="json")
+        assert response.status_code == 404
+        assert api.get("/api/v1/stores/").json() == {"stores": []}
+    assert list(Path(store.path).iterdir()) == []
+
+
+def test_remember_and_forget_write_the_file_and_its_index_line(alice_api, store):
+    response = alice_api.post(
+        "/api/v1/remember",
+        {
+            "project": "acme/app",
+            "name": "Real DB",
+            "description": "Tests hit a real database",
+            "type": "feedback",
+            "body": "Use it.\n\n**Why:** x\n**How to apply:** y\n",
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    key = response.json()["key"]
+    assert key == "feedback_real_db.md"
+    index = Path(store.path, "MEMORY.md").read_text()
+    assert index == "- [Real DB](feedback_real_db.md) — Tests hit a real database\n"
+    gone = alice_api.post("/api/v1/forget", {"project": "acme/app", "path": key}, format="json")
+    assert gone.status_code == 204
+    assert Path(store.path, "MEMORY.md").read_text() == ""
+    assert not Path(store.path, key).exists()
+
+
+def test_unknown_api_urls_are_json_404s(alice_api):
+    response = alice_api.get("/api/v1/nothing-here")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
