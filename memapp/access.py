@@ -9,7 +9,7 @@ from memapp.models import MemoryFile, Store
 
 def get_store_for_user(user, store_id: int) -> Store:
     try:
-        return Store.objects.all().select_related("project").get(pk=store_id)
+        return Store.objects.visible_to(user).select_related("project").get(pk=store_id)
     except Store.DoesNotExist:
         raise Http404("No such store.") from None
 
