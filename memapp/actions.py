@@ -3,20 +3,18 @@ mirror, then an event. Views and the API only call these."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
-from django.conf import settings
-
 from memapp.events import record_event
+from memapp.locks import store_lock
 from memapp.memdir.atomic import delete_file, write_atomic
 from memapp.memdir.frontmatter import Memory, detect_type_form, parse_memory, render_memory
 from memapp.memdir.index import (
+    INDEX_FILENAME,
     add_or_update_index_entry,
     format_index_entry,
     index_health,
@@ -26,6 +24,7 @@ from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secretscan import scan_text
 from memapp.mirror import rescan_store
 from memapp.models import MemoryFile, Store
+from teamsync.service import commit_team_change
 
 
 class EditConflict(Exception):
@@ -117,23 +116,6 @@ def _current_checksum(path: Path) -> str | None:
         return None
 
 
-@contextlib.contextmanager
-def store_lock(store: Store):
-    """One writer per store across processes (MEMORY.md edits are read-modify-write).
-
-    The lock file lives in memhub's data dir, never in the agent's memory directory.
-    """
-    locks = settings.MEMHUB_DATA_DIR / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha256(store.path.encode()).hexdigest()[:32]
-    with (locks / f"{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def sha256_text(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -197,7 +179,6 @@ def do_save_memory(
             type=memory_type,
             body=body,
             type_form=previous.type_form or "top",
-            has_frontmatter=True,
             path=path,
         )
         text = render_memory(memory)
@@ -212,6 +193,7 @@ def do_save_memory(
         write_atomic(target, text)
         add_or_update_index_entry(root, path, format_index_entry(name, path, description))
         rescan_store(store)
+    commit_team_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
 
@@ -224,6 +206,7 @@ def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
         delete_file(target, missing_ok=True)
         remove_from_index(root, path)
         rescan_store(store)
+    commit_team_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_forgotten", store=store, user=user, path=path, via=via)
 
 
@@ -239,6 +222,7 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             hook = file.description if file else ""
             add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
         rescan_store(store)
+    commit_team_change(store, user, {INDEX_FILENAME})
     return list(health.unindexed)
 
 
@@ -292,6 +276,8 @@ def do_put_files(
                 result["deleted"].append(key)
         if result["written"] or result["deleted"]:
             rescan_store(store)
+    if result["written"] or result["deleted"]:
+        commit_team_change(store, user, set(result["written"] + result["deleted"]))
     for key in result["written"]:
         record_event(
             "memory_written", store=store, user=user, path=key, via=via, created=key in created

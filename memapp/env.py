@@ -56,6 +56,23 @@ def env_int(
     return number
 
 
+def env_float(
+    name: str, default: float, minimum: float | None = None, env: Mapping[str, str] | None = None
+) -> float:
+    value = _raw(name, env)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a finite number")
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} must be at least {minimum}")
+    return number
+
+
 def env_path(name: str, default: Path, env: Mapping[str, str] | None = None) -> Path:
     value = _raw(name, env)
     if value is None or value == "":

@@ -22,9 +22,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
-from memapp.actions import store_lock
 from memapp.events import record_event_later
 from memapp.flags import get_flags
+from memapp.locks import store_lock
 from memapp.memdir.freshness import (
     RecalledMemory,
     memory_age,
@@ -57,7 +57,6 @@ SELECTOR_SCHEMA = {
     "required": ["selected_memories"],
     "additionalProperties": False,
 }
-SELECTOR_TIMEOUT_S = 10.0
 SESSION_TTL_S = 24 * 3600
 
 
@@ -161,9 +160,9 @@ def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[
 
 
 @lru_cache(maxsize=4)
-def _client(api_key: str, base_url: str) -> anthropic.Anthropic:
+def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
     return anthropic.Anthropic(
-        api_key=api_key, base_url=base_url or None, timeout=SELECTOR_TIMEOUT_S, max_retries=1
+        api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=1
     )
 
 
@@ -176,7 +175,10 @@ def select_with_model(
     user_message = f"Query: {query}\n\nAvailable memories:\n{format_manifest(shown)}"
     if recent_tools:
         user_message += f"\n\nRecently used tools: {', '.join(recent_tools)}"
-    message = _client(settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL).messages.create(
+    client = _client(
+        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, settings.MEMHUB_RECALL_TIMEOUT
+    )
+    message = client.messages.create(
         model=model,
         max_tokens=256,
         system=SELECTOR_SYSTEM.format(limit=limit),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from memapp.env import env_bind, env_bool, env_int, env_path, env_str
+from memapp.env import env_bind, env_bool, env_float, env_int, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -58,12 +58,15 @@ MEMHUB_DISCOVER = env_bool("MEMHUB_DISCOVER", True)
 MEMHUB_LOCAL_OWNER = env_str("MEMHUB_LOCAL_OWNER")
 
 # Team sync (DESIGN §1, §10): the default remote is a bare repository inside the data dir.
-MEMHUB_TEAM_REMOTE = env_str("MEMHUB_TEAM_REMOTE", str(MEMHUB_DATA_DIR / "team-remote.git"))
+# Empty means the embedded default: a bare repository `team-remote.git` in the data dir.
+MEMHUB_TEAM_REMOTE = env_str("MEMHUB_TEAM_REMOTE")
 
 # Recall (DESIGN §7): without a key memhub recalls offline.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
+# Seconds the LLM selector may take per attempt (one retry) before recall falls back offline.
+MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
 
 MEMHUB_STALE_DAYS = env_int("MEMHUB_STALE_DAYS", 30, minimum=1)
 

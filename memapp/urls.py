@@ -25,4 +25,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("memapp.api.urls")),
+    path("", include("teamsync.urls")),
 ]

@@ -25,6 +25,13 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+def pytest_unconfigure(config):
+    """Events a live server buffered during the last tests refer to rows that are gone now."""
+    from memapp.events import discard_buffered_events
+
+    discard_buffered_events()
+
+
 @pytest.fixture(autouse=True)
 def no_buffered_events():
     """Events buffered by one test never reach another test's database."""

@@ -2,6 +2,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from memapp.api import views
+from teamsync.protocol import team_memory
 
 urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
@@ -15,5 +16,6 @@ urlpatterns = [
     path("api/v1/forget", views.forget, name="api_forget"),
     path("api/v1/prompt", views.prompt, name="api_prompt"),
     path("api/v1/recall", views.recall, name="api_recall"),
+    path("api/claude_code/team_memory", team_memory, name="team_memory"),
     re_path(r"^api/(?P<rest>.*)$", views.not_found),
 ]

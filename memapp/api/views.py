@@ -23,6 +23,7 @@ from memapp.actions import (
 )
 from memapp.api import serializers as s
 from memapp.api.errors import ApiError
+from memapp.memdir.index import INDEX_FILENAME
 from memapp.models import Store
 from memapp.projects import resolve_store
 from memapp.prompting import assemble_for
@@ -72,15 +73,30 @@ def store_resolve(request: Request) -> Response:
     return Response(s.StoreSerializer(store).data)
 
 
+def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
+    """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
+    one per folder that has topic files."""
+    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
+    found = {}
+    for folder in folders:
+        key = f"{folder}{INDEX_FILENAME}"
+        try:
+            found[key] = checksum(store_file_path(store, key).read_bytes())
+        except (FileRejected, OSError):
+            continue
+    return found
+
+
 @extend_schema(parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)])
 @api_view(["GET"])
 def file_list(request: Request, store_id: int) -> Response:
+    """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
     store = get_store_for_user(request.user, store_id)
     files = store.files.order_by("path")
     if request.query_params.get("view") == "hashes":
-        return Response(
-            {"checksums": {f.path: f"sha256:{f.sha256}" for f in files.only("path", "sha256")}}
-        )
+        sums = {path: f"sha256:{sha}" for path, sha in files.values_list("path", "sha256")}
+        return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
+    indexes = _index_checksums(store, list(files.values_list("path", flat=True)))
     return Response(
         {
             "files": [
@@ -94,6 +110,10 @@ def file_list(request: Request, store_id: int) -> Response:
                     "type": f.type or None,
                 }
                 for f in files.defer("body")
+            ]
+            + [
+                {"key": key, "checksum": sum_, "name": "", "description": "", "type": None}
+                for key, sum_ in indexes.items()
             ]
         }
     )

@@ -14,9 +14,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from memapp.access import get_store_for_user
-from memapp.actions import do_rebuild_index_entries, store_lock
+from memapp.actions import do_rebuild_index_entries
 from memapp.flags import get_flag
 from memapp.forms import FilterForm
+from memapp.locks import store_lock
 from memapp.memdir.index import index_health, read_index, truncate_index
 from memapp.memdir.lint import near_duplicates
 from memapp.mirror import rescan_store

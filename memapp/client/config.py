@@ -1,0 +1,129 @@
+"""Where the agent keeps its login and its sync state.
+
+Everything lives in `$XDG_CONFIG_HOME/memhub/` (default `~/.config/memhub/`), a directory made
+0700, with every file written atomically and 0600: the login file holds an API token. The
+environment variables `MEMHUB_URL` and `MEMHUB_TOKEN` override the file, each on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "Config",
+    "config_dir",
+    "load_config",
+    "normalize_url",
+    "private_dir",
+    "read_json",
+    "save_config",
+    "write_private",
+]
+
+CONFIG_FILENAME = "agent.json"
+
+
+@dataclass(frozen=True)
+class Config:
+    url: str  # the server's base URL, without a trailing slash
+    token: str
+
+
+def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/memhub`, else `~/.config/memhub` (a relative XDG value is ignored, as
+    the XDG spec asks)."""
+    environ = _environ(env)
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "memhub"
+    home = environ.get("HOME") or str(Path.home())
+    return Path(home) / ".config" / "memhub"
+
+
+def normalize_url(url: str) -> str:
+    """The server URL without a trailing slash; raises ValueError unless it is http(s)://host."""
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"not a server URL: {url!r} (expected http(s)://host[:port])")
+    if parts.query or parts.fragment:
+        raise ValueError(f"a server URL has no query or fragment: {url!r}")
+    return url
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config | None:
+    """The login to use, or None when there is no URL or no token (not logged in)."""
+    environ = _environ(env)
+    stored = read_json(config_dir(env) / CONFIG_FILENAME) or {}
+    url = environ.get("MEMHUB_URL") or stored.get("url")
+    token = environ.get("MEMHUB_TOKEN") or stored.get("token")
+    if not isinstance(url, str) or not isinstance(token, str) or not url or not token:
+        return None
+    try:
+        return Config(normalize_url(url), token.strip())
+    except ValueError:
+        return None
+
+
+def private_dir(path: Path) -> None:
+    """Create `path` and any missing parents with mode 0700 (`mkdir(parents=True)` would give
+    the parents the default mode); an existing `path` is tightened to 0700."""
+    missing = [path, *(parent for parent in path.parents if not parent.exists())]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    path.chmod(0o700)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` atomically, the file readable by its owner only (0600).
+
+    The temporary file is created 0600 from the start, so the content is never readable by
+    others, not even for a moment.
+    """
+    private_dir(path.parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(temp, flags, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temp.replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+        raise
+
+
+def save_config(config: Config, env: Mapping[str, str] | None = None) -> Path:
+    """Store the login in the config dir; returns the file's path."""
+    path = config_dir(env) / CONFIG_FILENAME
+    body = json.dumps({"url": config.url, "token": config.token}, indent=2) + "\n"
+    write_private(path, body.encode())
+    return path

@@ -1,0 +1,184 @@
+"""A small JSON client for memhub's agent API, on `urllib.request`.
+
+Transient failures (connection errors, timeouts, 5xx, 429) are retried with exponential
+backoff as DESIGN §10 asks of a sync client: 500 ms doubling to a cap of 32 s, ±25 % jitter, a
+bounded number of attempts. Everything else is raised at once as `ApiError` carrying the API's
+error shape (`{"error": {"code", "message", "details"}}`). Redirects are not followed, so the
+token is never sent to a host it was not meant for.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_BACKOFF", "NO_RETRY", "ApiError", "Backoff", "Client", "Unreachable"]
+
+USER_AGENT = "memhub-agent/0.1"
+
+
+class ApiError(Exception):
+    """The server answered with an error. `status` is the HTTP status; `code`, `message` and
+    `details` come from the API's error body (`code` is `http_<status>` when there was none)."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{message} [{code}, HTTP {status}]")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details if isinstance(details, dict) else {}
+
+
+class Unreachable(Exception):
+    """The server could not be reached (or kept failing transiently) after every attempt."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between attempts: `base` doubling up to `cap`, each scaled by 1 ± `jitter`."""
+
+    base: float = 0.5
+    cap: float = 32.0
+    jitter: float = 0.25
+    attempts: int = 6  # requests in all, the first included
+
+    def delays(self) -> Iterator[float]:
+        """One delay per retry (so `attempts - 1` of them)."""
+        for retry in range(self.attempts - 1):
+            delay = min(self.cap, self.base * 2**retry)
+            yield delay * random.uniform(1 - self.jitter, 1 + self.jitter)
+
+
+DEFAULT_BACKOFF = Backoff()
+NO_RETRY = Backoff(attempts=1)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # urllib then raises HTTPError with the 3xx status
+
+
+_TRANSIENT_ERRORS = (
+    urllib.error.URLError,
+    http.client.HTTPException,
+    ConnectionError,
+    TimeoutError,
+    socket.timeout,
+)
+
+
+def _is_transient(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _retry_after(headers) -> float | None:
+    try:
+        value = float(headers.get("Retry-After", ""))
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
+def _error_from(status: int, body: bytes) -> ApiError:
+    try:
+        error = json.loads(body.decode("utf-8"))["error"]
+        return ApiError(status, str(error["code"]), str(error["message"]), error.get("details"))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        text = body.decode("utf-8", "replace").strip()[:200]
+        return ApiError(status, f"http_{status}", text or f"HTTP {status}")
+
+
+class Client:
+    """JSON requests to one memhub server with one API token.
+
+    `timeout` bounds each socket operation (connect, each read). `deadline`, a
+    `time.monotonic()` value, bounds the whole call: no attempt starts, and no socket waits,
+    past it. `backoff` says how often and how patiently transient failures are retried.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        deadline: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.backoff = backoff
+        self.deadline = deadline
+        self.sleep = sleep
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any) -> Any:
+        return self.request("POST", path, body)
+
+    def _remaining(self) -> float:
+        if self.deadline is None:
+            return self.timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable("the time allowed for the request ran out")
+        return min(self.timeout, left)
+
+    def _once(self, method: str, path: str, data: bytes | None) -> Any:
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", USER_AGENT)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        with self._opener.open(request, timeout=self._remaining()) as response:
+            body = response.read()
+        if not body:
+            return None
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ApiError(
+                response.status, "bad_response", "the server sent invalid JSON"
+            ) from None
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Send one request (retrying transient failures) and return the decoded JSON body
+        (None for an empty one). Raises `ApiError` for an error answer, and `Unreachable` when
+        the server cannot be reached in the attempts and time allowed (a transient *answer*
+        that persists, such as a 503, is raised as its `ApiError`)."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        delays = self.backoff.delays()
+        while True:
+            wait: float | None = None
+            try:
+                return self._once(method, path, data)
+            except urllib.error.HTTPError as exc:
+                error = _error_from(exc.code, exc.read())
+                if not _is_transient(exc.code):
+                    raise error from None
+                failure: Exception = error
+                wait = _retry_after(exc.headers)
+            except _TRANSIENT_ERRORS as exc:
+                reason = getattr(exc, "reason", exc)
+                failure = Unreachable(f"cannot reach {self.url}: {reason}")
+            delay = next(delays, None)
+            if delay is None:
+                raise failure
+            if wait is not None:
+                delay = min(self.backoff.cap, max(delay, wait))
+            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+                raise failure
+            self.sleep(delay)

@@ -1,0 +1,665 @@
+"""Two-way sync of a private memory directory with its store on a memhub server.
+
+Each key (a `*.md` path relative to the memory dir, outside `team/` and `logs/`) is decided
+three-way from its local checksum L, its remote checksum R and the checksum B both sides had
+at the last sync, kept in a state file in the config dir:
+
+    L == R                 nothing to send; B becomes L
+    L == B, R changed      download (or delete locally when the server deleted it)
+    R == B, L changed      upload with R as the batch's `base` (or delete remotely)
+    both changed           a conflict, resolved so that neither version is lost:
+      both edited          keep the local file under its key, save the server's version next to
+                           it as `<stem>.remote-<8 hex of R>.md`, upload both (an index,
+                           `MEMORY.md`, is merged line by line instead: its lines are links)
+      deleted here         restore the server's version
+      deleted there        upload the local version again
+
+A conflict copy is an ordinary memory file: every machine receives it on its next sync, so the
+person who cleans it up can do so from anywhere. Uploads go in batches under 200,000 bytes
+with the last-seen checksum as a precondition; when the server says a file changed meanwhile
+(412), the whole decision is made again from fresh checksums, at most twice more.
+
+No secret leaves the machine: files the fast secret rules flag are skipped before anything is
+sent, and files the server refuses for secrets (422) are dropped from the batch, which is sent
+once more without them. Both are reported, by rule and line, never by value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+from tqdm import tqdm
+
+from memapp.client.config import private_dir, read_json, write_private
+from memapp.client.http import ApiError, Client
+from memapp.client.project import Project
+from memapp.memdir import (
+    INDEX_FILENAME,
+    PathTraversalError,
+    delete_file,
+    validate_key,
+    write_atomic,
+)
+from memapp.memdir.secretscan import scan_text
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (not on Windows)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "EXCLUDED_TOP_LEVEL",
+    "MAX_BATCH_BYTES",
+    "MAX_ENTRY_BYTES",
+    "Action",
+    "SyncBusy",
+    "SyncReport",
+    "checksum",
+    "conflict_copy_key",
+    "merge_index_lines",
+    "plan_sync",
+    "scan_local",
+    "state_path",
+    "sync_project",
+]
+
+MAX_ENTRY_BYTES = 250_000
+MAX_BATCH_BYTES = 200_000
+EXCLUDED_TOP_LEVEL = frozenset({"team", "logs"})  # stores of their own, never in the private one
+MAX_ROUNDS = 3  # the first decision plus at most two after a 412
+STATE_VERSION = 1
+
+SecretScan = Callable[[str], list]
+
+
+class SyncBusy(Exception):
+    """Another sync of the same memory dir is running."""
+
+
+def checksum(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# --- the decision ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Action:
+    """What to do with one key. `kind` is one of upload, download, delete_local,
+    delete_remote, keep_both; `conflict` says why, when both sides changed."""
+
+    kind: str
+    key: str
+    local: str | None
+    remote: str | None
+    conflict: str = ""
+
+
+def plan_sync(
+    local: dict[str, str], remote: dict[str, str], base: dict[str, str]
+) -> tuple[list[Action], dict[str, str | None]]:
+    """The actions for every key, and the keys that are already in sync (key → the checksum
+    to remember, None to forget the key). Pure: no disk, no network."""
+    actions: list[Action] = []
+    settled: dict[str, str | None] = {}
+    for key in sorted({*local, *remote, *base}):
+        lc, rc, bc = local.get(key), remote.get(key), base.get(key)
+        if lc == rc:
+            settled[key] = lc
+        elif lc == bc:
+            actions.append(Action("download" if rc else "delete_local", key, lc, rc))
+        elif rc == bc:
+            actions.append(Action("upload" if lc else "delete_remote", key, lc, rc))
+        elif lc is None:
+            actions.append(Action("download", key, lc, rc, "deleted here, changed on the server"))
+        elif rc is None:
+            actions.append(Action("upload", key, lc, rc, "changed here, deleted on the server"))
+        else:
+            actions.append(Action("keep_both", key, lc, rc, "changed here and on the server"))
+    return actions, settled
+
+
+def merge_index_lines(local: str, remote: str) -> str:
+    """`local`, then every line of `remote` it does not already have (blank lines aside), in
+    the server's order: an index entry added on either side survives."""
+    have = set(local.splitlines())
+    extra = [line for line in remote.splitlines() if line.strip() and line not in have]
+    if not extra:
+        return local
+    joined = local if not local or local.endswith("\n") else local + "\n"
+    return joined + "\n".join(extra) + "\n"
+
+
+def conflict_copy_key(key: str, remote: str, taken: Callable[[str], bool]) -> str:
+    """Where the server's version of a conflicting `key` is saved: `<stem>.remote-<8 hex>.md`
+    beside it (`-2`, `-3` … appended while `taken` says a name is in use)."""
+    path = PurePosixPath(key)
+    short = remote.removeprefix("sha256:")[:8]
+    candidate = str(path.with_name(f"{path.stem}.remote-{short}.md"))
+    number = 2
+    while taken(candidate):
+        candidate = str(path.with_name(f"{path.stem}.remote-{short}-{number}.md"))
+        number += 1
+    return candidate
+
+
+# --- the local side -------------------------------------------------------------------------
+
+
+def _is_syncable_key(key: str) -> bool:
+    return key.endswith(".md") and key.split("/", 1)[0] not in EXCLUDED_TOP_LEVEL
+
+
+def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
+    """Checksums of the regular `*.md` files of the private store, and the keys that exist
+    locally but must not be touched (symlinks and other non-regular files: following one
+    could read or overwrite something outside the memory dir)."""
+    checksums: dict[str, str] = {}
+    untouchable: set[str] = set()
+    if not memory_dir.is_dir():
+        return checksums, untouchable
+    for folder, dirs, files in os.walk(memory_dir):
+        relative = Path(folder).relative_to(memory_dir).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        if not prefix:
+            dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP_LEVEL]
+        dirs.sort()
+        for name in sorted(files):
+            key = prefix + name
+            if not _is_syncable_key(key):
+                continue
+            path = Path(folder) / name
+            try:
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode):
+                    untouchable.add(key)
+                    continue
+                checksums[key] = checksum(path.read_bytes())
+            except OSError:
+                untouchable.add(key)
+    return checksums, untouchable
+
+
+def _local_checksum(path: Path) -> str | None:
+    try:
+        return checksum(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def state_path(state_dir: Path, server: str, store_id: int, memory_dir: Path) -> Path:
+    """One state file per (server, store, memory dir): a login to another server or a store
+    that was recreated starts from no shared history instead of a wrong one."""
+    ident = f"{server}\n{store_id}\n{memory_dir}".encode()
+    return state_dir / f"{hashlib.sha256(ident).hexdigest()[:24]}.json"
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` (created 0600), or raise SyncBusy at once."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SyncBusy("another memhub-agent sync of this memory dir is running") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+@dataclass
+class SyncReport:
+    uploaded: list[str] = field(default_factory=list)
+    downloaded: list[str] = field(default_factory=list)
+    deleted_local: list[str] = field(default_factory=list)
+    deleted_remote: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # one line per conflict, for a person
+    secrets: list[dict[str, Any]] = field(default_factory=list)  # {key, rule_id, label, line}
+    errors: list[str] = field(default_factory=list)
+    planned: list[Action] = field(default_factory=list)  # the dry run's decision
+
+    @property
+    def skipped_secret_keys(self) -> list[str]:
+        return sorted({hit["key"] for hit in self.secrets})
+
+    def summary(self) -> str:
+        return (
+            f"uploaded {len(self.uploaded)}, downloaded {len(self.downloaded)}, "
+            f"deleted {len(self.deleted_local)} local / {len(self.deleted_remote)} remote, "
+            f"conflicts {len(self.conflicts)}, "
+            f"skipped {len(self.skipped_secret_keys)} (secrets)"
+        )
+
+    def details(self) -> list[str]:
+        """One line per conflict, secret and error, for a person (a file the server refused
+        again after a retried round is named once)."""
+        lines = [f"conflict: {line}" for line in self.conflicts]
+        lines += [
+            f"skipped {hit['key']}: {hit.get('label') or 'secret'} "
+            f"({hit.get('rule_id', '?')}) on line {hit.get('line', '?')}; "
+            "remove it, then sync again"
+            for hit in self.secrets
+        ]
+        lines += [f"error: {line}" for line in self.errors]
+        return list(dict.fromkeys(lines))
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+class _Retry(Exception):
+    """The server's files changed during the run (412): decide again from fresh checksums."""
+
+
+@dataclass
+class _Upload:
+    key: str
+    content: str | None  # None: delete the key on the server
+    base: str | None
+
+    def size(self) -> int:
+        return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
+
+
+class _Run:
+    def __init__(
+        self,
+        client: Client,
+        store_id: int,
+        memory_dir: Path,
+        base: dict[str, str],
+        report: SyncReport,
+        bar: tqdm,
+        secret_scan: SecretScan | None,
+        save: Callable[[], None],
+        remote: dict[str, str],
+    ) -> None:
+        self.client, self.store_id, self.memory_dir = client, store_id, memory_dir
+        self.remote = remote  # the server's checksums when the round began
+        self.base, self.report, self.bar = base, report, bar
+        self.secret_scan, self.save = secret_scan, save
+
+    # remote keys come from the network: every one is checked before it names a local path
+    def _path(self, key: str) -> Path | None:
+        if not _is_syncable_key(key):
+            self.report.errors.append(f"{key!r}: not a file of the private store; skipped")
+            return None
+        try:
+            return validate_key(self.memory_dir, key)
+        except PathTraversalError as exc:
+            self.report.errors.append(f"{exc}; skipped")
+            return None
+
+    def _fetch(self, key: str) -> tuple[str, str] | None:
+        """The server's content of `key` and its checksum, or None (reported) when it cannot
+        be stored faithfully here."""
+        try:
+            answer = self.client.get(f"/api/v1/stores/{self.store_id}/files/{quote(key, '/')}")
+        except ApiError as exc:
+            if exc.status == 404:  # deleted since the checksums were listed
+                raise _Retry from None
+            raise
+        content, remote = answer["content"], answer["checksum"]
+        data = content.encode("utf-8")
+        if len(data) > MAX_ENTRY_BYTES:
+            self.report.errors.append(f"{key}: {len(data):,} bytes on the server; skipped")
+            return None
+        if checksum(data) != remote:
+            self.report.errors.append(f"{key}: the server's copy is not valid UTF-8; skipped")
+            return None
+        return content, remote
+
+    def _still_as_planned(self, path: Path, action: Action) -> bool:
+        """Whether the local file is still what the plan saw (a person or an agent may have
+        written it meanwhile: then it is left alone, and the next sync decides again)."""
+        current = _local_checksum(path)
+        if current == action.local:
+            return True
+        if current == action.remote:  # already what the server has
+            self._set_base(action.key, current)
+        else:
+            self.report.errors.append(f"{action.key}: changed during the sync; left for next time")
+        return False
+
+    def _set_base(self, key: str, value: str | None) -> None:
+        if value is None:
+            self.base.pop(key, None)
+        else:
+            self.base[key] = value
+
+    def _read(self, key: str) -> str | None:
+        """A local file's text for upload, or None (reported) when it cannot be sent."""
+        try:
+            data = (self.memory_dir / key).read_bytes()
+            content = data.decode("utf-8")
+        except OSError as exc:
+            self.report.errors.append(f"{key}: cannot read it ({exc.strerror}); skipped")
+            return None
+        except UnicodeDecodeError:
+            self.report.errors.append(f"{key}: not valid UTF-8; skipped")
+            return None
+        if len(data) > MAX_ENTRY_BYTES:
+            self.report.errors.append(
+                f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
+            )
+            return None
+        return content
+
+    def download(self, action: Action) -> None:
+        self.bar.update(1)
+        path = self._path(action.key)
+        if path is None or not self._still_as_planned(path, action):
+            return
+        fetched = self._fetch(action.key)
+        if fetched is None:
+            return
+        content, remote = fetched
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, content)
+        self._set_base(action.key, remote)
+        self.report.downloaded.append(action.key)
+        if action.conflict:
+            self.report.conflicts.append(f"{action.key}: {action.conflict}; restored it here")
+
+    def delete_local(self, action: Action) -> None:
+        self.bar.update(1)
+        path = self._path(action.key)
+        if path is None or not self._still_as_planned(path, action):
+            return
+        delete_file(path, missing_ok=True)
+        self._set_base(action.key, None)
+        self.report.deleted_local.append(action.key)
+
+    def keep_both(self, action: Action, uploads: list[_Upload]) -> None:
+        path = self._path(action.key)
+        fetched = None
+        if path is not None and self._still_as_planned(path, action):
+            fetched = self._fetch(action.key)
+        local = self._read(action.key) if fetched is not None else None
+        if fetched is None or local is None:
+            self.bar.update(2)
+            return
+        content, remote = fetched
+        if _is_index(action.key):
+            self._merge_indexes(action, path, local, content, remote, uploads)
+            return
+        wanted = checksum(content.encode())
+
+        def taken(key: str) -> bool:  # by another file, here or on the server
+            candidate = self.memory_dir / key
+            here = candidate.exists() and _local_checksum(candidate) != wanted
+            return here or self.remote.get(key, wanted) != wanted
+
+        copy_key = conflict_copy_key(action.key, remote, taken)
+        copy_path = self._path(copy_key)
+        if copy_path is None:
+            self.bar.update(2)
+            return
+        write_atomic(copy_path, content)
+        # The server's version is safe in the copy, so from here on the local file is simply
+        # a local change on top of it.
+        self._set_base(action.key, remote)
+        self.save()
+        self.report.conflicts.append(
+            f"{action.key}: {action.conflict}; kept yours, saved the server's as {copy_key}"
+        )
+        uploads.append(_Upload(copy_key, content, None))
+        uploads.append(_Upload(action.key, local, remote))
+
+    def _merge_indexes(
+        self,
+        action: Action,
+        path: Path,
+        local: str,
+        content: str,
+        remote: str,
+        uploads: list[_Upload],
+    ) -> None:
+        """Two versions of an index (one link per line) merge without loss: the local lines,
+        then the server's lines the local version lacks."""
+        merged = merge_index_lines(local, content)
+        write_atomic(path, merged)
+        self._set_base(action.key, remote)
+        self.save()
+        self.report.conflicts.append(
+            f"{action.key}: {action.conflict}; merged both versions line by line"
+        )
+        self.bar.update(1)
+        uploads.append(_Upload(action.key, merged, remote))
+
+    def upload(self, action: Action, uploads: list[_Upload]) -> None:
+        if action.kind == "delete_remote":
+            uploads.append(_Upload(action.key, None, action.remote))
+            return
+        content = self._read(action.key)
+        if content is None:
+            self.bar.update(1)
+            return
+        if action.conflict:
+            self.report.conflicts.append(f"{action.key}: {action.conflict}; uploaded yours again")
+        uploads.append(_Upload(action.key, content, action.remote))
+
+    def without_local_secrets(self, uploads: list[_Upload]) -> list[_Upload]:
+        if self.secret_scan is None:
+            return uploads
+        clean = []
+        for item in uploads:
+            hits = self.secret_scan(item.content) if item.content is not None else []
+            if not hits:
+                clean.append(item)
+                continue
+            self.report.secrets += [
+                {"key": item.key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
+                for hit in hits
+            ]
+            self.bar.update(1)
+        return clean
+
+    def send(self, uploads: list[_Upload]) -> None:
+        for batch in _batches(uploads):
+            self._send_batch(batch)
+            self.save()
+
+    def _send_batch(self, batch: list[_Upload]) -> None:
+        pending = {item.key: item for item in batch}
+        for _ in range(3):
+            if not pending:
+                return
+            body = {
+                "files": {k: i.content for k, i in pending.items() if i.content is not None},
+                "delete": [k for k, i in pending.items() if i.content is None],
+                "base": {k: i.base for k, i in pending.items()},
+            }
+            try:
+                answer = self.client.post(f"/api/v1/stores/{self.store_id}/batch", body)
+            except ApiError as exc:
+                if exc.status == 412:
+                    raise _Retry from None
+                refused = self._refused_keys(exc, pending)
+                if not refused:
+                    raise
+                for key in refused:
+                    pending.pop(key)
+                    self.bar.update(1)
+                continue
+            self._record(pending, answer)
+            return
+
+    def _refused_keys(self, exc: ApiError, pending: dict[str, _Upload]) -> set[str]:
+        """The keys a refusal names, reported; empty when it names none of this batch's."""
+        if exc.status == 422 and exc.code == "secret_detected":
+            entries = [e for e in exc.details.get("entries", []) if e.get("key") in pending]
+            self.report.secrets += entries
+            return {entry["key"] for entry in entries}
+        key = exc.details.get("key")
+        if exc.status in (400, 413) and key in pending:
+            self.report.errors.append(f"{key}: refused by the server: {exc.message}")
+            return {key}
+        return set()
+
+    def _record(self, sent: dict[str, _Upload], answer: dict[str, Any]) -> None:
+        checksums = answer.get("checksums", {})
+        for key, item in sent.items():
+            if item.content is None:
+                self.base.pop(key, None)
+                self.report.deleted_remote.append(key)
+            else:
+                self.base[key] = checksums.get(key) or checksum(item.content.encode())
+                self.report.uploaded.append(key)
+            self.bar.update(1)
+
+
+def _batches(uploads: list[_Upload]) -> Iterator[list[_Upload]]:
+    """Consecutive groups whose JSON stays under MAX_BATCH_BYTES (a single larger file goes
+    alone, as the team memory client does)."""
+    batch: list[_Upload] = []
+    size = 0
+    for item in uploads:
+        if batch and size + item.size() > MAX_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += item.size()
+    if batch:
+        yield batch
+
+
+def _is_index(key: str) -> bool:
+    return PurePosixPath(key).name == INDEX_FILENAME
+
+
+def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[str, str]:
+    """Every file's checksum on the server. The listing comes from the server's mirror, which
+    may leave out index files (`MEMORY.md`, at the top and in subfolders), so an index this
+    machine knows of, and the top-level one, are asked for one by one when missing."""
+    remote = client.get(f"/api/v1/stores/{store_id}/files/?view=hashes")["checksums"]
+    for key in sorted({INDEX_FILENAME, *filter(_is_index, known)} - set(remote)):
+        try:
+            answer = client.get(f"/api/v1/stores/{store_id}/files/{quote(key, '/')}")
+        except ApiError as exc:
+            if exc.status in (400, 404):
+                continue
+            raise
+        remote[key] = answer["checksum"]
+    return remote
+
+
+def _load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
+    state = read_json(path) or {}
+    if any(state.get(name) != value for name, value in identity.items()):
+        return {}
+    files = state.get("files")
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def sync_project(
+    client: Client,
+    project: Project,
+    state_dir: Path,
+    *,
+    dry_run: bool = False,
+    progress: bool = True,
+    secret_scan: SecretScan | None = scan_text,
+) -> SyncReport:
+    """Sync `project`'s private memory dir with the caller's private store on the server.
+
+    Raises `ApiError` / `Unreachable` when the server fails in a way a retry cannot fix, and
+    `SyncBusy` when another sync of this memory dir holds the lock. Files that cannot be synced
+    (secrets, size, encoding, unsafe keys) are skipped and listed in the report.
+    `secret_scan` is the local rule set run before anything is sent (None leaves it to the
+    server).
+    """
+    store = client.post("/api/v1/stores/resolve", {**project.fields(), "scope": "private"})
+    store_id = int(store["id"])
+    memory_dir = project.memory_dir
+    path = state_path(state_dir, client.url, store_id, memory_dir)
+    identity = {
+        "version": STATE_VERSION,
+        "server": client.url,
+        "store": store_id,
+        "memory_dir": str(memory_dir),
+    }
+    report = SyncReport()
+    base = _load_base(path, identity)
+
+    def save() -> None:
+        if not dry_run:
+            body = {**identity, "files": dict(sorted(base.items()))}
+            write_private(path, (json.dumps(body, indent=1) + "\n").encode())
+
+    if not dry_run:
+        private_dir(state_dir)
+    lock = contextlib.nullcontext() if dry_run else _exclusive(path.with_suffix(".lock"))
+    with lock:
+        for round_number in range(MAX_ROUNDS):
+            local, untouchable = scan_local(memory_dir)
+            remote = _remote_checksums(client, store_id, {*local, *base})
+            actions, settled = plan_sync(
+                local,
+                {k: v for k, v in remote.items() if k not in untouchable},
+                {k: v for k, v in base.items() if k not in untouchable},
+            )
+            if dry_run:
+                report.planned = actions
+                return report
+            for key, value in settled.items():
+                if value is None:
+                    base.pop(key, None)
+                else:
+                    base[key] = value
+            # A conflict kept on both sides is two uploads.
+            total = len(actions) + sum(action.kind == "keep_both" for action in actions)
+            with tqdm(
+                total=total, desc="memhub sync", unit="file", disable=not progress or None
+            ) as bar:
+                run = _Run(
+                    client, store_id, memory_dir, base, report, bar, secret_scan, save, remote
+                )
+                try:
+                    _execute(run, actions)
+                except _Retry:
+                    save()
+                    if round_number == MAX_ROUNDS - 1:
+                        report.errors.append(
+                            "the server's files kept changing during the sync; run it again"
+                        )
+                    continue
+            save()
+            break
+    return report
+
+
+def _execute(run: _Run, actions: list[Action]) -> None:
+    uploads: list[_Upload] = []
+    for action in actions:
+        try:
+            if action.kind == "download":
+                run.download(action)
+            elif action.kind == "delete_local":
+                run.delete_local(action)
+            elif action.kind == "keep_both":
+                run.keep_both(action, uploads)
+            else:
+                run.upload(action, uploads)
+        except OSError as exc:  # this file only: e.g. a folder where a file should go
+            run.report.errors.append(f"{action.key}: {exc.strerror or exc}; skipped")
+    run.save()
+    run.send(run.without_local_secrets(uploads))

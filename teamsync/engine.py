@@ -1,0 +1,479 @@
+"""The git side of team sync, with no Django: one working clone of the shared repository, and
+the three-way exchange between a team store directory and its folder in that clone.
+
+Each team store maps to a folder of the shared repository (`owner/repo/`, DESIGN §1). The
+*base* of a store is the checksum of each key as it was last synced (kept by the caller). From
+it each side's changes are known:
+
+- a key whose store checksum differs from its base changed locally: it is committed (after the
+  secret filter and the caps) with the author of the change;
+- a key whose clone checksum differs from its base after integrating the remote changed
+  remotely: it is written to the store.
+
+Integration is `git merge` of the remote branch, so git does the three-way merge of commits.
+Overlapping edits are not resolved by guessing: the shared repository keeps the remote version
+(never conflict markers), the local version stays in the store, and the conflict is returned
+for a person to resolve. `MEMORY.md` is merged with git's union driver and then cleaned of
+entries whose file is gone. All git work runs through the git command (`repo.git`), under one
+lock per clone that a crashed process cannot leave held (an `flock` dies with its holder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from git import GitCommandError, Repo
+
+from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
+from memapp.memdir.keys import PathTraversalError, validate_key
+
+BRANCH = "main"
+GITATTRIBUTES = (
+    "# MEMORY.md is never text-merged: both sides' entries are kept.\n**/MEMORY.md merge=union\n"
+)
+MAX_PUSH_ATTEMPTS = 3
+
+# Failures that will not pass by themselves: retrying only hammers the remote (DESIGN §10).
+_PERMANENT = re.compile(
+    r"authentication failed|permission denied|could not read username|repository not found"
+    r"|does not appear to be a git repository|not found|access denied|403|401"
+    r"|no such file or directory|could not resolve host",
+    re.IGNORECASE,
+)
+_REJECTED = re.compile(r"\[rejected\]|fetch first|non-fast-forward|failed to push", re.IGNORECASE)
+
+# (key -> list of hits) for the keys that must not be committed; hits are opaque to the engine.
+SecretCheck = Callable[[Mapping[str, str]], Mapping[str, list]]
+
+
+def checksum(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A team store as the engine sees it."""
+
+    folder: str  # repository-relative folder, e.g. "acme/app"
+    directory: Path
+    base: Mapping[str, str]  # key -> checksum as last synced
+    exclude: tuple[str, ...] = ()  # top-level entries of the directory that are not this store
+    held: frozenset[str] = frozenset()  # keys with an open conflict: left alone until resolved
+
+
+@dataclass
+class CommitResult:
+    committed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    blocked: dict[str, list] = field(default_factory=dict)  # secrets, or too large
+    too_large: list[str] = field(default_factory=list)
+    capped: list[str] = field(default_factory=list)  # new keys refused over the entry cap
+    total_entries: int = 0
+    base: dict[str, str] = field(default_factory=dict)
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Both sides changed one file and the changes overlap (or one side deleted it)."""
+
+    path: str  # repository-relative
+    kind: str  # "edit" (both edited) or "edit_delete"
+    base: str | None
+    ours: str | None
+    theirs: str | None
+
+
+@dataclass
+class IntegrateResult:
+    conflicts: list[Conflict] = field(default_factory=list)
+    merged: bool = False  # the remote had commits we did not
+    error: str | None = None
+
+
+@dataclass
+class ApplyResult:
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
+    base: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    attempts: int = 0
+    error: str | None = None
+    permanent: bool = False
+    conflicts: tuple[Conflict, ...] = ()
+
+
+def read_store(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every `*.md` file of a store directory (recursively), keyed by `/`-separated path."""
+    files: dict[str, bytes] = {}
+    if not directory.is_dir():
+        return files
+    for dirpath, dirnames, filenames in os.walk(directory):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(directory)
+        if rel_dir == Path():
+            dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
+        else:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        for name in filenames:
+            path = here / name
+            if name.endswith(".md") and not name.startswith(".") and not path.is_symlink():
+                files[path.relative_to(directory).as_posix()] = path.read_bytes()
+    return files
+
+
+class TeamClone:
+    """memhub's one working clone of the shared team repository."""
+
+    def __init__(self, clone_dir: Path, remote: str, *, author=("memhub", "memhub@localhost")):
+        self.clone_dir = Path(clone_dir)
+        self.remote = remote
+        self.default_author = author
+
+    # -- setup and locking ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One git operation at a time on this clone, across processes."""
+        self.clone_dir.parent.mkdir(parents=True, exist_ok=True)
+        with Path(f"{self.clone_dir}.lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def repo(self) -> Iterator[Repo]:
+        with Repo(self.clone_dir) as repo:
+            yield repo
+
+    def ensure(self) -> None:
+        """Clone the remote (or start it, when it is empty) and leave a clean work tree.
+
+        A clone left mid-merge or with uncommitted changes by a killed process is reset to its
+        last commit: every change memhub makes is committed before anything else happens, so
+        nothing lost, and the store still holds what was being written.
+        """
+        if not (self.clone_dir / ".git").is_dir():
+            self.clone_dir.mkdir(parents=True, exist_ok=True)
+            Repo.init(self.clone_dir, initial_branch=BRANCH).close()
+            with self.repo() as repo:
+                repo.git.remote("add", "origin", self.remote)
+                self._configure(repo)
+        with self.repo() as repo:
+            if repo.git.remote("get-url", "origin") != self.remote:
+                repo.git.remote("set-url", "origin", self.remote)
+            if (self.clone_dir / ".git" / "MERGE_HEAD").exists():
+                repo.git.merge("--abort")
+            if repo.head.is_valid():
+                repo.git.reset("--hard", "--quiet")
+                repo.git.clean("-fdq")
+            else:
+                self._first_commit(repo)
+
+    def _configure(self, repo: Repo) -> None:
+        with repo.config_writer() as config:
+            config.set_value("user", "name", self.default_author[0])
+            config.set_value("user", "email", self.default_author[1])
+            config.set_value("merge", "conflictstyle", "merge")
+
+    def _first_commit(self, repo: Repo) -> None:
+        """Adopt the remote's history when it has one, else start it with .gitattributes."""
+        try:
+            repo.git.fetch("origin", BRANCH)
+            repo.git.checkout("-B", BRANCH, f"origin/{BRANCH}")
+            return
+        except GitCommandError:
+            pass
+        (self.clone_dir / ".gitattributes").write_text(GITATTRIBUTES)
+        repo.git.add(".gitattributes")
+        repo.git.commit("-m", "Start the team memory repository", "--quiet")
+
+    # -- local changes ---------------------------------------------------------------------------
+
+    def commit_local(
+        self,
+        spec: StoreSpec,
+        author: tuple[str, str] | None = None,
+        *,
+        secret_check: SecretCheck,
+        max_entries: int,
+        max_entry_bytes: int,
+        keys: set[str] | None = None,
+        message: str | None = None,
+    ) -> CommitResult:
+        """Commit the store's changes since its base (all keys, or just `keys`).
+
+        Files with a secret or over `max_entry_bytes` are not committed (returned as blocked);
+        new files beyond `max_entries` are refused (returned as capped) while changes to
+        existing ones still go.
+        """
+        result = CommitResult(base=dict(spec.base))
+        store = read_store(spec.directory, spec.exclude)
+        folder = self.clone_dir / spec.folder
+        clone = read_store(folder)
+        candidates = set(store) | set(spec.base)
+        if keys is not None:
+            candidates &= keys
+        changed = {
+            key
+            for key in candidates - spec.held
+            if (checksum(store[key]) if key in store else None) != spec.base.get(key)
+        }
+        texts = {key: store[key].decode("utf-8", "replace") for key in changed if key in store}
+        result.too_large = [key for key in texts if len(store[key]) > max_entry_bytes]
+        result.blocked = dict(
+            secret_check({k: v for k, v in texts.items() if k not in result.too_large})
+        )
+        for key in result.too_large:
+            result.blocked[key] = []
+        topic = {k for k in clone if Path(k).name != INDEX_FILENAME}
+        room = max_entries - len(topic)
+        for key in sorted(changed):
+            target = self._target(folder, key)
+            if key in store:
+                if key in result.blocked:
+                    continue
+                is_new_topic = key not in clone and Path(key).name != INDEX_FILENAME
+                if is_new_topic:
+                    if room <= 0:
+                        result.capped.append(key)
+                        continue
+                    room -= 1
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic_bytes(target, store[key])
+                result.committed.append(key)
+                result.base[key] = checksum(store[key])
+            else:
+                if target.exists():
+                    target.unlink()
+                    result.deleted.append(key)
+                result.base.pop(key, None)
+        result.total_entries = (
+            len(topic)
+            + sum(1 for k in result.committed if k not in clone and Path(k).name != INDEX_FILENAME)
+            - sum(1 for k in result.deleted if Path(k).name != INDEX_FILENAME)
+        )
+        if result.committed or result.deleted:
+            with self.repo() as repo:
+                repo.git.add("-A", "--", spec.folder)
+                if repo.git.diff("--cached", "--name-only"):
+                    name, email = author or self.default_author
+                    summary = message or self._message(result)
+                    repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
+                    result.commit = repo.head.commit.hexsha
+        return result
+
+    @staticmethod
+    def _message(result: CommitResult) -> str:
+        parts = []
+        if result.committed:
+            parts.append("update " + ", ".join(result.committed[:5]))
+        if result.deleted:
+            parts.append("delete " + ", ".join(result.deleted[:5]))
+        more = len(result.committed) + len(result.deleted) - 10
+        return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+    @staticmethod
+    def _target(folder: Path, key: str) -> Path:
+        try:
+            return validate_key(folder, key)
+        except PathTraversalError as exc:  # the key came from a store, but check anyway
+            raise ValueError(f"refusing key {key!r}: {exc}") from exc
+
+    # -- remote changes --------------------------------------------------------------------------
+
+    def fetch(self) -> str | None:
+        """Fetch the remote branch; the error text when that failed."""
+        with self.repo() as repo:
+            try:
+                repo.git.fetch("origin", BRANCH)
+            except GitCommandError as exc:
+                text = f"{exc.stderr or exc}".strip()
+                if "couldn't find remote ref" in text:
+                    return None  # an empty remote: nothing to integrate yet
+                return text
+        return None
+
+    def integrate(self) -> IntegrateResult:
+        """Merge the fetched remote branch; overlapping edits come back as conflicts."""
+        result = IntegrateResult()
+        with self.repo() as repo:
+            try:
+                repo.git.rev_parse("--verify", f"origin/{BRANCH}")
+            except GitCommandError:
+                return result
+            ahead = repo.git.rev_list("--count", f"HEAD..origin/{BRANCH}")
+            if ahead == "0":
+                return result
+            result.merged = True
+            try:
+                repo.git.merge("--no-edit", "--no-ff", "--quiet", f"origin/{BRANCH}")
+            except GitCommandError:
+                result.conflicts = self._settle_conflicts(repo)
+                repo.git.commit("--no-edit", "--quiet")
+            self._clean_indexes(repo)
+        return result
+
+    def _settle_conflicts(self, repo: Repo) -> list[Conflict]:
+        """Leave the tree mergeable without markers: keep the remote's edit (or whichever side
+        still has the file), and hand every conflict back with all three versions."""
+        conflicts = []
+        paths = [p for p in repo.git.diff("--name-only", "--diff-filter=U").splitlines() if p]
+        for path in paths:
+            base, ours, theirs = (self._stage(repo, n, path) for n in (1, 2, 3))
+            if ours is not None and theirs is not None:
+                kind, keep = "edit", theirs
+            else:
+                kind, keep = "edit_delete", ours if ours is not None else theirs
+            write_atomic_bytes(self.clone_dir / path, keep.encode("utf-8"))
+            repo.git.add("--", path)
+            conflicts.append(Conflict(path, kind, base, ours, theirs))
+        return conflicts
+
+    @staticmethod
+    def _stage(repo: Repo, stage: int, path: str) -> str | None:
+        try:
+            return repo.git.show(f":{stage}:{path}", strip_newline_in_stdout=False)
+        except GitCommandError:
+            return None
+
+    def _clean_indexes(self, repo: Repo) -> None:
+        """After a union merge, drop index entries whose file is gone from the folder."""
+        changed = repo.git.diff("--name-only", "HEAD~1", "HEAD").splitlines()
+        touched = False
+        for path in changed:
+            if Path(path).name != INDEX_FILENAME:
+                continue
+            index = self.clone_dir / path
+            if not index.exists():
+                continue
+            text = index.read_text(encoding="utf-8", errors="replace")
+            folder = index.parent
+            lines = text.splitlines(keepends=True)
+            drop = {
+                entry.line_number
+                for entry in parse_index_entries(text)
+                if entry.path and entry.path.endswith(".md") and not (folder / entry.path).exists()
+            }
+            seen: set[str] = set()
+            kept = []
+            for number, line in enumerate(lines, 1):
+                if number in drop or (line.strip() and line in seen):
+                    continue
+                seen.add(line)
+                kept.append(line)
+            if kept != lines:
+                write_atomic_bytes(index, "".join(kept).encode("utf-8"))
+                repo.git.add("--", path)
+                touched = True
+        if touched:
+            repo.git.commit("-m", "Rebuild MEMORY.md after merging", "--quiet")
+
+    def apply_incoming(self, spec: StoreSpec) -> ApplyResult:
+        """Write to the store what changed in its folder since the base; the store's own
+        changes are never overwritten (a key changed on both sides waits for the next sync,
+        which commits it and lets git merge it)."""
+        result = ApplyResult(base=dict(spec.base))
+        folder = self.clone_dir / spec.folder
+        clone = read_store(folder)
+        store = read_store(spec.directory, spec.exclude)
+        for key in sorted((set(clone) | set(spec.base)) - spec.held):
+            incoming = checksum(clone[key]) if key in clone else None
+            if incoming == spec.base.get(key):
+                continue
+            current = checksum(store[key]) if key in store else None
+            if current == incoming:
+                self._set_base(result.base, key, incoming)
+                continue
+            if current != spec.base.get(key):
+                result.not_applied.append(key)
+                continue
+            try:
+                target = validate_key(spec.directory, key)
+            except PathTraversalError:
+                result.not_applied.append(key)
+                continue
+            if incoming is None:
+                delete_file(target, missing_ok=True)
+                result.deleted.append(key)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic_bytes(target, clone[key])
+                result.written.append(key)
+            self._set_base(result.base, key, incoming)
+        return result
+
+    @staticmethod
+    def _set_base(base: dict[str, str], key: str, value: str | None) -> None:
+        if value is None:
+            base.pop(key, None)
+        else:
+            base[key] = value
+
+    # -- publishing ------------------------------------------------------------------------------
+
+    def unpushed(self) -> int:
+        with self.repo() as repo:
+            try:
+                return int(repo.git.rev_list("--count", f"origin/{BRANCH}..HEAD"))
+            except GitCommandError:
+                return int(repo.git.rev_list("--count", "HEAD"))
+
+    def push_once(self) -> tuple[bool, str | None, bool]:
+        """One `git push`: (ok, error text, whether the error is permanent)."""
+        with self.repo() as repo:
+            try:
+                repo.git.push("origin", f"HEAD:refs/heads/{BRANCH}")
+            except GitCommandError as exc:
+                text = f"{exc.stderr or exc}".strip()
+                if _REJECTED.search(text) and not _PERMANENT.search(text):
+                    return False, text, False
+                return False, text, bool(_PERMANENT.search(text))
+        return True, None, False
+
+    def folder_files(self, folder: str) -> dict[str, bytes]:
+        return read_store(self.clone_dir / folder)
+
+    def log(self, folder: str, limit: int = 50) -> list[dict]:
+        """The history of a folder: newest first, with authors."""
+        with self.repo() as repo:
+            if not repo.head.is_valid():
+                return []
+            out = repo.git.log(f"-{limit}", "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s", "--", folder)
+        rows = []
+        for line in out.splitlines():
+            sha, name, email, when, subject = line.split("\x1f")
+            rows.append(
+                {"sha": sha, "author": name, "email": email, "date": when, "subject": subject}
+            )
+        return rows
+
+    def show(self, sha: str, path: str) -> str | None:
+        with self.repo() as repo:
+            try:
+                return repo.git.show(f"{sha}:{path}", strip_newline_in_stdout=False)
+            except GitCommandError:
+                return None
+
+
+def init_bare_remote(path: Path) -> None:
+    """The embedded default remote: a bare repository in memhub's data dir."""
+    if not (path / "HEAD").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        Repo.init(path, bare=True, initial_branch=BRANCH).close()

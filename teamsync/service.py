@@ -1,0 +1,337 @@
+"""Team sync for memhub: stores, flags, events and the worker around the git engine.
+
+Every change memhub makes to a team store is committed to the working clone at once, authored
+by the user who made it (`commit_team_change`); publishing is left to `sync_team`, which the
+background worker runs about two seconds after the last change and every sync interval.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memapp.discovery import local_owner
+from memapp.events import record_event
+from memapp.flags import get_flag, get_flags
+from memapp.locks import store_lock
+from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.keys import validate_key
+from memapp.mirror import rescan_store
+from memapp.models import Store
+from memapp.secretgate import scan_for_push
+from teamsync.engine import (
+    MAX_PUSH_ATTEMPTS,
+    CommitResult,
+    Conflict,
+    StoreSpec,
+    TeamClone,
+    checksum,
+    init_bare_remote,
+)
+from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
+
+
+def team_remote() -> str:
+    return settings.MEMHUB_TEAM_REMOTE or str(settings.MEMHUB_DATA_DIR / "team-remote.git")
+
+
+def team_clone() -> TeamClone:
+    remote = team_remote()
+    if not settings.MEMHUB_TEAM_REMOTE:
+        init_bare_remote(Path(remote))
+    return TeamClone(settings.MEMHUB_DATA_DIR / "team-clone", remote)
+
+
+def folder_for(store: Store) -> str:
+    """The store's folder in the shared repository: `owner/repo` (or the project key)."""
+    project = store.project
+    base = project.repo_slug or project.key
+    return f"{base}/{store.mount}" if store.mount else base
+
+
+def team_stores():
+    return Store.objects.filter(kind=Store.Kind.TEAM, project__isnull=False).select_related(
+        "project"
+    )
+
+
+def _author(user) -> tuple[str, str]:
+    if user is None:
+        return ("memhub", "memhub@localhost")
+    name = user.get_full_name() or user.get_username()
+    return (name, user.email or f"{user.get_username()}@memhub.local")
+
+
+def _state(store: Store) -> StoreSyncState:
+    return StoreSyncState.objects.get_or_create(store=store)[0]
+
+
+def _spec(store: Store, state: StoreSyncState) -> StoreSpec:
+    held = frozenset(store.conflicts.filter(resolved_at__isnull=True).values_list("key", flat=True))
+    return StoreSpec(
+        folder=folder_for(store),
+        directory=Path(store.path),
+        base=state.base,
+        exclude=tuple(store.exclude),
+        held=held,
+    )
+
+
+def _hits(hits) -> list[dict]:
+    return [{"rule_id": h.rule_id, "label": h.label, "line": h.line} for h in hits]
+
+
+def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> CommitResult:
+    """Commit a store's local changes; record blocked files, caps and events."""
+    flags = get_flags(store.project)
+    state = _state(store)
+    result = clone.commit_local(
+        _spec(store, state),
+        _author(user),
+        secret_check=scan_for_push,
+        max_entries=flags["team_max_entries"],
+        max_entry_bytes=flags["team_max_entry_bytes"],
+        keys=keys,
+    )
+    with transaction.atomic():
+        for key, hits in result.blocked.items():
+            reason = BlockedFile.Reason.TOO_LARGE if key in result.too_large else "secret"
+            BlockedFile.objects.update_or_create(
+                store=store, key=key, defaults={"reason": reason, "hits": _hits(hits)}
+            )
+        for key in result.capped:
+            BlockedFile.objects.update_or_create(
+                store=store, key=key, defaults={"reason": BlockedFile.Reason.CAPPED, "hits": []}
+            )
+        BlockedFile.objects.filter(store=store, key__in=result.committed + result.deleted).delete()
+        for key in result.deleted:
+            Tombstone.objects.update_or_create(
+                store=store, key=key, defaults={"checksum": state.base.get(key, "")}
+            )
+        Tombstone.objects.filter(store=store, key__in=result.committed).delete()
+        if result.committed or result.deleted:
+            state.base = result.base
+            state.version += 1
+            state.last_modified = timezone.now()
+            state.save(update_fields=["base", "version", "last_modified"])
+            TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(
+                dirty_at=timezone.now()
+            )
+    secret_keys = [k for k in result.blocked if k not in result.too_large]
+    if secret_keys:
+        rule_ids = sorted({h.rule_id for k in secret_keys for h in result.blocked[k]})
+        record_event("secret_skipped", store=store, file_count=len(secret_keys), rule_ids=rule_ids)
+    if result.capped:
+        record_event(
+            "entries_capped",
+            store=store,
+            total_entries=result.total_entries + len(result.capped),
+            dropped_count=len(result.capped),
+            max_entries=flags["team_max_entries"],
+        )
+    return result
+
+
+def commit_team_change(store: Store, user, keys: set[str] | None = None) -> CommitResult | None:
+    """Commit what a user just changed in a team store (local and fast; no network)."""
+    if store.kind != Store.Kind.TEAM or store.project is None:
+        return None
+    if not get_flag("team_memory", store.project):
+        return None
+    clone = team_clone()
+    with clone.locked():
+        clone.ensure()
+        return _commit(clone, store, user, keys)
+
+
+@dataclass
+class SyncReport:
+    committed: int = 0
+    written: int = 0
+    deleted: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+    pushed: bool = False
+    push_attempts: int = 0
+    error: str | None = None
+    suppressed: bool = False
+    duration_ms: int = 0
+
+
+def _store_for_path(stores: list[Store], path: str) -> tuple[Store, str] | None:
+    """Map a repository path to the team store whose folder holds it (the longest match)."""
+    best = None
+    for store in stores:
+        folder = folder_for(store) + "/"
+        if path.startswith(folder) and (best is None or len(folder) > len(best[2])):
+            best = (store, path[len(folder) :], folder)
+    return (best[0], best[1]) if best else None
+
+
+def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> None:
+    """Fetch and merge the remote, then bring every store up to date with its folder."""
+    error = clone.fetch()
+    if error:
+        report.error = error
+        return
+    merged = clone.integrate()
+    for conflict in merged.conflicts:
+        found = _store_for_path(stores, conflict.path)
+        if found is None:
+            continue
+        store, key = found
+        TeamConflict.objects.create(
+            store=store,
+            key=key,
+            kind=conflict.kind,
+            base=conflict.base,
+            ours=conflict.ours,
+            theirs=conflict.theirs,
+        )
+        record_event("conflict", store=store, path=key, reason=conflict.kind)
+        report.conflicts.append(conflict)
+    for store in stores:
+        state = _state(store)
+        applied = clone.apply_incoming(_spec(store, state))
+        if applied.base != state.base:
+            changed = bool(applied.written or applied.deleted)
+            state.base = applied.base
+            state.version += 1 if changed else 0
+            state.last_modified = timezone.now() if changed else state.last_modified
+            state.save(update_fields=["base", "version", "last_modified"])
+        if applied.written or applied.deleted:
+            rescan_store(store)
+        report.written += len(applied.written)
+        report.deleted += len(applied.deleted)
+
+
+def sync_team(*, push: bool = True) -> SyncReport:
+    """One full sync: commit local changes, integrate the remote, update stores, publish."""
+    started = time.monotonic()
+    report = SyncReport()
+    status = TeamSyncStatus.get()
+    stores = [s for s in team_stores() if get_flag("team_memory", s.project)]
+    owner = local_owner()
+    clone = team_clone()
+    with clone.locked():
+        clone.ensure()
+        for store in stores:
+            author = owner if store.origin == Store.Origin.DISCOVERED else None
+            result = _commit(clone, store, author, None)
+            report.committed += len(result.committed) + len(result.deleted)
+        _integrate(clone, stores, report)
+        pull_error = report.error
+        if push and not report.error and clone.unpushed():
+            _push(clone, stores, report)
+    report.duration_ms = round((time.monotonic() - started) * 1000)
+    _record(status, report, push, pull_error)
+    return report
+
+
+def _push(clone: TeamClone, stores: list[Store], report: SyncReport) -> None:
+    for attempt in range(1, MAX_PUSH_ATTEMPTS + 1):
+        report.push_attempts = attempt
+        ok, error, permanent = clone.push_once()
+        if ok:
+            report.pushed = True
+            report.error = None
+            return
+        report.error = error
+        if permanent:
+            report.suppressed = True
+            return
+        _integrate(clone, stores, report)  # someone pushed first: merge theirs, try again
+
+
+def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) -> None:
+    now = timezone.now()
+    record_event(
+        "sync_pull",
+        success=pull_error is None,
+        files_written=report.written + report.deleted,
+        not_modified=report.written + report.deleted == 0,
+        duration_ms=report.duration_ms,
+        error=pull_error,
+    )
+    fields = {"last_pull_at": now, "last_error": report.error or "", "requested_at": None}
+    if push and (report.push_attempts or report.committed):
+        record_event(
+            "sync_push",
+            success=report.pushed,
+            files_uploaded=report.committed,
+            conflict=bool(report.conflicts),
+            conflict_retries=max(0, report.push_attempts - 1),
+            duration_ms=report.duration_ms,
+            batches=report.push_attempts,
+            error=report.error,
+        )
+    if report.pushed:
+        fields.update(
+            last_push_at=now,
+            dirty_at=None,
+            suppressed_reason="",
+            suppressed_status="",
+            suppressed_at=None,
+        )
+    elif report.suppressed:
+        if not status.suppressed_reason:
+            record_event("push_suppressed", reason=report.error[:500], status="permanent")
+        fields.update(
+            suppressed_reason=report.error[:2000], suppressed_status="permanent", suppressed_at=now
+        )
+    TeamSyncStatus.objects.filter(pk=status.pk).update(**fields)
+
+
+def request_sync() -> None:
+    """'Sync now': the worker picks it up on its next tick (the web request does not wait)."""
+    TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(requested_at=timezone.now())
+
+
+def entry_checksum(data: bytes) -> str:
+    return checksum(data)
+
+
+def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None = None) -> None:
+    """Settle a conflict: keep our version, theirs, a merged text, or delete the file; the
+    result is committed like any other change and published by the next push."""
+    versions = {"ours": conflict.ours, "theirs": conflict.theirs, "merged": text, "delete": None}
+    if choice not in versions or (choice == "merged" and text is None):
+        raise ValueError(f"unknown resolution {choice!r}")
+    content = versions[choice]
+    store = conflict.store
+    clone = team_clone()
+    with clone.locked():
+        clone.ensure()
+        with store_lock(store):
+            target = validate_key(Path(store.path), conflict.key)
+            if content is None:
+                delete_file(target, missing_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic_bytes(target, content.encode("utf-8"))
+            conflict.resolved_at, conflict.resolved_by = timezone.now(), user
+            conflict.resolution = choice
+            conflict.save(update_fields=["resolved_at", "resolved_by", "resolution"])
+            # The shared repository holds the other side's version now: measure from it, so
+            # whatever the person chose is seen as a change and committed.
+            state = _state(store)
+            shared = clone.folder_files(folder_for(store)).get(conflict.key)
+            if shared is None:
+                state.base.pop(conflict.key, None)
+            else:
+                state.base[conflict.key] = checksum(shared)
+            state.save(update_fields=["base"])
+            rescan_store(store)
+        _commit(clone, store, user, {conflict.key})
+    record_event(
+        "conflict",
+        store=store,
+        user=user,
+        path=conflict.key,
+        reason=conflict.kind,
+        resolution=choice,
+    )

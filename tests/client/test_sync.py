@@ -1,0 +1,280 @@
+"""`memhub-agent sync` between two machines of alice's and a real memhub server."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from pathlib import Path
+
+import pytest
+
+from memapp.models import Store
+from tests.client.conftest import SLUG, topic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUMMARY = (
+    "uploaded {}, downloaded {}, deleted {} local / {} remote, conflicts {}, skipped {} (secrets)"
+)
+
+
+def fake_github_token() -> str:
+    """A GitHub personal access token's shape (random, so it passes the entropy check)."""
+    alphabet = string.ascii_letters + string.digits
+    return "ghp_" + "".join(secrets.choice(alphabet) for _ in range(36))
+
+
+def summary(*counts: int) -> str:
+    return SUMMARY.format(*counts)
+
+
+@pytest.fixture
+def a(machine_a, server):
+    machine_a.login(server)
+    return machine_a
+
+
+@pytest.fixture
+def b(machine_b, server):
+    machine_b.login(server)
+    return machine_b
+
+
+def private_store() -> Store:
+    return Store.objects.get(kind=Store.Kind.PRIVATE, project__key=SLUG)
+
+
+def server_keys() -> list[str]:
+    """The files of alice's private store, as they are on the server's disk."""
+    root = Path(private_store().path)
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*.md"))
+
+
+def test_it_syncs_up_from_one_machine_and_down_to_another(a, b, alice):
+    a.write("MEMORY.md", "- [Real DB](feedback_db.md) — no mocks\n")
+    a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
+    a.write("notes/project_freeze.md", topic("Freeze", "Release freeze 2026-03-05", "project"))
+
+    result = a.sync()
+
+    assert result.stdout.strip() == summary(3, 0, 0, 0, 0, 0)
+    store = private_store()
+    assert store.owner == alice
+    assert server_keys() == [
+        "MEMORY.md",
+        "feedback_db.md",
+        "notes/project_freeze.md",
+    ]
+
+    result = b.sync()
+
+    assert result.stdout.strip() == summary(0, 3, 0, 0, 0, 0)
+    assert b.files() == a.files()
+    assert b.memory_dir != a.memory_dir  # two checkouts, one project by its repo slug
+    assert b.sync().stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+    assert a.sync().stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+
+
+def test_edits_on_both_sides_reach_the_other(a, b):
+    a.write("one.md", topic("One", "first"))
+    a.write("two.md", topic("Two", "second"))
+    a.sync()
+    b.sync()
+
+    a.write("one.md", topic("One", "first, edited on A"))
+    b.write("two.md", topic("Two", "second, edited on B"))
+    b.write("three.md", topic("Three", "new on B"))
+
+    assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
+    assert b.sync().stdout.strip() == summary(2, 1, 0, 0, 0, 0)
+    assert a.sync().stdout.strip() == summary(0, 2, 0, 0, 0, 0)
+
+    assert a.files() == b.files()
+    assert "edited on A" in b.read("one.md")
+    assert "edited on B" in a.read("two.md")
+
+
+def test_downloads_write_only_changed_files(a, b):
+    a.write("one.md", topic("One", "first"))
+    a.write("two.md", topic("Two", "second"))
+    a.sync()
+    b.sync()
+    untouched = (b.memory_dir / "two.md").stat().st_mtime_ns
+
+    a.write("one.md", topic("One", "edited"))
+    a.sync()
+    b.sync()
+
+    assert (b.memory_dir / "two.md").stat().st_mtime_ns == untouched
+
+
+def test_deletions_propagate_both_ways(a, b):
+    for name in ("keep", "gone-on-a", "gone-on-b"):
+        a.write(f"{name}.md", topic(name, name))
+    a.sync()
+    b.sync()
+
+    (a.memory_dir / "gone-on-a.md").unlink()
+    assert a.sync().stdout.strip() == summary(0, 0, 0, 1, 0, 0)
+    assert b.sync().stdout.strip() == summary(0, 0, 1, 0, 0, 0)
+    assert sorted(b.files()) == ["gone-on-b.md", "keep.md"]
+
+    (b.memory_dir / "gone-on-b.md").unlink()
+    b.sync()
+    assert a.sync().stdout.strip() == summary(0, 0, 1, 0, 0, 0)
+
+    assert sorted(a.files()) == sorted(b.files()) == ["keep.md"]
+    assert server_keys() == ["keep.md"]
+
+
+def test_a_conflict_keeps_both_versions(a, b):
+    a.write("feedback_db.md", topic("Real DB", "original"))
+    a.sync()
+    b.sync()
+    a.write("feedback_db.md", topic("Real DB", "edited on A"))
+    a.sync()
+    b.write("feedback_db.md", topic("Real DB", "edited on B"))
+
+    result = b.sync()
+
+    assert result.stdout.strip() == summary(2, 0, 0, 0, 1, 0)
+    copies = [key for key in b.files() if key.startswith("feedback_db.remote-")]
+    assert len(copies) == 1
+    assert "conflict: feedback_db.md" in result.stderr
+    assert copies[0] in result.stderr
+    assert "edited on B" in b.read("feedback_db.md")  # the local version stays under its name
+    assert "edited on A" in b.read(copies[0])  # the server's version is next to it
+
+    a.sync()
+    assert a.files() == b.files()  # both versions reach every machine
+    assert b.sync().stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+
+
+def test_a_file_deleted_here_but_changed_on_the_server_comes_back(a, b):
+    a.write("one.md", topic("One", "original"))
+    a.sync()
+    b.sync()
+    a.write("one.md", topic("One", "edited on A"))
+    a.sync()
+    (b.memory_dir / "one.md").unlink()
+
+    result = b.sync()
+
+    assert result.stdout.strip() == summary(0, 1, 0, 0, 1, 0)
+    assert "edited on A" in b.read("one.md")
+
+
+def test_a_file_changed_here_but_deleted_on_the_server_is_uploaded_again(a, b):
+    a.write("one.md", topic("One", "original"))
+    a.sync()
+    b.sync()
+    (a.memory_dir / "one.md").unlink()
+    a.sync()
+    b.write("one.md", topic("One", "edited on B"))
+
+    result = b.sync()
+
+    assert result.stdout.strip() == summary(1, 0, 0, 0, 1, 0)
+    a.sync()
+    assert "edited on B" in a.read("one.md")
+
+
+def test_a_planted_secret_is_skipped_and_reported_while_the_rest_syncs(a, b):
+    token = fake_github_token()
+    a.write("reference_ci.md", topic("CI", "CI access", "reference", f"Token: {token}\n"))
+    a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
+
+    result = a.sync()
+
+    assert result.returncode == 0
+    assert result.stdout.strip() == summary(1, 0, 0, 0, 0, 1)
+    assert "reference_ci.md" in result.stderr
+    assert "github-pat" in result.stderr
+    assert "line 6" in result.stderr
+    assert token not in result.stdout + result.stderr
+    assert server_keys() == ["feedback_db.md"]
+    b.sync()
+    assert sorted(b.files()) == ["feedback_db.md"]
+
+    a.write("reference_ci.md", topic("CI", "CI access", "reference", "Token: in the vault\n"))
+    assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
+
+
+def test_team_and_logs_stay_out_of_the_private_store(a):
+    a.write("user_role.md", topic("Role", "backend engineer", "user"))
+    a.write("team/project_release.md", topic("Release", "freeze", "project"))
+    a.write("logs/2026/03/2026-03-05.md", "- did things\n")
+    a.write("notes.txt", "not a memory\n")
+
+    assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
+    assert server_keys() == ["user_role.md"]
+
+
+def test_a_dry_run_changes_nothing(a, b):
+    a.write("one.md", topic("One", "first"))
+
+    result = a.run("sync", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    assert "would upload one.md" in result.stdout
+    assert server_keys() == []
+    assert not (a.config_dir / "sync").exists()
+
+
+def test_state_and_login_files_are_private(a):
+    a.write("one.md", topic("One", "first"))
+    a.sync()
+
+    states = list((a.config_dir / "sync").glob("*.json"))
+    assert len(states) == 1
+    assert states[0].stat().st_mode & 0o777 == 0o600
+    assert (a.config_dir / "sync").stat().st_mode & 0o777 == 0o700
+    state = json.loads(states[0].read_text())
+    assert state["memory_dir"] == str(a.memory_dir)
+    assert list(state["files"]) == ["one.md"]
+
+
+def test_sync_without_a_login_says_how_to_log_in(machine_a):
+    result = machine_a.run("sync")
+
+    assert result.returncode == 1
+    assert "memhub-agent login" in result.stderr
+
+
+def test_a_project_without_a_slug_is_keyed_by_its_directory_name(tmp_path, server):
+    from tests.client.conftest import Machine, git_checkout
+
+    home = tmp_path / "c" / "home"
+    machine = Machine(home, git_checkout(home / "scratch", remote=None))
+    machine.login(server)
+    machine.write("one.md", topic("One", "first"))
+
+    machine.sync()
+
+    store = Store.objects.get(kind=Store.Kind.PRIVATE)
+    assert store.project.key == machine.memory_dir.parent.name
+    assert store.project.key.endswith("-scratch")
+
+
+def test_two_edited_indexes_merge_line_by_line(a, b):
+    a.write("MEMORY.md", "- [One](one.md) — first\n")
+    a.write("one.md", topic("One", "first"))
+    a.sync()
+    b.sync()
+    a.write("MEMORY.md", "- [One](one.md) — first\n- [Two](two.md) — from A\n")
+    a.write("two.md", topic("Two", "from A"))
+    a.sync()
+    b.write("MEMORY.md", "- [One](one.md) — first\n- [Three](three.md) — from B\n")
+    b.write("three.md", topic("Three", "from B"))
+
+    result = b.sync()
+
+    assert result.stdout.strip() == summary(2, 1, 0, 0, 1, 0)
+    assert "MEMORY.md" in result.stderr and "merged" in result.stderr
+    assert b.read("MEMORY.md") == (
+        "- [One](one.md) — first\n- [Three](three.md) — from B\n- [Two](two.md) — from A\n"
+    )
+    assert not [key for key in b.files() if ".remote-" in key]
+    a.sync()
+    assert a.files() == b.files()
