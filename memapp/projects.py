@@ -17,8 +17,9 @@ def find_project(ref: str) -> Project | None:
 
 
 def managed_store_dir(project: Project, scope: str, user=None):
-    """Where memhub keeps a store uploaded by remote agents: inside its data dir."""
-    base = settings.MEMHUB_DATA_DIR / "stores" / sanitize_path(project.key)
+    """Where memhub keeps a store uploaded by remote agents: inside its data dir. The project's
+    id makes the name unique (`acme/app` and `acme-app` sanitize alike)."""
+    base = settings.MEMHUB_DATA_DIR / "stores" / f"{project.pk}-{sanitize_path(project.key)}"
     return base / (f"private-{user.pk}" if scope == Store.Kind.PRIVATE else "team")
 
 

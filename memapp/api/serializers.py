@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
@@ -15,6 +16,18 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return attrs
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """The schema says what `StrictSerializer` does: no properties beyond the listed ones."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        return schema
 
 
 class ProjectRefSerializer(StrictSerializer):
@@ -60,6 +73,14 @@ class BatchSerializer(StrictSerializer):
         default=dict,
         help_text="key → checksum the client last saw (as If-Match per key).",
     )
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        stray = sorted(set(attrs["base"]) - set(attrs["files"]) - set(attrs["delete"]))
+        if stray:
+            message = "Not uploaded or deleted in this batch."
+            raise serializers.ValidationError({"base": {key: [message] for key in stray}})
+        return attrs
 
 
 class RememberSerializer(StrictSerializer):

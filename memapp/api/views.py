@@ -232,7 +232,8 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema(request=s.PromptSerializer)
+@extend_schema(methods=["GET"], parameters=[s.PromptSerializer])
+@extend_schema(methods=["POST"], request=s.PromptSerializer)
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
     """The memory section of the agent's system prompt; the mode follows the flags."""
@@ -278,6 +279,7 @@ def recall(request: Request) -> Response:
     )
 
 
+@extend_schema(exclude=True)
 @api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
 def not_found(request: Request, rest: str = "") -> Response:
     raise Http404
