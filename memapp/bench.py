@@ -1,12 +1,14 @@
 """Benchmarks of the memory core against plain-Python floors.
 
-    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5]
+    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web]
 
 For each size, a corpus of realistic memory files is generated in a temporary directory (deleted
 afterwards), and each section measures some operations on it: the median of ``--runs`` runs,
 next to a floor (the plainest Python doing the same I/O) measured in the same run, the ratio, and
 a target where one is set. A section is a function ``(corpus, runs) -> list[Row]`` listed in
-:data:`SECTIONS`; store page render time, recall latency and sync can be added the same way.
+:data:`SECTIONS`. ``--web`` adds the sections of :mod:`memapp.bench_web` after these (the store
+page, the mirror rescan, recall and prompt through the API, recall throughput under gunicorn),
+whose targets are absolute (a latency, a rate) rather than ratios to a floor.
 
 Floors:
 
@@ -54,6 +56,10 @@ class Row:
     floor: float | None = None
     target: float | None = None  # the highest acceptable ratio to the floor
     note: str = ""
+    limit: float | None = None  # the most seconds acceptable, for a target without a floor
+    rate: float | None = None  # a throughput (per second), shown instead of ``seconds``
+    min_rate: float | None = None  # the lowest acceptable throughput
+    errors: int = 0  # failed requests while measuring: the target is missed whatever the figure
 
     @property
     def ratio(self) -> float | None:
@@ -63,9 +69,15 @@ class Row:
 
     @property
     def met(self) -> bool | None:
-        if self.target is None or self.ratio is None:
-            return None
-        return self.ratio <= self.target
+        if self.errors:
+            return False
+        if self.target is not None and self.ratio is not None:
+            return self.ratio <= self.target
+        if self.limit is not None and self.seconds is not None:
+            return self.seconds <= self.limit
+        if self.min_rate is not None and self.rate is not None:
+            return self.rate >= self.min_rate
+        return None
 
 
 @dataclass
@@ -365,23 +377,39 @@ def _seconds(value: float | None) -> str:
     return f"{value:.2f} s"
 
 
+def _limit(value: float) -> str:
+    """A target latency without needless decimals: ``150 ms``, ``2.5 ms``."""
+    if value < 1:
+        return f"{value * 1e3:g} ms"
+    return f"{value:g} s"
+
+
+def _target(row: Row) -> str:
+    if row.target is not None:
+        target = f"≤ {row.target:.1f}×"
+    elif row.limit is not None:
+        target = f"≤ {_limit(row.limit)}"
+    elif row.min_rate is not None:
+        target = f"≥ {row.min_rate:,.0f}/s"
+    else:
+        return f"✗  {row.note}" if row.met is False else row.note
+    mark = {True: " ✓", False: " ✗", None: ""}[row.met]
+    return f"{target}{mark}  {row.note}".rstrip()
+
+
 def format_table(rows: Sequence[Row]) -> str:
     header = ("files", "measure", "median", "floor", "ratio", "target")
     body = []
     for row in rows:
         ratio = f"{row.ratio:.2f}×" if row.ratio is not None else "—"
-        if row.target is None:
-            target = row.note
-        else:
-            target = f"≤ {row.target:.1f}× " + ("✓" if row.met else "✗")
         body.append(
             (
                 f"{row.size:,}",
                 row.measure,
-                _seconds(row.seconds),
+                f"{row.rate:,.0f}/s" if row.rate is not None else _seconds(row.seconds),
                 _seconds(row.floor),
                 ratio,
-                target,
+                _target(row),
             )
         )
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
@@ -398,42 +426,84 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join([fmt(header), rule, *(fmt(line) for line in body)])
 
 
-def run(sizes: Sequence[int], runs: int, progress: bool = True) -> list[Row]:
+def run(
+    sizes: Sequence[int],
+    runs: int,
+    progress: bool = True,
+    sections: Sequence[Section] = tuple(SECTIONS),
+) -> list[Row]:
     rows: list[Row] = []
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
             corpus = generate_corpus(Path(tmp) / "memory", size, progress=progress)
-            for section in SECTIONS:
+            for section in sections:
                 rows.extend(section(corpus, runs))
     return rows
 
 
+def _load_average() -> str:
+    try:
+        return " / ".join(f"{load:.2f}" for load in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memapp.bench", description="Benchmarks of the memory core."
+        prog="python -m memapp.bench",
+        description="Benchmarks of the memory core and, with --web, of the web app and API.",
     )
     parser.add_argument("--sizes", default="200,2000,20000", help="corpus sizes, comma-separated")
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        help="also measure the store page, the mirror, recall and prompt over HTTP (Django)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=10.0,
+        help="--web: seconds of recall load against gunicorn (0: skip the load test)",
+    )
+    parser.add_argument(
+        "--clients", type=int, default=4, help="--web: concurrent connections of the load test"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         _worker(*args.worker)
         return 0
     sizes = [int(size) for size in args.sizes.replace("_", "").split(",") if size.strip()]
-    rows = run(sizes, max(args.runs, 1), progress=not args.quiet)
+    load_before = _load_average()
+    legends = []
+    with contextlib.ExitStack() as stack:
+        sections = list(SECTIONS)
+        if args.web:
+            from memapp import bench_web  # Django is set up only when asked for
+
+            sections += stack.enter_context(
+                bench_web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
+            )
+            legends.append(bench_web.LEGEND)
+        rows = run(sizes, max(args.runs, 1), progress=not args.quiet, sections=sections)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"
         f" {os.cpu_count()} CPUs, median of {args.runs} runs"
     )
+    print(f"load average (1/5/15 min): {load_before} before, {_load_average()} after")
     print()
     print(format_table(rows))
     print()
     print("floors: cold scan = os.walk + stat + first 30 lines + yaml.load(CSafeLoader), each in a")
     print("fresh process; warm rescan = scandir walk + stat; manifest = bare f-string per header;")
     print("index = split, keep 200 lines, join, cut to 25,000 bytes.")
+    for legend in legends:
+        print()
+        print(legend)
     return 1 if args.check and any(row.met is False for row in rows) else 0
 
 

@@ -67,6 +67,9 @@ def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
             )
             seen.append(store.path)
         stale = Store.objects.filter(origin=Store.Origin.DISCOVERED).exclude(path__in=seen)
+        # Project- and local-scope agent stores live in registered checkouts, not under the
+        # memory base: the snapshots app keeps those.
+        stale = stale.exclude(agent_scope__in=[Store.AgentScope.PROJECT, Store.AgentScope.LOCAL])
         removed = stale.count()
         stale.delete()
     for store in Store.objects.filter(path__in=seen):

@@ -12,6 +12,9 @@ import json
 import logging
 import threading
 import time
+from datetime import timedelta
+
+from django.utils import timezone
 
 from memapp.models import Event
 
@@ -116,3 +119,12 @@ def _flush_at_exit() -> None:
 
 
 atexit.register(_flush_at_exit)
+
+
+def prune_events(days: int, now=None) -> int:
+    """Delete events older than `days` days (0 keeps everything); returns how many went."""
+    if days <= 0:
+        return 0
+    now = timezone.now() if now is None else now
+    deleted, _ = Event.objects.filter(created_at__lt=now - timedelta(days=days)).delete()
+    return deleted

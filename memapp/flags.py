@@ -64,43 +64,132 @@ class FlagSpec:
 
 
 def _specs() -> list[FlagSpec]:
+    # `in_effect=True` only where the code reads the flag today: prompting.py (prompt modes and
+    # index caps), recall.py (recall, model, limit, scan and surfacing caps), views/stores.py (the
+    # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol).
     return [
-        FlagSpec("auto_memory", bool, True, "Auto memory on: prompts include a memory section."),
-        FlagSpec("team_memory", bool, True, "Team memory on: team stores, team sync, protocol."),
-        FlagSpec("recall", bool, True, "Recall on: agents may ask which memories fit a query."),
-        FlagSpec("recall_model", str, settings.MEMHUB_RECALL_MODEL, "Model of the LLM selector."),
-        FlagSpec("recall_max", int, 5, "At most this many memories per recall.", minimum=1),
-        FlagSpec("recall_offline_only", bool, False, "Never call the LLM selector."),
-        FlagSpec("skip_index", bool, False, "Prompts leave out the MEMORY.md step."),
-        FlagSpec("daily_log_mode", bool, False, "Append-only daily logs instead of team memory."),
-        FlagSpec("search_past_context", bool, False, "Prompts add 'Searching past context'."),
+        FlagSpec(
+            "auto_memory",
+            bool,
+            True,
+            "Auto memory on: prompts include a memory section.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "team_memory",
+            bool,
+            True,
+            "Team memory on: team stores, team sync, protocol.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall",
+            bool,
+            True,
+            "Recall on: agents may ask which memories fit a query.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall_model",
+            str,
+            settings.MEMHUB_RECALL_MODEL,
+            "Model of the LLM selector.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall_max",
+            int,
+            5,
+            "At most this many memories per recall.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "recall_offline_only", bool, False, "Never call the LLM selector.", in_effect=True
+        ),
+        FlagSpec(
+            "skip_index", bool, False, "Prompts leave out the MEMORY.md step.", in_effect=True
+        ),
+        FlagSpec(
+            "daily_log_mode",
+            bool,
+            False,
+            "Append-only daily logs instead of team memory.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "search_past_context",
+            bool,
+            False,
+            "Prompts add 'Searching past context'.",
+            in_effect=True,
+        ),
         FlagSpec("extraction", bool, True, "Background extraction of memories from sessions."),
         FlagSpec("extraction_every_n_turns", int, 1, "Extract every N turns.", minimum=1),
         FlagSpec("extraction_non_interactive", bool, False, "Extract in non-interactive sessions."),
         FlagSpec("consolidation", bool, True, "Background consolidation of memory."),
         FlagSpec("consolidation_min_hours", int, 24, "Hours between consolidations.", minimum=1),
         FlagSpec("consolidation_min_sessions", int, 5, "Sessions before consolidating.", minimum=1),
-        FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", minimum=1),
-        FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", minimum=1),
-        FlagSpec("scan_max_files", int, 200, "Files a scan keeps (newest first).", minimum=1),
+        FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", in_effect=True, minimum=1),
+        FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", in_effect=True, minimum=1),
+        FlagSpec(
+            "scan_max_files",
+            int,
+            200,
+            "Files a scan keeps (newest first).",
+            in_effect=True,
+            minimum=1,
+        ),
         FlagSpec("frontmatter_max_lines", int, 30, "Lines read for a header.", minimum=3),
-        FlagSpec("surface_max_bytes", int, 4_096, "Bytes surfaced per memory.", minimum=1),
-        FlagSpec("surface_session_bytes", int, 60 * 1024, "Bytes per session.", minimum=1),
-        FlagSpec("team_max_entries", int, 500, "Entries per project team store.", minimum=1),
-        FlagSpec("team_max_entry_bytes", int, 250_000, "Bytes per team entry.", minimum=1),
+        FlagSpec(
+            "surface_max_bytes", int, 4_096, "Bytes surfaced per memory.", in_effect=True, minimum=1
+        ),
+        FlagSpec(
+            "surface_session_bytes",
+            int,
+            60 * 1024,
+            "Bytes per session.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "team_max_entries",
+            int,
+            500,
+            "Entries per project team store.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "team_max_entry_bytes",
+            int,
+            250_000,
+            "Bytes per team entry.",
+            in_effect=True,
+            minimum=1,
+        ),
         FlagSpec(
             "secrets_entropy_plugins",
             bool,
             False,
             "Also run detect-secrets' entropy and IP plugins before a push.",
+            in_effect=True,
             global_only=True,
         ),
-        FlagSpec("sync_interval_seconds", int, 60, "Seconds between team pulls.", minimum=5),
+        FlagSpec(
+            "sync_interval_seconds",
+            int,
+            60,
+            "Seconds between team pulls.",
+            in_effect=True,
+            minimum=5,
+        ),
         FlagSpec(
             "protocol_project_creation",
             str,
             "staff",
             "Who may create projects through the team memory protocol.",
+            in_effect=True,
             choices=("staff", "everyone"),
         ),
     ]
@@ -180,7 +269,10 @@ def set_flag(name: str, value: Any, project=None, user=None, note: str = "") -> 
 
 @transaction.atomic
 def clear_flag_override(name: str, project, user=None, note: str = "") -> None:
-    """Remove a project's override so the global value applies again, audited."""
+    """Remove a project's override (or, with `project` None, the global value) so the next
+    level applies again: the global value, else the default. Audited when something was removed.
+    """
+    flag_spec(name)
     old = get_flag(name, project)
     deleted, _ = FlagValue.objects.filter(name=name, project=project).delete()
     if deleted:
@@ -189,8 +281,8 @@ def clear_flag_override(name: str, project, user=None, note: str = "") -> None:
             project=project,
             user=user,
             name=name,
-            scope=project.key,
+            scope=project.key if project is not None else "global",
             old=old,
             new=get_flag(name, project),
-            note=note or "override removed",
+            note=note or ("override removed" if project is not None else "reset to default"),
         )

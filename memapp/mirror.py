@@ -88,18 +88,22 @@ def rescan_store(store: Store) -> RescanResult:
             )
         else:
             unchanged += 1
-    health = index_health(root, files=[h.path for h in headers])
-    indexed = {h.path for h in headers} - set(health.unindexed)
     signature = _index_signature(root)
     files_changed = bool(added or changed or existing)
+    if not files_changed and store.index_stats.get("signature") == signature:
+        # Nothing on disk moved: the index stats and cross-file flags still hold.
+        store.scanned_at = timezone.now()
+        store.save(update_fields=["scanned_at"])
+        return RescanResult(0, 0, 0, unchanged)
+    health = index_health(root, files=[h.path for h in headers])
+    indexed = {h.path for h in headers} - set(health.unindexed)
     with transaction.atomic():
         if existing:
             MemoryFile.objects.filter(pk__in=[row["pk"] for row in existing.values()]).delete()
         MemoryFile.objects.bulk_create(added, batch_size=500)
         if changed:
             MemoryFile.objects.bulk_update(changed, _UPDATE_FIELDS, batch_size=500)
-        if files_changed or store.index_stats.get("signature") != signature:
-            _refresh_cross_file_flags(store, indexed)
+        _refresh_cross_file_flags(store, indexed)
         store.file_count = len(headers)
         store.scanned_at = timezone.now()
         store.index_stats = {

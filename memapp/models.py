@@ -231,6 +231,40 @@ class FlagValue(models.Model):
         return f"{self.name} [{scope}] = {self.value!r}"
 
 
+# Events that are never about one person's store: shown to everyone signed in when site-wide,
+# else to the project's members (and staff). Every other kind is about a store or a person, so
+# it is shown by the store's visibility, or only to the person who caused it once the store is
+# gone (a deleted private store must not turn its events public). Recall counts are also shown
+# to staff: they hold no memory content.
+OPEN_EVENT_KINDS = (
+    "flag_changed",
+    "sync_pull",
+    "sync_push",
+    "push_suppressed",
+    "stores_discovered",
+)
+
+
+class EventQuerySet(models.QuerySet):
+    def visible_to(self, user) -> EventQuerySet:
+        """Events `user` may see; private stores' events only to their owner, staff included.
+
+        Subqueries rather than joins, so each event appears once and counts stay right.
+        """
+        if not user.is_authenticated:
+            return self.none()
+        stores = Store.objects.visible_to(user).values("pk")
+        site_wide = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
+        if user.is_staff:
+            seen = Q(store__in=stores) | Q(store__kind=Store.Kind.TEAM)
+            seen |= site_wide | Q(store__isnull=True, kind="recall")
+        else:
+            projects = Project.objects.filter(members=user).values("pk")
+            seen = Q(store__in=stores)
+            seen |= site_wide & (Q(project__isnull=True) | Q(project__in=projects))
+        return self.filter(seen | Q(store__isnull=True, user=user))
+
+
 class Event(models.Model):
     """Something that happened (DESIGN §12). Fields are whitelisted per kind in `memapp.events`."""
 
@@ -246,6 +280,8 @@ class Event(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     fields = models.JSONField(default=dict, blank=True)
+
+    objects = EventQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

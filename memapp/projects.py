@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -9,6 +11,17 @@ from django.http import Http404
 
 from memapp.memdir.paths import sanitize_path
 from memapp.models import Project, Store
+
+# A repo slug names the project's folder in the shared team repository, so `..`, `.` and an
+# owner starting with a dot (`.git/…`) would put it outside that repository or in its metadata.
+REPO_SLUG_RE = re.compile(r"(?![.])[^/\\\s\x00-\x1f\x7f]+/(?!\.\.?$)[^/\\\s\x00-\x1f\x7f]+")
+# A sanitized memory directory name (DESIGN §3) is made of letters, digits and dashes only.
+DIRNAME_RE = re.compile(r"[A-Za-z0-9-]+")
+
+
+def valid_project_key(key: str) -> bool:
+    """A repo slug `owner/repo`, or the sanitized name of a memory directory."""
+    return bool(REPO_SLUG_RE.fullmatch(key) or DIRNAME_RE.fullmatch(key))
 
 
 def find_project(ref: str) -> Project | None:
@@ -23,8 +36,26 @@ def managed_store_dir(project: Project, scope: str, user=None):
     return base / (f"private-{user.pk}" if scope == Store.Kind.PRIVATE else "team")
 
 
-@transaction.atomic
 def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
+    """Like `_resolve_store`, with a read-only fast path for the common case: the user's own
+    private store of a known project (no write transaction, so no SQLite write lock)."""
+    if scope == Store.Kind.PRIVATE and not alias:
+        store = (
+            Store.objects.filter(
+                Q(project__key=project_ref) | Q(project__repo_slug=project_ref),
+                kind=Store.Kind.PRIVATE,
+                owner=user,
+            )
+            .select_related("project")
+            .first()
+        )
+        if store is not None:
+            return store
+    return _resolve_store(user, project_ref, scope, alias=alias, create=create)
+
+
+@transaction.atomic
+def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
     """The user's private store, or the project's team store, for an agent's project.
 
     `alias` is the sanitized directory name the agent also knows; a project first discovered
@@ -50,7 +81,7 @@ def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create
             raise Http404("No team store.")
         return store
     if project is None:
-        if not create:
+        if not create or not valid_project_key(project_ref):
             raise Http404("No such project.")
         project = Project.objects.create(key=project_ref)
         project.members.add(user)

@@ -8,6 +8,7 @@ surfacing budget (per memory and per session) and rendered with their freshness 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -108,7 +109,9 @@ _indexes_lock = threading.Lock()
 def store_recall_index(store: Store, limit: int) -> RecallIndex:
     if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
         with store_lock(store):
-            rescan_store(store)
+            store.refresh_from_db(fields=["scanned_at"])  # another worker may have just done it
+            if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
+                rescan_store(store)
     rows = list(
         store.files.order_by("-mtime_ms", "path").values_list(
             "path", "mtime_ms", "size", "name", "description", "type", "type_form", "problem"
@@ -197,7 +200,9 @@ def select_with_model(
 
 
 def _session_key(user, session_id: str) -> str:
-    return f"memhub:recall-budget:{user.pk}:{session_id}"
+    """Hashed: a session id is the client's text, and cache keys must be short and plain."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"memhub:recall-budget:{user.pk}:{digest}"
 
 
 def recall_for(

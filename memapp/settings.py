@@ -69,6 +69,9 @@ MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
 MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
 
 MEMHUB_STALE_DAYS = env_int("MEMHUB_STALE_DAYS", 30, minimum=1)
+# Events older than this many days are pruned (daily by the sync worker, or `prune_events`);
+# 0 keeps them all.
+MEMHUB_EVENT_RETENTION_DAYS = env_int("MEMHUB_EVENT_RETENTION_DAYS", 90, minimum=0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -83,6 +86,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "memapp",
     "teamsync",
+    "snapshots",
 ]
 
 MIDDLEWARE = [
@@ -129,6 +133,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
+DATABASES["default"].setdefault("CONN_MAX_AGE", 60)  # one connection per worker, not per request
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -171,6 +176,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "File sync, remember/forget, recall and prompt assembly for local agents.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Request bodies get their own components, so the schema says which strings may not be blank.
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -24,10 +24,12 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import posixpath
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
@@ -42,16 +44,25 @@ GITATTRIBUTES = (
 MAX_PUSH_ATTEMPTS = 3
 
 # Failures that will not pass by themselves: retrying only hammers the remote (DESIGN §10).
+# HTTP statuses only as git reports them: a bare "401" also matches a path or a port.
 _PERMANENT = re.compile(
     r"authentication failed|permission denied|could not read username|repository not found"
-    r"|does not appear to be a git repository|not found|access denied|403|401"
-    r"|no such file or directory|could not resolve host",
+    r"|does not appear to be a git repository|not found|access denied|returned error: 40[134]"
+    r"|no such file or directory|could not resolve host|hook declined|protected branch",
     re.IGNORECASE,
 )
-_REJECTED = re.compile(r"\[rejected\]|fetch first|non-fast-forward|failed to push", re.IGNORECASE)
+# Someone pushed first: fetch, integrate and push again. Checked before _PERMANENT, whose
+# words may appear in the remote's URL, which git repeats in its message.
+_REJECTED = re.compile(r"\[rejected\]|\(fetch first\)|\(non-fast-forward\)", re.IGNORECASE)
 
 # (key -> list of hits) for the keys that must not be committed; hits are opaque to the engine.
 SecretCheck = Callable[[Mapping[str, str]], Mapping[str, list]]
+
+
+def is_permanent(error: str) -> bool:
+    """Whether a git error will not pass by itself (a push rejected because someone pushed
+    first will: fetch, integrate, push again)."""
+    return not _REJECTED.search(error) and bool(_PERMANENT.search(error))
 
 
 def checksum(data: bytes) -> str:
@@ -69,18 +80,6 @@ class StoreSpec:
     held: frozenset[str] = frozenset()  # keys with an open conflict: left alone until resolved
 
 
-@dataclass
-class CommitResult:
-    committed: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    blocked: dict[str, list] = field(default_factory=dict)  # secrets, or too large
-    too_large: list[str] = field(default_factory=list)
-    capped: list[str] = field(default_factory=list)  # new keys refused over the entry cap
-    total_entries: int = 0
-    base: dict[str, str] = field(default_factory=dict)
-    commit: str | None = None
-
-
 @dataclass(frozen=True)
 class Conflict:
     """Both sides changed one file and the changes overlap (or one side deleted it)."""
@@ -90,6 +89,19 @@ class Conflict:
     base: str | None
     ours: str | None
     theirs: str | None
+
+
+@dataclass
+class CommitResult:
+    committed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    blocked: dict[str, list] = field(default_factory=dict)  # secrets, or too large
+    too_large: list[str] = field(default_factory=list)
+    capped: list[str] = field(default_factory=list)  # new keys refused over the entry cap
+    conflicts: list[Conflict] = field(default_factory=list)  # changed here and in the clone
+    total_entries: int = 0
+    base: dict[str, str] = field(default_factory=dict)
+    commit: str | None = None
 
 
 @dataclass
@@ -162,8 +174,11 @@ class TeamClone:
         with Repo(self.clone_dir) as repo:
             yield repo
 
-    def ensure(self) -> None:
+    def ensure(self, *, fetch: bool = True) -> None:
         """Clone the remote (or start it, when it is empty) and leave a clean work tree.
+
+        `fetch=False` never touches the network (a web request committing a change): a new
+        clone then starts a history of its own, which the next sync merges with the remote's.
 
         A clone left mid-merge or with uncommitted changes by a killed process is reset to its
         last commit: every change memhub makes is committed before anything else happens, so
@@ -175,6 +190,7 @@ class TeamClone:
             with self.repo() as repo:
                 repo.git.remote("add", "origin", self.remote)
                 self._configure(repo)
+        self._remove_stale_git_locks()
         with self.repo() as repo:
             if repo.git.remote("get-url", "origin") != self.remote:
                 repo.git.remote("set-url", "origin", self.remote)
@@ -184,7 +200,14 @@ class TeamClone:
                 repo.git.reset("--hard", "--quiet")
                 repo.git.clean("-fdq")
             else:
-                self._first_commit(repo)
+                self._first_commit(repo, fetch=fetch)
+
+    def _remove_stale_git_locks(self) -> None:
+        """Drop the `*.lock` files a git killed mid-command leaves (`index.lock`, a ref's
+        lock): only memhub works in this clone, and it holds `locked()`, so none is live."""
+        git_dir = self.clone_dir / ".git"
+        for lock in [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]:
+            lock.unlink(missing_ok=True)
 
     def _configure(self, repo: Repo) -> None:
         with repo.config_writer() as config:
@@ -192,12 +215,13 @@ class TeamClone:
             config.set_value("user", "email", self.default_author[1])
             config.set_value("merge", "conflictstyle", "merge")
 
-    def _first_commit(self, repo: Repo) -> None:
+    def _first_commit(self, repo: Repo, *, fetch: bool) -> None:
         """Adopt the remote's history when it has one, else start it with .gitattributes."""
         try:
-            repo.git.fetch("origin", BRANCH)
-            repo.git.checkout("-B", BRANCH, f"origin/{BRANCH}")
-            return
+            if fetch:
+                repo.git.fetch("origin", BRANCH)
+                repo.git.checkout("-B", BRANCH, f"origin/{BRANCH}")
+                return
         except GitCommandError:
             pass
         (self.clone_dir / ".gitattributes").write_text(GITATTRIBUTES)
@@ -221,7 +245,9 @@ class TeamClone:
 
         Files with a secret or over `max_entry_bytes` are not committed (returned as blocked);
         new files beyond `max_entries` are refused (returned as capped) while changes to
-        existing ones still go.
+        existing ones still go. A key that also changed in the clone since the base (a merged
+        remote change the store has not received yet) is merged three-way with it, never
+        written over it; overlapping edits come back as conflicts, nothing committed for them.
         """
         result = CommitResult(base=dict(spec.base))
         store = read_store(spec.directory, spec.exclude)
@@ -246,9 +272,15 @@ class TeamClone:
         room = max_entries - len(topic)
         for key in sorted(changed):
             target = self._target(folder, key)
+            if key in result.blocked:
+                continue
+            shared = clone.get(key)
+            if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
+                shared != store.get(key)
+            ):
+                self._commit_diverged(spec, key, store.get(key), shared, result)
+                continue
             if key in store:
-                if key in result.blocked:
-                    continue
                 is_new_topic = key not in clone and Path(key).name != INDEX_FILENAME
                 if is_new_topic:
                     if room <= 0:
@@ -278,6 +310,78 @@ class TeamClone:
                     repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
                     result.commit = repo.head.commit.hexsha
         return result
+
+    def _commit_diverged(
+        self,
+        spec: StoreSpec,
+        key: str,
+        ours: bytes | None,
+        theirs: bytes | None,
+        result: CommitResult,
+    ) -> None:
+        """Our change to a key the clone changed too: merge the two into the clone (the store
+        gets the result from the next `apply_incoming`), or return both as a conflict."""
+        path = f"{spec.folder}/{key}"
+        with self.repo() as repo:
+            base = self._find_version(repo, path, spec.base.get(key))
+            index = Path(key).name == INDEX_FILENAME
+            merged = None
+            if ours is not None and theirs is not None and (base is not None or index):
+                merged = self._merge_file(repo, ours, base or b"", theirs, union=index)
+        if merged is None:
+            text = [v if v is None else v.decode("utf-8", "replace") for v in (base, ours, theirs)]
+            kind = "edit" if ours is not None and theirs is not None else "edit_delete"
+            result.conflicts.append(Conflict(path, kind, *text))
+            return
+        if index:  # both sides' entries, each once
+            seen: set[bytes] = set()
+            kept = []
+            for line in merged.splitlines(keepends=True):
+                if line.strip() and line in seen:
+                    continue
+                seen.add(line)
+                kept.append(line)
+            merged = b"".join(kept)
+        write_atomic_bytes(self._target(self.clone_dir / spec.folder, key), merged)
+        result.committed.append(key)
+        result.base[key] = checksum(ours)  # so the next apply writes the merge to the store
+
+    @staticmethod
+    def _find_version(repo: Repo, path: str, wanted: str | None) -> bytes | None:
+        """The content of `path` with checksum `wanted`, from the clone's recent history."""
+        if wanted is None:
+            return None
+        for sha in repo.git.rev_list("-n", "200", "HEAD", "--", path).split():
+            try:
+                data = repo.git.show(
+                    f"{sha}:{path}", stdout_as_string=False, strip_newline_in_stdout=False
+                )
+            except GitCommandError:
+                continue
+            if checksum(data) == wanted:
+                return data
+        return None
+
+    @staticmethod
+    def _merge_file(
+        repo: Repo, ours: bytes, base: bytes, theirs: bytes, *, union: bool
+    ) -> bytes | None:
+        """`git merge-file` of three versions; None when the edits overlap."""
+        with tempfile.TemporaryDirectory() as tmp:
+            names = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                (Path(tmp) / name).write_bytes(data)
+                names.append(str(Path(tmp) / name))
+            try:
+                return repo.git.merge_file(
+                    "-p",
+                    *(["--union"] if union else []),
+                    *names,
+                    stdout_as_string=False,
+                    strip_newline_in_stdout=False,
+                )
+            except GitCommandError:  # exit status = the number of overlapping hunks
+                return None
 
     @staticmethod
     def _message(result: CommitResult) -> str:
@@ -322,8 +426,20 @@ class TeamClone:
             if ahead == "0":
                 return result
             result.merged = True
+            if repo.git.rev_list("--count", f"origin/{BRANCH}..HEAD") == "0":
+                # Nothing of ours to merge: fast-forward. A merge commit here would be new to
+                # the remote, and two idle members would trade empty merges on every sync.
+                repo.git.merge("--ff-only", "--quiet", f"origin/{BRANCH}")
+                return result
             try:
-                repo.git.merge("--no-edit", "--no-ff", "--quiet", f"origin/{BRANCH}")
+                # Unrelated histories: two clones that each started before anything was pushed.
+                repo.git.merge(
+                    "--no-edit",
+                    "--no-ff",
+                    "--allow-unrelated-histories",
+                    "--quiet",
+                    f"origin/{BRANCH}",
+                )
             except GitCommandError:
                 result.conflicts = self._settle_conflicts(repo)
                 repo.git.commit("--no-edit", "--quiet")
@@ -354,22 +470,33 @@ class TeamClone:
             return None
 
     def _clean_indexes(self, repo: Repo) -> None:
-        """After a union merge, drop index entries whose file is gone from the folder."""
-        changed = repo.git.diff("--name-only", "HEAD~1", "HEAD").splitlines()
+        """After a union merge, drop index entries whose file either side deleted, and lines
+        the union doubled.
+
+        The union may equal our own index (their side only removed a line next to one we
+        added), so the indexes above every deleted file are checked, not only changed ones.
+        Entries of files that were never in the repository (blocked here or there) stay.
+        """
+        changed = repo.git.diff("--name-only", "HEAD^1", "HEAD").splitlines()
+        gone: set[str] = set()
+        for parent in ("HEAD^1", "HEAD^2"):
+            diff = repo.git.diff("--name-only", "--no-renames", "--diff-filter=D", parent, "HEAD")
+            gone.update(path for path in diff.splitlines() if path)
+        indexes = {path for path in changed if PurePosixPath(path).name == INDEX_FILENAME}
+        for path in gone:
+            indexes.update(str(d / INDEX_FILENAME) for d in PurePosixPath(path).parents)
         touched = False
-        for path in changed:
-            if Path(path).name != INDEX_FILENAME:
-                continue
+        for path in sorted(indexes):
             index = self.clone_dir / path
-            if not index.exists():
+            if not index.is_file():
                 continue
             text = index.read_text(encoding="utf-8", errors="replace")
-            folder = index.parent
+            folder = PurePosixPath(path).parent
             lines = text.splitlines(keepends=True)
             drop = {
                 entry.line_number
                 for entry in parse_index_entries(text)
-                if entry.path and entry.path.endswith(".md") and not (folder / entry.path).exists()
+                if entry.path and posixpath.normpath(str(folder / entry.path)) in gone
             }
             seen: set[str] = set()
             kept = []
@@ -435,6 +562,17 @@ class TeamClone:
             except GitCommandError:
                 return int(repo.git.rev_list("--count", "HEAD"))
 
+    def unpushed_files(self) -> int:
+        """How many memory files the unpushed commits change."""
+        with self.repo() as repo:
+            try:
+                repo.git.rev_parse("--verify", f"origin/{BRANCH}")
+                since = f"origin/{BRANCH}"
+            except GitCommandError:
+                since = repo.git.hash_object("-t", "tree", "/dev/null")  # the empty tree
+            paths = repo.git.diff("--name-only", "--no-renames", since, "HEAD").splitlines()
+        return sum(1 for path in paths if path.endswith(".md"))
+
     def push_once(self) -> tuple[bool, str | None, bool]:
         """One `git push`: (ok, error text, whether the error is permanent)."""
         with self.repo() as repo:
@@ -442,9 +580,7 @@ class TeamClone:
                 repo.git.push("origin", f"HEAD:refs/heads/{BRANCH}")
             except GitCommandError as exc:
                 text = f"{exc.stderr or exc}".strip()
-                if _REJECTED.search(text) and not _PERMANENT.search(text):
-                    return False, text, False
-                return False, text, bool(_PERMANENT.search(text))
+                return False, text, is_permanent(text)
         return True, None, False
 
     def folder_files(self, folder: str) -> dict[str, bytes]:

@@ -2,15 +2,21 @@
 
 `/api/claude_code/team_memory?repo=owner%2Frepo` with memhub API tokens as Bearer tokens. A PUT
 is an upsert through the same write path as every other change (so it becomes a commit authored
-by the token's user); a key deleted in memhub and re-uploaded by a client that has not seen the
-deletion is held as a conflict for review instead of coming back to life.
+by the token's user). Everything a PUT could be refused for is checked before anything is
+written, the project it may create included. A key deleted in memhub and uploaded again is held
+as a conflict for review instead of coming back to life: the protocol client never deletes, so
+even one that has just fetched the current checksum re-uploads what it still has.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
+from django.conf import settings
 from django.http import Http404
 from rest_framework import status
 from rest_framework.decorators import api_view
@@ -19,13 +25,17 @@ from rest_framework.response import Response
 
 from memapp.actions import FileRejected, do_put_files, store_file_path
 from memapp.api.errors import error_body
+from memapp.events import record_event
 from memapp.flags import get_flag, get_flags
 from memapp.models import Project, Store
-from memapp.projects import find_project, managed_store_dir
+from memapp.projects import REPO_SLUG_RE, find_project, managed_store_dir
+from memapp.secretgate import scan_for_push
 from teamsync.engine import checksum, read_store
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
 
 ORGANIZATION_ID = "memhub"
+
+_SLUG = REPO_SLUG_RE  # `owner/repo` that stays inside the shared repository (see its comment)
 
 
 def store_checksum(entry_checksums: dict[str, str]) -> str:
@@ -40,32 +50,59 @@ def _precondition(value: str | None) -> str | None:
     return value.strip().removeprefix("W/").strip('"') if value else None
 
 
-def _team_store(request: Request, create: bool) -> Store:
+def _error(status_code: int, code: str, message: str, **details) -> Response:
+    return Response(error_body(code, message, {"error_code": code, **details}), status=status_code)
+
+
+def _repo_slug(request: Request) -> str | None:
     slug = request.query_params.get("repo", "")
-    if not slug:
-        raise Http404
-    project = find_project(slug)
+    return slug if _SLUG.fullmatch(slug) else None
+
+
+def _find_team_store(request: Request, slug: str, *, for_put: bool) -> Store | None:
+    """The project's team store; None when a PUT may create it. Raises Http404 for an unknown
+    repo, a repo the user is no member of, and (GET) a repo without a team store."""
     user = request.user
+    project = find_project(slug)
     if project is None:
         allowed = user.is_staff or get_flag("protocol_project_creation") == "everyone"
-        if not (create and allowed):
+        if not (for_put and allowed and get_flag("team_memory")):
             raise Http404
-        project = Project.objects.create(key=slug, repo_slug=slug)
-        project.members.add(user)
-    elif not project.members.filter(pk=user.pk).exists():
-        raise Http404
-    if not get_flag("team_memory", project):
+        return None
+    if not project.members.filter(pk=user.pk).exists() or not get_flag("team_memory", project):
         raise Http404
     store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
-    if store is None:
-        if not create:
-            raise Http404
-        path = managed_store_dir(project, Store.Kind.TEAM)
-        path.mkdir(parents=True, exist_ok=True)
-        store = Store.objects.create(
-            kind=Store.Kind.TEAM, origin=Store.Origin.MANAGED, path=str(path), project=project
-        )
+    if store is None and not for_put:
+        raise Http404
     return store
+
+
+def _create_team_store(user, slug: str) -> Store:
+    """The managed team store a PUT writes to, with its project (the user as first member)
+    when memhub does not know the repo yet."""
+    project = find_project(slug)
+    if project is None:
+        project = Project.objects.create(key=slug, repo_slug=slug)
+        project.members.add(user)
+    path = managed_store_dir(project, Store.Kind.TEAM)
+    path.mkdir(parents=True, exist_ok=True)
+    return Store.objects.create(
+        kind=Store.Kind.TEAM, origin=Store.Origin.MANAGED, path=str(path), project=project
+    )
+
+
+@contextlib.contextmanager
+def _put_lock(slug: str) -> Iterator[None]:
+    """One PUT per repo at a time, so If-Match is checked against what the write replaces."""
+    locks = settings.MEMHUB_DATA_DIR / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(slug.encode()).hexdigest()[:32]
+    with (locks / f"protocol-{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _snapshot(store: Store) -> tuple[dict[str, str], dict[str, str]]:
@@ -85,26 +122,25 @@ def _meta(store: Store, sums: dict[str, str]) -> dict:
     }
 
 
-def _error(status_code: int, code: str, message: str, **details) -> Response:
-    return Response(error_body(code, message, {"error_code": code, **details}), status=status_code)
-
-
 @api_view(["GET", "PUT"])
 def team_memory(request: Request) -> Response:
-    if request.method == "GET":
-        store = _team_store(request, create=False)
-        entries, sums = _snapshot(store)
-        if not entries:
-            raise Http404
-        meta = _meta(store, sums)
-        headers = {"ETag": f'"{meta["checksum"]}"'}
-        if _precondition(request.headers.get("If-None-Match")) == meta["checksum"]:
-            return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
-        content = {"entryChecksums": sums}
-        if request.query_params.get("view") != "hashes":
-            content = {"entries": entries, **content}
-        return Response({**meta, "content": content}, headers=headers)
-    return _put(request)
+    if request.method == "PUT":
+        return _put(request)
+    slug = _repo_slug(request)
+    if slug is None:
+        return _error(400, "invalid_repo", "repo must be an owner/repo slug.")
+    store = _find_team_store(request, slug, for_put=False)
+    entries, sums = _snapshot(store)
+    if not entries:
+        raise Http404
+    meta = _meta(store, sums)
+    headers = {"ETag": f'"{meta["checksum"]}"'}
+    if _precondition(request.headers.get("If-None-Match")) == meta["checksum"]:
+        return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
+    content = {"entryChecksums": sums}
+    if request.query_params.get("view") != "hashes":
+        content = {"entries": entries, **content}
+    return Response({**meta, "content": content}, headers=headers)
 
 
 def _put(request: Request) -> Response:
@@ -118,8 +154,40 @@ def _put(request: Request) -> Response:
     entries = body["entries"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in entries.items()):
         return _error(400, "bad_request", "Every entry must map a key to text.")
-    store = _team_store(request, create=True)
-    _, sums = _snapshot(store)
+    slug = _repo_slug(request)
+    if slug is None:
+        return _error(400, "invalid_repo", "repo must be an owner/repo slug.")
+    with _put_lock(slug):
+        store = _find_team_store(request, slug, for_put=True)
+        if store is None:  # checked as the store it would be; created once all is well
+            project = find_project(slug)
+            path = managed_store_dir(project or Project(key=slug), Store.Kind.TEAM)
+            store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
+        sums = _snapshot(store)[1] if store.pk else {}
+        refusal = _refusal(request, store, entries, sums)
+        if refusal is not None:
+            return refusal
+        if store.pk is None:
+            store = _create_team_store(request.user, slug)
+        tombstoned = list(Tombstone.objects.filter(store=store, key__in=list(entries)))
+        held = {tomb.key for tomb in tombstoned}
+        upserts = {k: v for k, v in entries.items() if k not in held}
+        # Per-key preconditions too, checked under the store's own lock: a UI or API write
+        # that lands after the snapshot is not overwritten.
+        expected = {k: sums[k] for k in upserts if k in sums}
+        try:
+            do_put_files(store, request.user, upserts, if_match=expected, via="protocol")
+        except FileRejected as exc:
+            return _rejected(exc, store)
+        _hold_resurrections(store, request.user, tombstoned, entries)
+        _, sums = _snapshot(store)
+        return Response({**_meta(store, sums), "held": sorted(held)})
+
+
+def _refusal(
+    request: Request, store: Store, entries: dict[str, str], sums: dict[str, str]
+) -> Response | None:
+    """Why the PUT must not be applied at all (an error response), or None."""
     current = store_checksum(sums)
     if_match = _precondition(request.headers.get("If-Match"))
     if if_match is not None and if_match != current:
@@ -128,17 +196,24 @@ def _put(request: Request) -> Response:
         )
     flags = get_flags(store.project)
     for key, text in entries.items():
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > flags["team_max_entry_bytes"]:
+        try:
+            store_file_path(store, key)
+            data = text.encode("utf-8")
+        except FileRejected as exc:
+            return Response(error_body(exc.code, str(exc), exc.details), status=exc.status)
+        except UnicodeEncodeError:
+            return _error(400, "invalid_utf8", f"{key!r} is not valid UTF-8.", key=key)
+        if "\0" in text:
+            return _error(400, "binary_content", f"{key!r} contains NUL bytes.", key=key)
+        if len(data) > flags["team_max_entry_bytes"]:
             return _error(
                 413,
                 "entry_too_large",
-                f"{key!r} is {size:,} bytes.",
+                f"{key!r} is {len(data):,} bytes.",
                 key=key,
                 max_bytes=flags["team_max_entry_bytes"],
             )
-    merged = set(sums) | set(entries)
-    topics = [k for k in merged if Path(k).name != "MEMORY.md"]
+    topics = [k for k in set(sums) | set(entries) if Path(k).name != "MEMORY.md"]
     if len(topics) > flags["team_max_entries"]:
         return _error(
             413,
@@ -147,38 +222,51 @@ def _put(request: Request) -> Response:
             max_entries=flags["team_max_entries"],
             received_entries=len(topics),
         )
-    held = _hold_resurrections(store, entries, if_match == current)
-    upserts = {k: v for k, v in entries.items() if k not in held}
-    try:
-        for key in upserts:
-            store_file_path(store, key)
-        do_put_files(store, request.user, upserts, via="protocol")
-    except FileRejected as exc:
-        if exc.code == "secret_detected":
-            return _error(
-                422,
-                "team_memory_secret_detected",
-                "Refused: secrets found.",
-                entries=exc.details["entries"],
-            )
-        return Response(error_body(exc.code, str(exc), exc.details), status=exc.status)
-    _, sums = _snapshot(store)
-    return Response({**_meta(store, sums), "held": sorted(held)})
+    # Both layers of DESIGN §10a: what the protocol accepts is served to every member at once,
+    # so a file the push gate would quarantine must not get in either.
+    blocked = scan_for_push(entries)
+    if blocked:
+        hits = [
+            {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
+            for key in sorted(blocked)
+            for hit in blocked[key]
+        ]
+        return _error(422, "team_memory_secret_detected", "Refused: secrets found.", entries=hits)
+    return None
 
 
-def _hold_resurrections(store: Store, entries: dict[str, str], saw_latest: bool) -> set[str]:
-    """Keys deleted in memhub that a client which has not seen the deletion sends again."""
-    if saw_latest:
-        Tombstone.objects.filter(store=store, key__in=list(entries)).delete()
-        return set()
-    held = set()
-    for tomb in Tombstone.objects.filter(store=store, key__in=list(entries)):
-        TeamConflict.objects.get_or_create(
-            store=store,
-            key=tomb.key,
-            kind=TeamConflict.Kind.RESURRECT,
-            resolved_at=None,
-            defaults={"ours": None, "theirs": entries[tomb.key]},
+def _rejected(exc: FileRejected, store: Store) -> Response:
+    if exc.code == "precondition_failed":
+        current = store_checksum(_snapshot(store)[1])
+        return _error(
+            412, "precondition_failed", "The team memory changed; fetch it again.", checksum=current
         )
-        held.add(tomb.key)
-    return held
+    if exc.code == "secret_detected":
+        return _error(422, "team_memory_secret_detected", "Refused: secrets found.", **exc.details)
+    return Response(error_body(exc.code, str(exc), exc.details), status=exc.status)
+
+
+def _hold_resurrections(
+    store: Store, user, tombstones: list[Tombstone], entries: dict[str, str]
+) -> None:
+    """Keys deleted in memhub that a client sends again: each is held as an open `resurrect`
+    conflict (updated with the latest text) for a person to resolve; a text the person already
+    refused is held without asking again. Resolving it with the client's text commits the key,
+    which removes its tombstone."""
+    for tomb in tombstones:
+        text = entries[tomb.key]
+        conflicts = TeamConflict.objects.filter(
+            store=store, key=tomb.key, kind=TeamConflict.Kind.RESURRECT
+        )
+        open_conflict = conflicts.filter(resolved_at__isnull=True).first()
+        if open_conflict is not None:
+            if open_conflict.theirs != text:
+                open_conflict.theirs = text
+                open_conflict.save(update_fields=["theirs"])
+            continue
+        if conflicts.filter(resolved_at__gte=tomb.deleted_at, theirs=text).exists():
+            continue
+        TeamConflict.objects.create(
+            store=store, key=tomb.key, kind=TeamConflict.Kind.RESURRECT, ours=None, theirs=text
+        )
+        record_event("conflict", store=store, user=user, path=tomb.key, reason="resurrect")

@@ -7,6 +7,7 @@ background worker runs about two seconds after the last change and every sync in
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.keys import validate_key
 from memapp.mirror import rescan_store
 from memapp.models import Store
+from memapp.secretgate import configure as configure_secret_gate
 from memapp.secretgate import scan_for_push
 from teamsync.engine import (
     MAX_PUSH_ATTEMPTS,
@@ -32,12 +34,19 @@ from teamsync.engine import (
     TeamClone,
     checksum,
     init_bare_remote,
+    is_permanent,
 )
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
 
 
 def team_remote() -> str:
     return settings.MEMHUB_TEAM_REMOTE or str(settings.MEMHUB_DATA_DIR / "team-remote.git")
+
+
+def team_remote_display() -> str:
+    """The remote as it may be shown or logged: no user part (`https://user:token@…` or a
+    token as the user name) from a URL."""
+    return re.sub(r"(://)[^/@\s]*@", r"\1", team_remote())
 
 
 def team_clone() -> TeamClone:
@@ -89,7 +98,10 @@ def _hits(hits) -> list[dict]:
 def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> CommitResult:
     """Commit a store's local changes; record blocked files, caps and events."""
     flags = get_flags(store.project)
+    # The admin's global choice, applied before each gate (a no-op unless it changed).
+    configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     state = _state(store)
+    known = {b.key: (b.reason, b.hits) for b in BlockedFile.objects.filter(store=store)}
     result = clone.commit_local(
         _spec(store, state),
         _author(user),
@@ -108,7 +120,11 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
             BlockedFile.objects.update_or_create(
                 store=store, key=key, defaults={"reason": BlockedFile.Reason.CAPPED, "hits": []}
             )
-        BlockedFile.objects.filter(store=store, key__in=result.committed + result.deleted).delete()
+        # Unblocked: committed, deleted, reverted, or fixed. Only the keys looked at count.
+        stale = BlockedFile.objects.filter(store=store).exclude(
+            key__in=[*result.blocked, *result.capped]
+        )
+        (stale if keys is None else stale.filter(key__in=keys)).delete()
         for key in result.deleted:
             Tombstone.objects.update_or_create(
                 store=store, key=key, defaults={"checksum": state.base.get(key, "")}
@@ -122,11 +138,16 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
             TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(
                 dirty_at=timezone.now()
             )
+    for conflict in result.conflicts:  # changed here while a merge changed it in the clone
+        _record_conflict(store, conflict.path.removeprefix(folder_for(store) + "/"), conflict)
     secret_keys = [k for k in result.blocked if k not in result.too_large]
-    if secret_keys:
+    # Reported when something is newly blocked, not again on every sync while it stays so.
+    fresh_secrets = any(known.get(k) != ("secret", _hits(result.blocked[k])) for k in secret_keys)
+    fresh_capped = any(known.get(k, ("",))[0] != BlockedFile.Reason.CAPPED for k in result.capped)
+    if fresh_secrets:
         rule_ids = sorted({h.rule_id for k in secret_keys for h in result.blocked[k]})
         record_event("secret_skipped", store=store, file_count=len(secret_keys), rule_ids=rule_ids)
-    if result.capped:
+    if fresh_capped:
         record_event(
             "entries_capped",
             store=store,
@@ -145,7 +166,7 @@ def commit_team_change(store: Store, user, keys: set[str] | None = None) -> Comm
         return None
     clone = team_clone()
     with clone.locked():
-        clone.ensure()
+        clone.ensure(fetch=False)  # a web request never waits on the network
         return _commit(clone, store, user, keys)
 
 
@@ -156,6 +177,7 @@ class SyncReport:
     deleted: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
     pushed: bool = False
+    uploaded: int = 0  # memory files the pushed commits changed
     push_attempts: int = 0
     error: str | None = None
     suppressed: bool = False
@@ -172,11 +194,24 @@ def _store_for_path(stores: list[Store], path: str) -> tuple[Store, str] | None:
     return (best[0], best[1]) if best else None
 
 
+def _record_conflict(store: Store, key: str, conflict: Conflict) -> None:
+    TeamConflict.objects.create(
+        store=store,
+        key=key,
+        kind=conflict.kind,
+        base=conflict.base,
+        ours=conflict.ours,
+        theirs=conflict.theirs,
+    )
+    record_event("conflict", store=store, path=key, reason=conflict.kind)
+
+
 def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> None:
     """Fetch and merge the remote, then bring every store up to date with its folder."""
     error = clone.fetch()
     if error:
         report.error = error
+        report.suppressed = is_permanent(error)  # no repository there: pushing cannot work
         return
     merged = clone.integrate()
     for conflict in merged.conflicts:
@@ -184,15 +219,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
         if found is None:
             continue
         store, key = found
-        TeamConflict.objects.create(
-            store=store,
-            key=key,
-            kind=conflict.kind,
-            base=conflict.base,
-            ours=conflict.ours,
-            theirs=conflict.theirs,
-        )
-        record_event("conflict", store=store, path=key, reason=conflict.kind)
+        _record_conflict(store, key, conflict)
         report.conflicts.append(conflict)
     for store in stores:
         state = _state(store)
@@ -226,6 +253,7 @@ def sync_team(*, push: bool = True) -> SyncReport:
         _integrate(clone, stores, report)
         pull_error = report.error
         if push and not report.error and clone.unpushed():
+            report.uploaded = clone.unpushed_files()
             _push(clone, stores, report)
     report.duration_ms = round((time.monotonic() - started) * 1000)
     _record(status, report, push, pull_error)
@@ -262,7 +290,7 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
         record_event(
             "sync_push",
             success=report.pushed,
-            files_uploaded=report.committed,
+            files_uploaded=report.uploaded if report.pushed else 0,
             conflict=bool(report.conflicts),
             conflict_retries=max(0, report.push_attempts - 1),
             duration_ms=report.duration_ms,

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from memapp.models import Event, Store
 from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
-from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote
+from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
 
 SYNC_EVENTS = [
     "sync_pull",
@@ -38,7 +38,7 @@ def sync_status(request: HttpRequest) -> HttpResponse:
     )
     context = {
         "status": TeamSyncStatus.get(),
-        "remote": team_remote(),
+        "remote": team_remote_display(),
         "stores": [(store, folder_for(store)) for store in stores],
         "blocked": BlockedFile.objects.filter(store__in=stores).select_related("store__project"),
         "conflicts": TeamConflict.objects.filter(

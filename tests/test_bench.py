@@ -1,9 +1,15 @@
 """A quick run of the benchmark on a tiny corpus: it works, not how fast it is."""
 
 import json
+import os
+import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memapp import bench
+import pytest
+
+from memapp import bench, bench_web
 from memapp.memdir.frontmatter import MEMORY_TYPES
 from memapp.memdir.scan import ScanCache, scan_memory_files
 
@@ -55,3 +61,126 @@ def test_a_missing_section_dependency_is_a_skipped_row(tmp_path, monkeypatch):
     (row,) = bench.bench_index(corpus, 1)
     assert row.seconds is None and row.note.startswith("skipped:")
     assert "skipped:" in bench.format_table([row])
+
+
+# -- the web sections (memapp.bench_web) -------------------------------------------------------
+
+
+def test_absolute_targets_and_rates_are_met_or_missed():
+    assert bench.Row(1, "page", 0.100, limit=0.150).met is True
+    assert bench.Row(1, "page", 0.200, limit=0.150).met is False
+    assert bench.Row(1, "load", None, rate=200.0, min_rate=150.0).met is True
+    assert bench.Row(1, "load", None, rate=100.0, min_rate=150.0).met is False
+    assert bench.Row(1, "load", None, rate=200.0, min_rate=150.0, errors=1).met is False
+    assert bench.Row(1, "info", 0.001).met is None
+
+
+def test_the_table_shows_absolute_targets_and_rates():
+    table = bench.format_table(
+        [
+            bench.Row(2000, "store page", 0.0161, limit=0.150, note="7 queries"),
+            bench.Row(2000, "recall throughput", None, rate=116.4, min_rate=150.0),
+            bench.Row(2000, "rescan", 0.0559, 0.0063, note="(target at ≥ 20,000 files)"),
+        ]
+    )
+    assert "16.1 ms" in table and "≤ 150 ms ✓  7 queries" in table
+    assert "116/s" in table and "≥ 150/s ✗" in table
+    assert "8.87×  (target at ≥ 20,000 files)" in table
+
+
+def test_recall_payloads_are_varied_engineering_questions():
+    paths = ["a.md", "notes/infra/b.md", "team/c.md"]
+    payloads = bench_web.recall_payloads("acme/app", paths)
+
+    assert len(payloads) == bench_web.QUERIES
+    assert len({p["query"] for p in payloads}) > 150
+    assert all(p["project"] == "acme/app" for p in payloads)
+    unrelated = [p for p in payloads if bench_web.is_unrelated(p)]
+    assert 10 <= len(unrelated) <= 25
+    assert sum("recent_tools" in p for p in payloads) > 20
+    assert sum("memory_dir" in p for p in payloads) > 50
+    surfaced = [p for p in payloads if "already_surfaced" in p]
+    assert surfaced
+    for payload in surfaced:
+        prefix = payload.get("memory_dir", "")
+        assert all(s.removeprefix(prefix).lstrip("/") in paths for s in payload["already_surfaced"])
+    assert payloads == bench_web.recall_payloads("acme/app", paths)  # the same every run
+
+
+def test_percentiles_are_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert bench_web.percentile(values, 0.5) == 50.0
+    assert bench_web.percentile(values, 0.99) == 99.0
+    assert bench_web.percentile([3.0], 0.99) == 3.0
+
+
+def test_the_load_generator_counts_answers_and_errors():
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(500 if b"fail" in body else 200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = bench_web.drive_load(
+            server.server_address[1],
+            lambda n: b"fail" if n % 4 == 0 else b"ok",
+            {"Content-Type": "application/json"},
+            seconds=5.0,
+            clients=3,
+            max_requests=40,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(result.latencies) == 30 and len(result.errors) == 10
+    assert set(result.errors) == {"HTTP 500"}
+    assert result.rate > 0
+
+
+def test_the_web_sections_refuse_a_process_where_django_is_configured():
+    with (
+        pytest.raises(RuntimeError, match="python -m memapp.bench --web"),
+        bench_web.web_sections(load_seconds=0),
+    ):
+        pass
+
+
+def test_a_quick_web_run_measures_every_row():
+    """The whole web benchmark on a tiny corpus, gunicorn included: in a process of its own,
+    since it sets Django up on a temporary data dir."""
+    out = subprocess.run(
+        [sys.executable, "-m", "memapp.bench", "--web", "--sizes", "50", "--runs", "1"]
+        + ["--quiet", "--load-seconds", "1", "--clients", "2"],
+        cwd=bench.PROJECT_ROOT,
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    for measure in (
+        "mirror build (first rescan_store)",
+        "mirror rescan (unchanged, rescan_store)",
+        "store page GET /stores/<id>/",
+        "store page search ?q=deploy (htmx)",
+        "recall API p50 POST /api/v1/recall",
+        "recall API p99",
+        "prompt API GET /api/v1/prompt",
+        "recall throughput (gunicorn × 2, 2 clients)",
+        "recall under load p50 (client)",
+        "recall under load p99 (client)",
+    ):
+        assert measure in out
+    assert "≤ 150 ms" in out and "≤ 10 ms" in out and "≤ 50 ms" in out and "≤ 5 ms" in out
+    assert "≥ 150/s" in out and ", 0 errors" in out
+    assert "% of questions answered, 100% of unrelated empty" in out
+    assert "load average" in out

@@ -6,6 +6,9 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
+from memapp.projects import valid_project_key
+
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what YAML or a reader takes as one
 
 
 class StrictSerializer(serializers.Serializer):
@@ -41,6 +44,14 @@ class ProjectRefSerializer(StrictSerializer):
         allow_blank=True,
         help_text="The sanitized memory dir name, to link a discovered project to its slug.",
     )
+
+    def validate_project(self, value: str) -> str:
+        if not valid_project_key(value):
+            raise serializers.ValidationError(
+                "Use the repo slug `owner/repo` or the sanitized memory dir name (letters, "
+                "digits and dashes)."
+            )
+        return value
 
 
 class ResolveStoreSerializer(ProjectRefSerializer):
@@ -100,7 +111,7 @@ class RememberSerializer(StrictSerializer):
         if "store" not in attrs and "project" not in attrs:
             raise serializers.ValidationError("Give `store` or `project` (with `scope`).")
         for field in ("name", "description"):
-            if "\n" in attrs[field]:
+            if any(mark in attrs[field] for mark in LINE_BREAKS):
                 raise serializers.ValidationError({field: ["Must be one line."]})
         return attrs
 

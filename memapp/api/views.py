@@ -23,6 +23,7 @@ from memapp.actions import (
 )
 from memapp.api import serializers as s
 from memapp.api.errors import ApiError
+from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import INDEX_FILENAME
 from memapp.models import Store
 from memapp.projects import resolve_store
@@ -211,6 +212,8 @@ def remember(request: Request) -> Response:
         raise Http404 from None
     except FileRejected as exc:
         _raise(exc)
+    except FrontmatterError as exc:
+        raise ApiError(400, "invalid_memory", str(exc)) from exc
     return Response(
         {"store": store.pk, "key": file.path, "checksum": f"sha256:{file.sha256}"},
         status=status.HTTP_201_CREATED,

@@ -187,6 +187,14 @@ def _parser() -> argparse.ArgumentParser:
     hook.add_argument("agent", choices=["claude-code"])
     hook.add_argument("event", choices=["session-start", "user-prompt-submit"])
     hook.set_defaults(func=cmd_hook)
+
+    from memapp.client.snapshots import add_snapshot_commands
+
+    add_snapshot_commands(commands)
+
+    from memapp.client.team import add_team_commands
+
+    add_team_commands(commands)
     return parser
 
 

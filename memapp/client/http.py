@@ -16,7 +16,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,13 +136,17 @@ class Client:
             raise Unreachable("the time allowed for the request ran out")
         return min(self.timeout, left)
 
-    def _once(self, method: str, path: str, data: bytes | None) -> Any:
+    def _once(
+        self, method: str, path: str, data: bytes | None, headers: Mapping[str, str] | None = None
+    ) -> Any:
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.token}")
         request.add_header("Accept", "application/json")
         request.add_header("User-Agent", USER_AGENT)
         if data is not None:
             request.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
         with self._opener.open(request, timeout=self._remaining()) as response:
             body = response.read()
         if not body:
@@ -154,17 +158,20 @@ class Client:
                 response.status, "bad_response", "the server sent invalid JSON"
             ) from None
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, *, headers: Mapping[str, str] | None = None
+    ) -> Any:
         """Send one request (retrying transient failures) and return the decoded JSON body
-        (None for an empty one). Raises `ApiError` for an error answer, and `Unreachable` when
-        the server cannot be reached in the attempts and time allowed (a transient *answer*
-        that persists, such as a 503, is raised as its `ApiError`)."""
+        (None for an empty one). Raises `ApiError` for an error answer (a 304 included, as
+        status 304), and `Unreachable` when the server cannot be reached in the attempts and
+        time allowed (a transient *answer* that persists, such as a 503, is raised as its
+        `ApiError`). `headers` are added to every attempt (e.g. `If-Match`)."""
         data = None if body is None else json.dumps(body).encode("utf-8")
         delays = self.backoff.delays()
         while True:
             wait: float | None = None
             try:
-                return self._once(method, path, data)
+                return self._once(method, path, data, headers)
             except urllib.error.HTTPError as exc:
                 error = _error_from(exc.code, exc.read())
                 if not _is_transient(exc.code):

@@ -47,8 +47,12 @@ MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
 MAX_ENTRY_CHARS = 200
 
-# JavaScript's String.prototype.trim(): whitespace and line terminators, the BOM included.
-_TRIM = re.compile(r"\A[\s\ufeff]+|[\s\ufeff]+\Z")
+# JavaScript's String.prototype.trim() removes whitespace and the byte order mark. str.strip()
+# with an explicit set is linear; a regex anchored at the end is tried at every position.
+_TRIM_CHARS = (  # every character str.isspace() accepts, and the BOM
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 _FIX_HINT = "Keep index entries to one line under ~200 chars; move detail into topic files."
 
 
@@ -153,7 +157,7 @@ def truncate_index(
     (one line in the result). Sizes are worded by `format_size`: `26.9KB (limit: 24.4KB) — index
     entries are too long` when only the size fired, `300 lines and 26.9KB` when both did.
     """
-    trimmed = _TRIM.sub("", text)
+    trimmed = text.strip(_TRIM_CHARS)
     if not trimmed:
         return IndexTruncation("", 0, 0, False, False)
     line_count = trimmed.count("\n") + 1

@@ -203,3 +203,17 @@ def test_remember_and_forget_write_the_file_and_its_index_line(alice_api, store)
 def test_unknown_api_urls_are_json_404s(alice_api):
     response = alice_api.get("/api/v1/nothing-here")
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("key", ["../x", ".git/hooks", "acme/..", "a/b/c", "has space"])
+def test_project_keys_that_could_leave_the_team_repository_are_refused(alice_api, key):
+    response = alice_api.post(
+        "/api/v1/stores/resolve", {"project": key, "scope": "private"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "project" in response.json()["error"]["details"]
+    remembered = alice_api.post(
+        "/api/v1/remember", {"project": key, "name": "x", "description": "x"}, format="json"
+    )
+    assert remembered.status_code == 404
+    assert not Project.objects.exists()

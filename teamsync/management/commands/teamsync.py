@@ -6,16 +6,20 @@ import signal
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 from django.utils import timezone
 
+from memapp.events import prune_events
 from memapp.flags import get_flag
 from teamsync.models import TeamSyncStatus
-from teamsync.service import SyncReport, sync_team, team_remote
+from teamsync.service import SyncReport, sync_team, team_remote_display
 
 PUSH_DEBOUNCE = timedelta(seconds=2)  # DESIGN §10: push 2 s after the last change
 SUPPRESSED_RETRY = timedelta(minutes=5)  # a push that cannot succeed is retried rarely
+FAILED_RETRY = timedelta(seconds=30)  # after a failure that may pass (no network), not every tick
+PRUNE_EVERY = timedelta(days=1)  # old events are pruned at most daily
 
 
 def due(status: TeamSyncStatus, now, interval: int) -> tuple[bool, bool]:
@@ -29,6 +33,9 @@ def due(status: TeamSyncStatus, now, interval: int) -> tuple[bool, bool]:
         retry = status.last_pull_at is None or now - status.last_pull_at >= SUPPRESSED_RETRY
         push_due = push_due and retry
         return requested or pull_due or push_due, requested or retry
+    if status.last_error:
+        pause_over = status.last_pull_at is None or now - status.last_pull_at >= FAILED_RETRY
+        push_due = push_due and pause_over
     return requested or pull_due or push_due, True
 
 
@@ -43,7 +50,7 @@ class Command(BaseCommand):
     def handle(self, *args, action, tick, once, **options):
         if action == "run":
             return self._run(tick, once)
-        self.stdout.write(f"Team sync with {team_remote()} …")
+        self.stdout.write(f"Team sync with {team_remote_display()} …")
         report = sync_team(push=action == "push")
         self._summary(report)
         if report.error:
@@ -69,9 +76,16 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        self.stdout.write(f"Team sync worker started (remote {team_remote()}).")
+        self.stdout.write(f"Team sync worker started (remote {team_remote_display()}).")
+        pruned_at = None
         while not stopping:
             close_old_connections()
+            if pruned_at is None or timezone.now() - pruned_at >= PRUNE_EVERY:
+                pruned_at = timezone.now()
+                try:
+                    prune_events(settings.MEMHUB_EVENT_RETENTION_DAYS)
+                except Exception as exc:  # keep the worker alive; tomorrow's prune retries
+                    self.stderr.write(f"pruning events failed: {type(exc).__name__}: {exc}")
             status = TeamSyncStatus.get()
             run, push = due(status, timezone.now(), get_flag("sync_interval_seconds"))
             if run:

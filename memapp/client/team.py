@@ -1,0 +1,644 @@
+"""`memhub-agent team sync [--watch]`: a project's team memory through the team memory protocol,
+as Claude Code's own client speaks it (DESIGN §10).
+
+The local side is the agent's team directory, `<memory dir>/team/`; the remote side is
+`/api/claude_code/team_memory?repo=owner%2Frepo`, the slug coming from the checkout's git
+`origin`. One run pulls, then pushes:
+
+- **pull** GETs the whole team memory (`If-None-Match` with the checksum last seen: a 304 means
+  nothing changed) and writes, atomically, only the entries whose content differs here. Every
+  key is validated first (DESIGN §4, Markdown only); entries over 250,000 bytes are skipped.
+- **push** uploads only the keys changed here since the last sync whose checksum differs from
+  the server's, in batches whose JSON body stays under 200,000 bytes, each with `If-Match` set
+  to the checksum of the last fetch. A 412 (someone wrote meanwhile) fetches `view=hashes` and
+  decides again, at most twice. Files the fast secret rules flag are skipped and reported, and
+  so are files the server refuses (422, 413): the rest still goes.
+
+Which side changed is known from the checksum each key had at the last sync (kept in the config
+dir), so an edit made here is never overwritten by a pull and an edit made there is never
+overwritten by a push. When both changed, the local version is kept and uploaded: the server
+commits every version to git, so the other one stays in its history, and the run reports it.
+
+Like Claude Code's client, this one cannot delete anything on the server (memhub's own files
+API and review UI do that). A key the server no longer has but that is unchanged here since
+the last sync was deleted there: it is not uploaded again (and left in place here).
+Transient failures are retried by `memapp.client.http` (500 ms doubling to 32 s, ±25 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from memapp.client.config import config_dir, private_dir, read_json, write_private
+from memapp.client.http import ApiError, Client, Unreachable
+from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
+from memapp.memdir.secretscan import scan_text
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (not on Windows)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "DEBOUNCE_SECONDS",
+    "MAX_BATCH_BYTES",
+    "MAX_CONFLICT_RETRIES",
+    "MAX_ENTRY_BYTES",
+    "TeamBusy",
+    "TeamReport",
+    "TeamSync",
+    "add_team_commands",
+    "batches",
+    "checksum",
+    "scan_team_dir",
+]
+
+ENDPOINT = "/api/claude_code/team_memory"
+MAX_ENTRY_BYTES = 250_000
+MAX_BATCH_BYTES = 200_000
+MAX_CONFLICT_RETRIES = 2
+DEBOUNCE_SECONDS = 2.0
+POLL_SECONDS = 0.5
+STATE_VERSION = 1
+
+
+class TeamBusy(Exception):
+    """Another `team sync` of the same team directory is running."""
+
+
+class _Stop(Exception):
+    """No more pushing in this run (the reason is in the report)."""
+
+
+def checksum(data: bytes) -> str:
+    """`sha256:` + lowercase hex, as the protocol's entry checksums."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _body_size(key: str, text: str) -> int:
+    """The bytes one entry adds to a PUT body as `Client` encodes it (ASCII JSON):
+    `{"key": "text"}` is exactly as long as `"key": "text", ` inside the body."""
+    return len(json.dumps({key: text}))
+
+
+def batches(entries: dict[str, str], limit: int = MAX_BATCH_BYTES) -> Iterator[dict[str, str]]:
+    """Consecutive groups of `entries` whose PUT body stays under `limit` bytes; an entry too
+    big for any batch (up to the 250,000-byte entry limit) goes alone."""
+    overhead = len(json.dumps({"entries": {}}))
+    batch: dict[str, str] = {}
+    size = overhead
+    for key in sorted(entries):
+        item = _body_size(key, entries[key])
+        if batch and size + item >= limit:
+            yield batch
+            batch, size = {}, overhead
+        batch[key] = entries[key]
+        size += item
+    if batch:
+        yield batch
+
+
+@dataclass
+class TeamReport:
+    """What one run did; `summary()` is its one line, `details()` the lines behind it."""
+
+    repo: str
+    pulled: list[str] = field(default_factory=list)
+    pushed: list[str] = field(default_factory=list)
+    batches: int = 0
+    conflict_retries: int = 0
+    secrets: list[dict[str, Any]] = field(default_factory=list)  # key, rule_id, label, line
+    held: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # files left out, each with its reason
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the run did not finish its work
+    version: int | None = None
+
+    def add_secrets(self, hits: list[dict[str, Any]]) -> None:
+        """Record secret hits (once each, however often a retry meets them)."""
+        self.secrets += [hit for hit in hits if hit not in self.secrets]
+
+    def skip(self, line: str) -> None:
+        if line not in self.skipped:
+            self.skipped.append(line)
+
+    def summary(self) -> str:
+        skipped = len({hit["key"] for hit in self.secrets})
+        version = "none yet" if self.version is None else self.version
+        return (
+            f"team {self.repo}: pulled {len(self.pulled)}, pushed {len(self.pushed)} in "
+            f"{self.batches} {'batch' if self.batches == 1 else 'batches'}, skipped {skipped} "
+            f"(secrets), conflicts {len(self.conflicts)}, version {version}"
+        )
+
+    def details(self) -> list[str]:
+        lines = [
+            f"{hit['key']}: not sent: {hit['label']} ({hit['rule_id']}) on line {hit['line']}"
+            for hit in self.secrets
+        ]
+        lines += [
+            f"{key}: deleted in memhub; your copy is held there for review" for key in self.held
+        ]
+        return lines + self.skipped + self.conflicts + self.notes + self.errors
+
+
+@dataclass
+class _Remote:
+    """The server's side as last fetched: the top-level checksum and each entry's."""
+
+    checksum: str | None = None  # None: no team memory there yet (404)
+    entries: dict[str, str] = field(default_factory=dict)
+    version: int | None = None
+    known: bool = False  # whether `entries` were fetched (a checksum alone may be remembered)
+
+
+def _is_key(key: str) -> bool:
+    return key.endswith(".md")
+
+
+def scan_team_dir(team_dir: Path) -> tuple[dict[str, bytes], set[str]]:
+    """Every regular `*.md` file under `team_dir` by `/`-separated key (hidden files and
+    directories left out), and the keys that exist but must not be touched (symlinks and
+    other non-regular files: following one could read or write outside the directory)."""
+    files: dict[str, bytes] = {}
+    untouchable: set[str] = set()
+    if not team_dir.is_dir():
+        return files, untouchable
+    for folder, dirs, names in os.walk(team_dir):
+        here = Path(folder)
+        relative = here.relative_to(team_dir).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or not _is_key(name):
+                continue
+            path = here / name
+            try:
+                if not stat.S_ISREG(path.lstat().st_mode):
+                    untouchable.add(prefix + name)
+                    continue
+                files[prefix + name] = path.read_bytes()
+            except OSError:
+                untouchable.add(prefix + name)
+    return files, untouchable
+
+
+def _stat_snapshot(team_dir: Path) -> dict[str, tuple[int, int, int]]:
+    """Cheap change detection for watch mode: (mtime, size, inode) of every file."""
+    seen: dict[str, tuple[int, int, int]] = {}
+    if not team_dir.is_dir():
+        return seen
+    for folder, dirs, names in os.walk(team_dir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            with contextlib.suppress(OSError):
+                info = (Path(folder) / name).lstat()
+                seen[f"{folder}/{name}"] = (info.st_mtime_ns, info.st_size, info.st_ino)
+    return seen
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TeamBusy(f"another team sync is running (lock {path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class TeamSync:
+    """Sync one team directory with one repo's team memory on one server.
+
+    `secret_scan` is the local rule set run before anything is sent. The state (the checksum
+    each key had at the last sync, and the top-level checksum last pulled) lives in
+    `state_dir`, one file per server, repo and directory.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        repo: str,
+        team_dir: Path,
+        state_dir: Path,
+        *,
+        secret_scan: Callable[[str], list] = scan_text,
+    ) -> None:
+        self.client = client
+        self.repo = repo
+        self.team_dir = team_dir
+        self.secret_scan = secret_scan
+        identity = f"{client.url}\0{repo}\0{team_dir}".encode()
+        self.state_path = state_dir / f"{hashlib.sha256(identity).hexdigest()[:24]}.json"
+        self.identity = {
+            "version": STATE_VERSION,
+            "server": client.url,
+            "repo": repo,
+            "team_dir": str(team_dir),
+        }
+        self.remote = _Remote()
+        self.base: dict[str, str] = {}
+        # The top-level checksum of the last server state fully applied here (what a 304 to
+        # `If-None-Match` may stand for); a push moves it on only from that very state.
+        self.pulled: str | None = None
+        self._refused_keys: set[str] = set()  # refused by the server in the current push
+        self._load()
+
+    # --- state --------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        state = read_json(self.state_path) or {}
+        if any(state.get(name) != value for name, value in self.identity.items()):
+            return
+        files = state.get("files")
+        if isinstance(files, dict):
+            self.base = {k: v for k, v in files.items() if isinstance(v, str)}
+        if isinstance(state.get("pulled"), str):
+            self.pulled = state["pulled"]
+        if isinstance(state.get("server_version"), int):
+            self.remote.version = state["server_version"]
+
+    def save(self) -> None:
+        body = {
+            **self.identity,
+            "pulled": self.pulled,
+            "server_version": self.remote.version,
+            "files": dict(sorted(self.base.items())),
+        }
+        private_dir(self.state_path.parent)
+        write_private(self.state_path, (json.dumps(body, indent=1) + "\n").encode())
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One run at a time per team directory (a watcher and a manual run included)."""
+        private_dir(self.state_path.parent)
+        with _exclusive(self.state_path.with_suffix(".lock")):
+            yield
+
+    # --- protocol -----------------------------------------------------------------------------
+
+    def _url(self, view: str | None = None) -> str:
+        url = f"{ENDPOINT}?repo={quote(self.repo, safe='')}"
+        return url + (f"&view={view}" if view else "")
+
+    def _fetch(self, *, hashes: bool, if_none_match: str | None = None) -> dict | None:
+        """The server's answer to GET (None when it has no team memory for the repo, or when
+        it answered 304); `self.remote` is updated either way."""
+        headers = {"If-None-Match": f'"{if_none_match}"'} if if_none_match else {}
+        try:
+            answer = self.client.request(
+                "GET", self._url("hashes" if hashes else None), headers=headers
+            )
+        except ApiError as exc:
+            if exc.status == 304:
+                return None
+            if exc.status == 404:
+                self.remote = _Remote(known=True)
+                return None
+            raise
+        content = answer.get("content") or {}
+        sums = content.get("entryChecksums") or {}
+        self.remote = _Remote(answer.get("checksum"), dict(sums), answer.get("version"), True)
+        return answer
+
+    # --- pull ---------------------------------------------------------------------------------
+
+    def pull(self, report: TeamReport) -> None:
+        """Write here what changed on the server (and only that)."""
+        local, untouchable = scan_team_dir(self.team_dir)
+        # A 304 says nothing changed there; it would also leave a file deleted here missing,
+        # so the checksum is only offered while every synced file is still in place.
+        intact = self.base.keys() <= local.keys()
+        answer = self._fetch(hashes=False, if_none_match=self.pulled if intact else None)
+        report.version = self.remote.version
+        if answer is None:
+            if self.remote.known and self.remote.checksum is None:
+                return  # 404: no team memory there yet
+            if self.remote.checksum != self.pulled:  # 304: it is still what we applied
+                self.remote = _Remote(self.pulled, version=self.remote.version)
+            return
+        entries = (answer.get("content") or {}).get("entries") or {}
+        complete = True
+        for key in sorted(entries):
+            complete &= self._pull_one(key, entries[key], local, untouchable, report)
+        self.pulled = self.remote.checksum if complete else None
+
+    def _pull_one(
+        self,
+        key: str,
+        text: Any,
+        local: dict[str, bytes],
+        untouchable: set[str],
+        report: TeamReport,
+    ) -> bool:
+        """Bring one entry here if it changed only there; False when it is left for the next
+        run (the file changed during this one)."""
+        path = self._path(key, report)
+        if path is None:
+            return True
+        if key in untouchable:
+            report.skip(f"{key}: not a regular file here; skipped")
+            return True
+        try:
+            data = text.encode("utf-8")
+        except (AttributeError, UnicodeEncodeError):
+            report.skip(f"{key}: not UTF-8 text on the server; skipped")
+            return True
+        if len(data) > MAX_ENTRY_BYTES:
+            report.skip(f"{key}: {len(data):,} bytes on the server; skipped")
+            return True
+        incoming = checksum(data)
+        if self.remote.entries.get(key, incoming) != incoming:
+            report.skip(f"{key}: the server's copy does not match its checksum; skipped")
+            return True
+        current = checksum(local[key]) if key in local else None
+        base = self.base.get(key)
+        if current == incoming:
+            self.base[key] = incoming
+            return True
+        if current is not None and current != base:
+            if incoming != base:  # changed on both sides: ours is kept and pushed
+                report.conflicts.append(
+                    f"{key}: changed here and on the server; kept yours (the server's "
+                    "version stays in its history)"
+                )
+            return True
+        if _local_checksum(path) != current:
+            report.notes.append(f"{key}: changed during the sync; left for the next run")
+            return False
+        if current is None and base is not None:
+            report.notes.append(
+                f"{key}: deleted here but not in memhub (this client cannot delete); "
+                "restored: delete it in memhub"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+        self.base[key] = incoming
+        report.pulled.append(key)
+        return True
+
+    def _path(self, key: str, report: TeamReport) -> Path | None:
+        if not _is_key(key):
+            report.skip(f"{key!r}: not a Markdown (.md) key; skipped")
+            return None
+        try:
+            return validate_key(self.team_dir, key)
+        except PathTraversalError as exc:
+            report.skip(f"{exc}; skipped")
+            return None
+
+    # --- push ---------------------------------------------------------------------------------
+
+    def _changes(self, report: TeamReport) -> dict[str, str]:
+        """The local entries to upload: changed here since the last sync (or new) and not what
+        the server has; secrets, oversized and unreadable files are reported and left out."""
+        local, _ = scan_team_dir(self.team_dir)
+        changes: dict[str, str] = {}
+        for key, data in local.items():
+            current = checksum(data)
+            remote = self.remote.entries.get(key)
+            if current == remote:
+                self.base[key] = current
+                continue
+            if current == self.base.get(key):
+                continue  # unchanged here: the server changed or deleted it
+            if self._path(key, report) is None:
+                continue
+            if len(data) > MAX_ENTRY_BYTES:
+                report.skip(
+                    f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
+                )
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                report.skip(f"{key}: not valid UTF-8; skipped")
+                continue
+            hits = self.secret_scan(text)
+            if hits:
+                report.add_secrets(
+                    [
+                        {"key": key, "rule_id": h.rule_id, "label": h.label, "line": h.line}
+                        for h in hits
+                    ]
+                )
+                continue
+            if key not in self._refused_keys:
+                changes[key] = text
+        return changes
+
+    def push(self, report: TeamReport) -> None:
+        """Upload what changed here; on 412 refetch the hashes and decide again (twice)."""
+        if not self.remote.known:
+            local, _ = scan_team_dir(self.team_dir)
+            if all(checksum(data) == self.base.get(key) for key, data in local.items()):
+                return  # nothing changed here since the last sync
+            self._fetch(hashes=True)
+        self._refused_keys = set()
+        for attempt in range(MAX_CONFLICT_RETRIES + 1):
+            try:
+                self._push_changes(report, self._changes(report))
+                return
+            except ApiError as exc:
+                if exc.status != 412:
+                    raise
+            if attempt == MAX_CONFLICT_RETRIES:
+                report.errors.append(
+                    "the team memory kept changing on the server during the push "
+                    f"({MAX_CONFLICT_RETRIES} retries); run it again"
+                )
+                return
+            report.conflict_retries += 1
+            self._fetch(hashes=True)
+
+    def _push_changes(self, report: TeamReport, changes: dict[str, str]) -> None:
+        for batch in batches(changes):
+            pending = dict(batch)
+            while pending:
+                try:
+                    answer = self._put(pending)
+                except ApiError as exc:
+                    named = self._refused(exc, pending, report)
+                    if not named:
+                        raise
+                    self._refused_keys |= named
+                    pending = {k: v for k, v in pending.items() if k not in named}
+                    continue
+                self._record(pending, answer, report)
+                break
+
+    def _put(self, entries: dict[str, str]) -> dict:
+        headers = {"If-Match": f'"{self.remote.checksum}"'} if self.remote.checksum else {}
+        return self.client.request("PUT", self._url(), {"entries": entries}, headers=headers)
+
+    def _refused(self, exc: ApiError, pending: dict[str, str], report: TeamReport) -> set[str]:
+        """The keys of this batch a refusal names (reported); empty when it names none."""
+        details = exc.details
+        if exc.status == 422 and details.get("error_code") == "team_memory_secret_detected":
+            hits = [e for e in details.get("entries", []) if e.get("key") in pending]
+            report.add_secrets(hits)
+            return {hit["key"] for hit in hits}
+        if exc.status == 413 and details.get("error_code") == "team_memory_too_many_entries":
+            report.errors.append(
+                f"the server holds at most {details.get('max_entries')} team entries; "
+                f"{len(pending)} new or changed entries not sent"
+            )
+            raise _Stop
+        key = details.get("key")
+        if exc.status in (400, 413) and key in pending:
+            report.skip(f"{key}: refused by the server: {exc.message}")
+            return {key}
+        return set()
+
+    def _record(self, sent: dict[str, str], answer: dict, report: TeamReport) -> None:
+        if self.pulled is not None and self.pulled == self.remote.checksum:
+            # The server was in the state we have here; now it is that plus what we sent.
+            self.pulled = answer.get("checksum")
+        held = set(answer.get("held") or [])
+        for key, text in sent.items():
+            value = checksum(text.encode("utf-8"))
+            self.base[key] = value
+            if key in held:
+                report.held.append(key)
+            else:
+                self.remote.entries[key] = value
+                report.pushed.append(key)
+        self.remote.checksum = answer.get("checksum", self.remote.checksum)
+        self.remote.version = answer.get("version", self.remote.version)
+        report.version = self.remote.version
+        report.batches += 1
+        self.save()
+
+    # --- runs ---------------------------------------------------------------------------------
+
+    def run(self, *, pull: bool = True, push: bool = True) -> TeamReport:
+        """One run (pull, then push), its state saved whatever happens."""
+        report = TeamReport(self.repo)
+        try:
+            if pull:
+                self.pull(report)
+                self.save()
+            if push:
+                with contextlib.suppress(_Stop):
+                    self.push(report)
+        finally:
+            self.save()
+        return report
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def _print_report(report: TeamReport) -> None:
+    for line in report.details():
+        print(line, file=sys.stderr, flush=True)
+    print(report.summary(), flush=True)
+
+
+def _watch(sync: TeamSync, interval: float) -> int:
+    """Push 2 s after the last local change, pull every `interval` seconds, until SIGTERM or
+    SIGINT; a run that changed nothing prints nothing."""
+    stop = False
+
+    def on_signal(signum, frame) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    seen = _stat_snapshot(sync.team_dir)
+    changed_at: float | None = None
+    next_pull = time.monotonic() + interval
+    while not stop:
+        time.sleep(POLL_SECONDS)
+        now = time.monotonic()
+        current = _stat_snapshot(sync.team_dir)
+        if current != seen:
+            seen, changed_at = current, now
+        due_push = changed_at is not None and now - changed_at >= DEBOUNCE_SECONDS
+        if not (due_push or now >= next_pull):
+            continue
+        # Taken before the run, so an edit made during it still counts as a change (the
+        # run's own writes then count too, but pushing them finds nothing to send).
+        seen, changed_at = _stat_snapshot(sync.team_dir), None
+        try:
+            report = sync.run(pull=now >= next_pull, push=True)
+        except (ApiError, Unreachable) as exc:
+            print(f"memhub-agent: team sync failed: {exc}", file=sys.stderr, flush=True)
+        else:
+            if report.pulled or report.pushed or report.details():
+                _print_report(report)
+        if now >= next_pull:
+            next_pull = time.monotonic() + interval
+    return 0
+
+
+def cmd_team_sync(args: argparse.Namespace) -> int:
+    from memapp.client.cli import CommandError, _client, _project
+
+    project = _project(args.cwd)
+    repo = repo_slug_for(Path(args.cwd or Path.cwd()))
+    if repo is None:
+        raise CommandError(
+            "team memory needs a git checkout whose origin names an owner/repo "
+            "(e.g. git@github.com:owner/repo.git)"
+        )
+    sync = TeamSync(_client(), repo, project.memory_dir / "team", config_dir() / "team")
+    try:
+        with sync.locked():
+            report = sync.run()
+            _print_report(report)
+            if args.watch:
+                return _watch(sync, args.interval)
+    except TeamBusy as exc:
+        raise CommandError(str(exc)) from None
+    except ApiError as exc:
+        if exc.status == 404:  # a GET's 404 means "nothing yet": this one refused a PUT
+            raise CommandError(
+                f"the server has no team memory for {repo} that you may write: ask an admin "
+                "to add you to the project (or to create it)"
+            ) from None
+        raise
+    return 1 if report.errors else 0
+
+
+def add_team_commands(commands: argparse._SubParsersAction) -> None:
+    team = commands.add_parser("team", help="the project's team memory (team memory protocol)")
+    actions = team.add_subparsers(dest="team_command", required=True, metavar="ACTION")
+    sync = actions.add_parser("sync", help="pull, then push the team directory")
+    sync.add_argument("--watch", action="store_true", help="keep running: push 2 s after changes")
+    sync.add_argument("--cwd", help="a directory of the project (default: the current one)")
+    sync.add_argument(
+        "--interval",
+        type=float,
+        default=60.0,
+        help="with --watch, seconds between pulls (default 60)",
+    )
+    sync.set_defaults(func=cmd_team_sync)
+
+
+def _local_checksum(path: Path) -> str | None:
+    try:
+        return checksum(path.read_bytes())
+    except FileNotFoundError:
+        return None
