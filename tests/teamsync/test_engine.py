@@ -1,0 +1,522 @@
+"""The git engine with no Django: two members, each with a working clone and a store directory,
+sharing one bare remote. Everything runs real git; the shared repository is inspected with
+`git log -p --all`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from teamsync.engine import INDEX_FILENAME, checksum, read_store
+from tests.teamsync.gitutil import (
+    MARKERS,
+    Member,
+    commit_count,
+    git,
+    history,
+    make_bare,
+    memory,
+    tip_files,
+)
+
+FOLDER = "acme/app"
+
+TEN_LINES = memory("Deploy", "".join(f"line {n}: the original text\n" for n in range(1, 11)))
+
+
+@pytest.fixture
+def remote(tmp_path) -> Path:
+    return make_bare(tmp_path / "team.git")
+
+
+@pytest.fixture
+def ana(tmp_path, remote) -> Member:
+    return Member(tmp_path, "ana", remote)
+
+
+@pytest.fixture
+def ben(tmp_path, remote) -> Member:
+    return Member(tmp_path, "ben", remote)
+
+
+def _edit_line(text: str, n: int, new: str) -> str:
+    return text.replace(f"line {n}: the original text", f"line {n}: {new}")
+
+
+def _shared(ana: Member, ben: Member, key: str, text: str) -> None:
+    """Both members hold `key` with `text`, synced."""
+    ana.write(key, text)
+    ana.sync()
+    ben.sync()
+    assert ben.read(key) == text
+
+
+def _assert_no_markers(remote: Path) -> None:
+    log = history(remote)
+    for marker in MARKERS:
+        assert marker not in log
+
+
+# --- merging ---------------------------------------------------------------------------------
+
+
+def test_a_memory_written_by_one_member_reaches_the_other(ana, ben, remote):
+    ana.write("project_deploy.md", TEN_LINES)
+    ana.write(INDEX_FILENAME, "- [Deploy](project_deploy.md) — how we deploy\n")
+    ana.sync()
+    _, applied = ben.pull()
+    assert sorted(applied.written) == [INDEX_FILENAME, "project_deploy.md"]
+    assert ben.read("project_deploy.md") == TEN_LINES
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == TEN_LINES
+    assert git(remote, "log", "-1", "--format=%an", "main", "--", FOLDER).strip() == "ana"
+
+
+def test_edits_to_different_lines_of_one_memory_are_merged_on_both_sides(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_deploy.md", _edit_line(TEN_LINES, 2, "ana changed this"))
+    ben.write("project_deploy.md", _edit_line(TEN_LINES, 9, "ben changed this"))
+    ana.sync()
+    merged, _ = ben.sync()
+    ana.sync()
+
+    both = _edit_line(_edit_line(TEN_LINES, 2, "ana changed this"), 9, "ben changed this")
+    assert merged.merged and merged.conflicts == []
+    assert ana.read("project_deploy.md") == both
+    assert ben.read("project_deploy.md") == both
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == both
+    _assert_no_markers(remote)
+
+
+def test_edits_to_the_same_line_are_kept_as_a_conflict_and_no_marker_is_ever_pushed(
+    ana, ben, remote
+):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    theirs = _edit_line(TEN_LINES, 5, "deploy on Tuesdays (ana)")
+    ours = _edit_line(TEN_LINES, 5, "deploy on Thursdays (ben)")
+    ana.write("project_deploy.md", theirs)
+    ben.write("project_deploy.md", ours)
+    ana.sync()
+    merged, applied = ben.sync()
+
+    [conflict] = merged.conflicts
+    assert conflict.path == f"{FOLDER}/project_deploy.md"
+    assert conflict.kind == "edit"
+    assert (conflict.base, conflict.ours, conflict.theirs) == (TEN_LINES, ours, theirs)
+    # Ours stays in ben's store (held until a person decides), theirs in the shared repository.
+    assert ben.read("project_deploy.md") == ours
+    assert "project_deploy.md" not in applied.written
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == theirs
+    # ... and both versions are in the shared history, so nothing is lost.
+    log = history(remote)
+    assert "+line 5: deploy on Thursdays (ben)" in log
+    assert "+line 5: deploy on Tuesdays (ana)" in log
+    _assert_no_markers(remote)
+    # The held file is not committed by ben's next sync, and ana is not disturbed.
+    ben.sync()
+    ana.sync()
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == theirs
+    assert ana.read("project_deploy.md") == theirs
+    _assert_no_markers(remote)
+
+
+@pytest.mark.parametrize("deleter", ["first", "second"])
+def test_an_edit_against_a_deletion_is_a_conflict_whichever_side_deletes(ana, ben, remote, deleter):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    edited = _edit_line(TEN_LINES, 3, "edited while the other side deleted it")
+    first, second = ana, ben
+    if deleter == "first":
+        first.delete("project_deploy.md")
+        second.write("project_deploy.md", edited)
+    else:
+        first.write("project_deploy.md", edited)
+        second.delete("project_deploy.md")
+    first.sync()
+    merged, _ = second.sync()
+
+    [conflict] = merged.conflicts
+    assert conflict.kind == "edit_delete"
+    assert conflict.base == TEN_LINES
+    if deleter == "first":
+        assert (conflict.ours, conflict.theirs) == (edited, None)
+        assert second.read("project_deploy.md") == edited
+    else:
+        assert (conflict.ours, conflict.theirs) == (None, edited)
+        assert second.read("project_deploy.md") is None  # held: not resurrected behind its back
+    # The edit is never lost: the shared repository keeps it until a person decides.
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == edited
+    _assert_no_markers(remote)
+
+
+def test_deletions_propagate_as_commits(ana, ben, remote):
+    _shared(ana, ben, "project_old.md", memory("Old", "Obsolete.\n"))
+    ana.delete("project_old.md")
+    result = ana.commit()
+    assert result.deleted == ["project_old.md"]
+    ana.sync()
+    _, applied = ben.pull()
+    assert applied.deleted == ["project_old.md"]
+    assert ben.read("project_old.md") is None
+    assert "project_old.md" not in tip_files(remote, FOLDER)
+    assert "project_old.md" not in ben.base
+    deleted_in = git(remote, "log", "--diff-filter=D", "--format=%an", "main", "--", FOLDER)
+    assert deleted_in.split() == ["ana"]
+
+
+def test_memory_md_is_union_merged_and_never_gets_markers(ana, ben, remote):
+    index = "# Team memory\n- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, index)
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.write(INDEX_FILENAME, index + "- [A](project_a.md) — ana's note\n")
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    ben.write(INDEX_FILENAME, index + "- [B](project_b.md) — ben's note\n")
+    ana.sync()
+    merged, _ = ben.sync()
+    ana.sync()
+
+    assert merged.conflicts == []
+    for member in (ana, ben):
+        lines = member.read(INDEX_FILENAME).splitlines()
+        assert lines[:2] == index.splitlines()
+        assert sorted(lines[2:]) == [
+            "- [A](project_a.md) — ana's note",
+            "- [B](project_b.md) — ben's note",
+        ]
+        assert member.read("project_a.md") and member.read("project_b.md")
+    assert tip_files(remote, FOLDER)[INDEX_FILENAME] == ana.read(INDEX_FILENAME)
+    _assert_no_markers(remote)
+
+
+def test_index_entries_of_files_deleted_on_the_other_side_are_dropped(ana, ben, remote):
+    index = "- [Old](project_old.md) — obsolete\n- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write("project_old.md", memory("Old", "Obsolete.\n"))
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, index)
+    # ana deletes a memory and its line; ben adds a line right next to it at the same time.
+    ana.delete("project_old.md")
+    ana.write(INDEX_FILENAME, "- [Deploy](project_deploy.md) — how we deploy\n")
+    ben.write("project_new.md", memory("New", "Fresh.\n"))
+    ben.write(
+        INDEX_FILENAME,
+        "- [Old](project_old.md) — obsolete\n"
+        "- [New](project_new.md) — fresh\n"
+        "- [Deploy](project_deploy.md) — how we deploy\n",
+    )
+    ana.sync()
+    ben.sync()
+    ana.sync()
+
+    for member in (ana, ben):
+        text = member.read(INDEX_FILENAME)
+        assert "project_old.md" not in text
+        assert "- [New](project_new.md) — fresh\n" in text
+        assert "- [Deploy](project_deploy.md) — how we deploy\n" in text
+        assert len(text.splitlines()) == 2
+        assert member.read("project_old.md") is None
+    assert "project_old.md" not in tip_files(remote, FOLDER)[INDEX_FILENAME]
+    _assert_no_markers(remote)
+
+
+# --- publishing --------------------------------------------------------------------------------
+
+
+def test_a_non_fast_forward_push_is_rejected_then_integrated_and_pushed(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    ana.commit()
+    ben.commit()
+    ben.pull()  # ben has fetched ...
+    assert ana.push() == (True, None, False)  # ... then ana pushes first
+
+    ok, error, permanent = ben.push()
+    assert not ok and not permanent
+    assert "rejected" in error or "fetch first" in error
+
+    ben.pull()
+    assert ben.push() == (True, None, False)
+    assert set(tip_files(remote, FOLDER)) == {"project_deploy.md", "project_a.md", "project_b.md"}
+    assert ben.read("project_a.md") == memory("A", "From ana.\n")
+
+
+def test_a_rejection_stays_retryable_when_the_remote_url_happens_to_contain_401(tmp_path):
+    remote = make_bare(tmp_path / "teams-401" / "memory-403.git")
+    ana, ben = Member(tmp_path, "ana", remote), Member(tmp_path, "ben", remote)
+    ana.write("a.md", "a\n")
+    ana.sync()
+    ben.write("b.md", "b\n")
+    ben.commit()
+    ana.write("a.md", "a2\n")
+    ana.sync()
+    ok, error, permanent = ben.push()
+    assert not ok
+    assert not permanent, error
+
+
+def test_two_clones_started_before_anything_was_pushed_still_merge(ana, ben, remote, monkeypatch):
+    # Both clones start (and commit) against an empty remote: two unrelated root commits
+    # (started at different times, or they would be the same commit).
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    for member, when in ((ana, "2026-03-01T09:00:00"), (ben, "2026-03-01T09:00:07")):
+        monkeypatch.setenv("GIT_AUTHOR_DATE", when)
+        monkeypatch.setenv("GIT_COMMITTER_DATE", when)
+        member.commit()
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    assert git(ana.clone.clone_dir, "rev-list", "--max-parents=0", "HEAD") != git(
+        ben.clone.clone_dir, "rev-list", "--max-parents=0", "HEAD"
+    )
+    ana.sync()
+    ben.sync()
+    ana.sync()
+    for member in (ana, ben):
+        assert member.read("project_a.md") and member.read("project_b.md")
+    assert set(tip_files(remote, FOLDER)) == {"project_a.md", "project_b.md"}
+
+
+def test_syncing_with_nothing_to_do_adds_no_commits(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    # Concurrent changes: each side has merged the other's work once.
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    ana.commit()
+    ben.sync()
+    ana.sync()
+    ben.sync()
+    settled = commit_count(remote)
+    for _ in range(3):
+        ana.sync()
+        ben.sync()
+    assert commit_count(remote) == settled
+    with ana.clone.locked():
+        assert ana.clone.unpushed() == 0
+
+
+def test_a_remote_that_refuses_every_push_is_a_permanent_error(ana, remote):
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes to this repository are disabled' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    ana.write("a.md", "a\n")
+    ana.commit()
+    ok, error, permanent = ana.push()
+    assert not ok
+    assert "pre-receive hook declined" in error
+    assert permanent
+
+
+def test_a_missing_remote_is_a_permanent_error(tmp_path):
+    ana = Member(tmp_path, "ana", tmp_path / "nowhere.git")
+    ana.write("a.md", "a\n")
+    ana.commit()
+    ok, error, permanent = ana.push()
+    assert not ok and permanent
+    assert "nowhere.git" in error
+
+
+# --- caps in the engine ------------------------------------------------------------------------
+
+
+def test_new_files_over_the_entry_cap_are_refused_while_existing_ones_still_change(ana, remote):
+    ana.write("one.md", "1\n")
+    ana.write("two.md", "2\n")
+    ana.commit(max_entries=2)
+    ana.write("one.md", "1, edited\n")
+    ana.write("three.md", "3\n")
+    ana.write(INDEX_FILENAME, "- [One](one.md)\n")
+    result = ana.commit(max_entries=2)
+    assert result.capped == ["three.md"]
+    assert sorted(result.committed) == [INDEX_FILENAME, "one.md"]
+    assert result.total_entries == 2
+    assert "three.md" not in result.base  # still a local change: tried again on the next sync
+    files = ana.clone.folder_files(FOLDER)
+    assert files["one.md"] == b"1, edited\n" and "three.md" not in files
+
+
+def test_files_over_the_byte_limit_are_not_committed(ana):
+    ana.write("huge.md", "x" * 1001)
+    ana.write("small.md", "x" * 1000)
+    result = ana.commit(max_entry_bytes=1000)
+    assert result.too_large == ["huge.md"]
+    assert result.blocked == {"huge.md": []}
+    assert result.committed == ["small.md"]
+    assert "huge.md" not in ana.clone.folder_files(FOLDER)
+
+
+# --- crash safety ------------------------------------------------------------------------------
+
+
+def test_ensure_aborts_a_merge_a_killed_process_left_half_done(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_deploy.md", _edit_line(TEN_LINES, 5, "ana"))
+    ana.sync()
+    ben.write("project_deploy.md", _edit_line(TEN_LINES, 5, "ben"))
+    ben.commit()
+    head = git(ben.clone.clone_dir, "rev-parse", "HEAD").strip()
+    git(ben.clone.clone_dir, "fetch", "--quiet", "origin")
+    # What a process killed in the middle of `git merge` leaves: MERGE_HEAD, markers on disk.
+    with pytest.raises(Exception):  # noqa: B017
+        git(ben.clone.clone_dir, "merge", "--no-edit", "origin/main")
+    assert (ben.clone.clone_dir / ".git" / "MERGE_HEAD").exists()
+    assert "<<<<<<<" in (ben.clone.clone_dir / FOLDER / "project_deploy.md").read_text()
+
+    with ben.clone.locked():
+        ben.clone.ensure()
+    assert not (ben.clone.clone_dir / ".git" / "MERGE_HEAD").exists()
+    assert git(ben.clone.clone_dir, "rev-parse", "HEAD").strip() == head
+    assert git(ben.clone.clone_dir, "status", "--porcelain") == ""
+    # ... and the next sync goes the normal way: a conflict, no markers anywhere.
+    merged, _ = ben.sync()
+    assert [c.kind for c in merged.conflicts] == ["edit"]
+    _assert_no_markers(remote)
+
+
+def test_ensure_resets_a_dirty_work_tree_and_the_store_loses_nothing(ana):
+    ana.write("project_a.md", memory("A", "Committed.\n"))
+    ana.commit()
+    clone = ana.clone.clone_dir
+    (clone / FOLDER / "project_a.md").write_text("half-written junk")
+    (clone / FOLDER / "stray.md").write_text("never committed")
+    git(clone, "add", "--", f"{FOLDER}/stray.md")
+    with ana.clone.locked():
+        ana.clone.ensure()
+    assert git(clone, "status", "--porcelain", "--ignored") == ""
+    assert (clone / FOLDER / "project_a.md").read_text() == memory("A", "Committed.\n")
+    assert not (clone / FOLDER / "stray.md").exists()
+    assert ana.read("project_a.md") == memory("A", "Committed.\n")
+
+
+def test_ensure_removes_a_git_lock_file_left_by_a_killed_git(ana, remote):
+    ana.write("project_a.md", memory("A", "One.\n"))
+    ana.commit()
+    # SIGKILL during `git add` or `git commit` leaves the index lock behind.
+    (ana.clone.clone_dir / ".git" / "index.lock").write_text("")
+    ana.write("project_a.md", memory("A", "Two.\n"))
+    ana.sync()
+    assert tip_files(remote, FOLDER)["project_a.md"] == memory("A", "Two.\n")
+
+
+def test_a_killed_commit_is_redone_by_the_next_one(ana, remote):
+    ana.write("project_a.md", memory("A", "One.\n"))
+    stale_base = dict(ana.base)
+    ana.commit()
+    # The process died after `git commit` but before its caller saved the new base.
+    ana.base = stale_base
+    result = ana.commit()
+    assert result.committed == ["project_a.md"] and result.commit is None
+    assert result.base["project_a.md"] == checksum(memory("A", "One.\n").encode())
+    ana.sync()
+    assert tip_files(remote, FOLDER) == {"project_a.md": memory("A", "One.\n")}
+
+
+def test_apply_never_overwrites_a_store_file_changed_since_the_base(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_deploy.md", _edit_line(TEN_LINES, 1, "from ana"))
+    ana.sync()
+    local = _edit_line(TEN_LINES, 10, "ben is typing this right now")
+    ben.write("project_deploy.md", local)  # changed after ben's last commit: not in the base
+    ben.write("project_new.md", "new on ben's side\n")
+    with ben.clone.locked():
+        ben.clone.ensure()
+        assert ben.clone.fetch() is None
+        ben.clone.integrate()
+        applied = ben.clone.apply_incoming(ben.spec)
+    assert applied.not_applied == ["project_deploy.md"]
+    assert applied.written == []
+    assert applied.base["project_deploy.md"] == ben.base["project_deploy.md"]
+    assert ben.read("project_deploy.md") == local
+    assert ben.read("project_new.md") == "new on ben's side\n"
+    # The next sync commits ben's change and lets git merge the two.
+    ben.base = applied.base
+    ben.sync()
+    merged = _edit_line(_edit_line(TEN_LINES, 1, "from ana"), 10, "ben is typing this right now")
+    assert ben.read("project_deploy.md") == merged
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == merged
+
+
+def test_an_overlapping_local_edit_made_during_a_sync_becomes_a_conflict(ana, ben, remote):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    theirs = _edit_line(TEN_LINES, 6, "ana's wording")
+    ours = _edit_line(TEN_LINES, 6, "ben's wording, typed while the sync ran")
+    ana.write("project_deploy.md", theirs)
+    ana.sync()
+    with ben.clone.locked():
+        ben.clone.ensure()
+        ben.clone.fetch()
+        ben.clone.integrate()
+        ben.write("project_deploy.md", ours)  # between the merge and the apply
+        applied = ben.clone.apply_incoming(ben.spec)
+    ben.base = applied.base
+    result = ben.commit()
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.base, conflict.ours, conflict.theirs) == (
+        "edit",
+        TEN_LINES,
+        ours,
+        theirs,
+    )
+    assert result.committed == []
+    assert ben.read("project_deploy.md") == ours
+    assert ben.clone.folder_files(FOLDER)["project_deploy.md"] == theirs.encode()
+    ben.held.add("project_deploy.md")
+    ben.sync()
+    assert tip_files(remote, FOLDER)["project_deploy.md"] == theirs
+    _assert_no_markers(remote)
+
+
+def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remote):
+    index = "- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, index)
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.write(INDEX_FILENAME, index + "- [A](project_a.md) — ana's note\n")
+    ana.sync()
+    with ben.clone.locked():
+        ben.clone.ensure()
+        ben.clone.fetch()
+        ben.clone.integrate()
+        ben.write("project_b.md", memory("B", "From ben.\n"))
+        ben.write(INDEX_FILENAME, index + "- [B](project_b.md) — ben's note\n")
+        applied = ben.clone.apply_incoming(ben.spec)
+    assert INDEX_FILENAME in applied.not_applied
+    ben.base = applied.base
+    assert ben.commit().conflicts == []
+    ben.sync()
+    ana.sync()
+    for member in (ana, ben):
+        assert sorted(member.read(INDEX_FILENAME).splitlines()) == sorted(
+            [
+                "- [Deploy](project_deploy.md) — how we deploy",
+                "- [A](project_a.md) — ana's note",
+                "- [B](project_b.md) — ben's note",
+            ]
+        )
+    _assert_no_markers(remote)
+
+
+def test_apply_never_deletes_a_store_file_changed_since_the_base(ana, ben):
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.delete("project_deploy.md")
+    ana.sync()
+    ben.write("project_deploy.md", _edit_line(TEN_LINES, 4, "still needed"))
+    with ben.clone.locked():
+        ben.clone.ensure()
+        ben.clone.fetch()
+        ben.clone.integrate()
+        applied = ben.clone.apply_incoming(ben.spec)
+    assert applied.not_applied == ["project_deploy.md"] and applied.deleted == []
+    assert ben.read("project_deploy.md") == _edit_line(TEN_LINES, 4, "still needed")
+
+
+def test_read_store_skips_hidden_and_excluded_entries_and_symlinks(tmp_path):
+    store = tmp_path / "store"
+    (store / "sub").mkdir(parents=True)
+    (store / "a.md").write_text("a")
+    (store / "sub" / "b.md").write_text("b")
+    (store / ".a.md.x1.tmp").write_text("temp")
+    (store / "notes.txt").write_text("not memory")
+    (store / "team").mkdir()
+    (store / "team" / "t.md").write_text("excluded")
+    (store / "link.md").symlink_to(store / "a.md")
+    assert read_store(store, ("team",)) == {"a.md": b"a", "sub/b.md": b"b"}

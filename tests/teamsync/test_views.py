@@ -1,0 +1,293 @@
+"""The team sync pages: /sync/ (status, pending, suppressed banner, blocked files, conflicts,
+history, "Sync now") and /sync/conflicts/<id>/ (base / ours / theirs, keep one or merge)."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from memapp.actions import do_save_memory
+from teamsync.models import TeamConflict, TeamSyncStatus
+from teamsync.service import sync_team
+from tests.memdir.test_secretscan import fake_tokens
+from tests.teamsync.gitutil import git, memory, tip_files
+from tests.test_secretgate import detect_secrets_kinds
+
+pytestmark = pytest.mark.django_db
+
+
+def text(response) -> str:
+    """The page as a person reads it: tags dropped, entities decoded, whitespace collapsed."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())
+
+
+def section(response, element_id: str) -> str:
+    html = response.content.decode()
+    match = re.search(rf'<section[^>]*id="{element_id}"[^>]*>(.*?)</section>', html, re.S)
+    assert match, f"no #{element_id} on the page"
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
+
+
+def pre(response, element_id: str) -> str:
+    match = re.search(
+        rf'<pre class="version" id="{element_id}">(.*?)</pre>', response.content.decode(), re.S
+    )
+    return unescape(match.group(1)) if match else ""
+
+
+def test_the_page_needs_a_login(client):
+    response = client.get(reverse("sync"))
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+
+
+def test_it_shows_the_remote_the_stores_and_what_is_pending(client, team_store, alice, remote):
+    client.force_login(alice)
+    page = text(client.get(reverse("sync")))
+    assert f"Remote {remote}" in page
+    assert "Last pull never" in page and "Last push never" in page
+    assert "Pending nothing" in page
+    assert "acme/app · team ↔ acme/app/" in page
+
+    do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    page = text(client.get(reverse("sync")))
+    assert "changes waiting to be pushed" in page
+    sync_team()
+    page = text(client.get(reverse("sync")))
+    assert "Pending nothing" in page
+    assert "Last push 0 minutes ago" in page
+
+
+def test_credentials_in_the_remote_url_are_never_shown(client, team_store, charlie, settings):
+    token = fake_tokens(12)["github-pat"]
+    settings.MEMHUB_TEAM_REMOTE = f"https://memhub-bot:{token}@git.acme.test/acme/team-memory.git"
+    client.force_login(charlie)
+    html = client.get(reverse("sync")).content.decode()
+    assert token not in html
+    assert "git.acme.test/acme/team-memory.git" in html
+
+
+def test_sync_now_is_post_only_and_only_asks_the_worker(client, team_store, alice, remote):
+    client.force_login(alice)
+    assert client.get(reverse("sync_now")).status_code == 405
+    assert TeamSyncStatus.get().requested_at is None
+    response = client.post(reverse("sync_now"), follow=True)
+    assert response.redirect_chain == [(reverse("sync"), 302)]
+    assert TeamSyncStatus.get().requested_at is not None
+    page = text(response)
+    assert "Sync requested" in page and "sync requested" in page
+    # Nothing ran in the request: the worker does it.
+    assert TeamSyncStatus.get().last_pull_at is None
+    assert git(remote, "for-each-ref") == ""
+
+
+def test_a_suppressed_push_is_shown_prominently(client, team_store, alice, settings, tmp_path):
+    settings.MEMHUB_TEAM_REMOTE = str(tmp_path / "gone.git")
+    do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    sync_team()
+    client.force_login(alice)
+    banner = section(client.get(reverse("sync")), "suppressed")
+    assert "Pushing is stopped" in banner
+    assert "gone.git" in banner and "does not appear to be a git repository" in banner
+
+
+def test_blocked_files_show_the_rule_and_line_but_never_the_value(
+    client, team_store, alice, bob, charlie, remote
+):
+    token = fake_tokens(8)["anthropic-api-key"]
+    password_line = detect_secrets_kinds(1)["Secret Keyword"]
+    password = password_line.split('"')[1]
+    root = Path(team_store.path)
+    (root / "reference_llm.md").write_text(memory("LLM", f"Key for CI:\n{token}\n"))
+    (root / "reference_db.md").write_text(memory("DB", f"{password_line}\n"))
+    head = memory("Dump", "")
+    (root / "reference_dump.md").write_text(head + "z" * 250_001)
+    sync_team()
+
+    client.force_login(bob)
+    response = client.get(reverse("sync"))
+    blocked = section(response, "blocked")
+    assert "Blocked files (3)" in blocked
+    assert (
+        "reference_llm.md acme/app contains a secret Anthropic API key ( anthropic-api-key )"
+        ", line 7" in blocked
+    )
+    assert (
+        "reference_db.md acme/app contains a secret Secret Keyword ( detect-secrets:Secret "
+        "Keyword ), line 6" in blocked
+    )
+    assert "reference_dump.md acme/app over 250,000 bytes" in blocked
+    html = response.content.decode()
+    assert token not in html and token[14:40] not in html
+    assert password not in html
+    # The history says what was skipped, without paths or values.
+    history = section(response, "history")
+    assert "secret_skipped · acme/app" in history
+    assert "file_count=2" in history
+    assert "rule_ids=['anthropic-api-key', 'detect-secrets:Secret Keyword']" in history
+    assert "sync_push · acme/app" not in history and "sync_push" in history
+    assert "reference_llm.md" not in history
+
+    client.force_login(charlie)  # not a member: sees none of it
+    response = client.get(reverse("sync"))
+    assert "Blocked files (0)" in section(response, "blocked")
+    assert "secret_skipped" not in response.content.decode()
+
+
+def test_the_history_lists_each_sync_with_its_fields(client, team_store, alice, remote):
+    do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    sync_team()
+    sync_team(push=False)
+    client.force_login(alice)
+    history = section(client.get(reverse("sync")), "history")
+    rows = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\w+)", history)
+    assert rows == ["sync_pull", "sync_push", "sync_pull"]  # newest first
+    assert "success=True files_uploaded=2" in history
+    assert "files_written=0 not_modified=True" in history
+
+
+# --- conflicts ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def conflict(team_store, alice, dora, remote) -> TeamConflict:
+    body = "Ship on Tuesdays.\n"
+    file = do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body=body
+    )
+    sync_team()
+    dora.pull()
+    dora.write(file.path, dora.read(file.path).replace("Tuesdays", "Wednesdays <dora>"))
+    dora.sync()
+    do_save_memory(
+        team_store,
+        alice,
+        name="Deploy",
+        description="d",
+        memory_type="project",
+        body="Ship on Thursdays & Fridays.\n",
+        path=file.path,
+    )
+    sync_team()
+    return TeamConflict.objects.get()
+
+
+def test_the_sync_page_links_open_conflicts(client, conflict, alice):
+    client.force_login(alice)
+    response = client.get(reverse("sync"))
+    conflicts = section(response, "conflicts")
+    assert "Conflicts to resolve (1)" in conflicts
+    assert "project_deploy.md in acme/app — both sides edited" in conflicts
+    assert reverse("sync_conflict", args=[conflict.pk]) in response.content.decode()
+
+
+def test_a_member_sees_base_ours_and_theirs(client, conflict, bob):
+    client.force_login(bob)
+    response = client.get(reverse("sync_conflict", args=[conflict.pk]))
+    assert response.status_code == 200
+    assert pre(response, "base") == conflict.base and "Tuesdays" in conflict.base
+    assert pre(response, "ours") == conflict.ours and "Thursdays & Fridays" in conflict.ours
+    assert pre(response, "theirs") == conflict.theirs and "Wednesdays <dora>" in conflict.theirs
+    page = text(response)
+    assert "Keep ours" in page and "Keep theirs" in page and "Save the merge" in page
+    assert "Delete it" not in page  # both sides still have the file
+
+
+def test_others_get_a_404_and_change_nothing(client, conflict, charlie):
+    client.force_login(charlie)
+    url = reverse("sync_conflict", args=[conflict.pk])
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"choice": "ours"}).status_code == 404
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None
+    assert client.get(reverse("sync_conflict", args=[conflict.pk + 1000])).status_code == 404
+
+
+@pytest.mark.parametrize("choice", ["ours", "theirs"])
+def test_keeping_one_side_resolves_it_and_the_next_sync_publishes_it(
+    client, conflict, bob, team_store, remote, choice
+):
+    client.force_login(bob)
+    response = client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": choice})
+    assert response.status_code == 302 and response.url == reverse("sync")
+    conflict.refresh_from_db()
+    assert conflict.resolved_by == bob and conflict.resolution == choice
+    sync_team()
+    expected = conflict.ours if choice == "ours" else conflict.theirs
+    assert tip_files(remote, "acme/app")["project_deploy.md"] == expected
+    assert (Path(team_store.path) / "project_deploy.md").read_text() == expected
+    page = text(client.get(reverse("sync_conflict", args=[conflict.pk])))
+    assert f"Resolved 0 minutes ago by bob: kept {choice}." in page
+    assert "Keep ours" not in page
+    assert "Conflicts to resolve (0)" in section(client.get(reverse("sync")), "conflicts")
+
+
+def test_an_edited_merge_is_saved_with_unix_line_endings(client, conflict, alice, remote):
+    merged = conflict.ours.replace("Thursdays & Fridays", "Wednesdays or Thursdays")
+    client.force_login(alice)
+    response = client.post(
+        reverse("sync_conflict", args=[conflict.pk]),
+        {"choice": "merged", "merged": merged.replace("\n", "\r\n")},
+    )
+    assert response.status_code == 302
+    sync_team()
+    assert tip_files(remote, "acme/app")["project_deploy.md"] == merged
+
+
+def test_a_bad_choice_is_explained_and_nothing_is_resolved(client, conflict, alice):
+    client.force_login(alice)
+    response = client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": "both"})
+    assert response.status_code == 200
+    assert "unknown resolution" in text(response)
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None
+
+
+def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora, remote):
+    file = do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    sync_team()
+    dora.pull()
+    dora.delete(file.path)
+    dora.sync()
+    do_save_memory(
+        team_store,
+        alice,
+        name="Deploy",
+        description="d",
+        memory_type="project",
+        body="y\n",
+        path=file.path,
+    )
+    sync_team()
+    conflict = TeamConflict.objects.get()
+    client.force_login(alice)
+    page = text(client.get(reverse("sync_conflict", args=[conflict.pk])))
+    assert "(deleted there)" in page and "Delete it" in page and "Keep theirs" not in page
+    client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete"})
+    sync_team()
+    assert file.path not in tip_files(remote, "acme/app")
+    assert not (Path(team_store.path) / file.path).exists()
+
+
+def test_old_events_page_through(client, team_store, alice, remote):
+    from memapp.events import record_event
+
+    for n in range(30):
+        record_event("sync_pull", success=True, files_written=n, not_modified=False, duration_ms=1)
+    client.force_login(alice)
+    page = text(client.get(reverse("sync")))
+    assert "Page 1 of 2" in page
+    assert "files_written=29" in page and "files_written=0 " not in page
+    page = text(client.get(reverse("sync") + "?page=2"))
+    assert "files_written=0 " in page

@@ -1,0 +1,248 @@
+"""The sync worker: `manage.py teamsync run --once` runs a sync when "Sync now" was pressed or
+changes are older than the 2 s debounce; a `teamsync push` killed with SIGKILL at any step
+loses nothing, tears nothing, leaves no lock held, and the next run completes."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import random
+import signal
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from memapp.actions import do_save_memory
+from memapp.models import Event
+from teamsync.management.commands.teamsync import due
+from teamsync.models import TeamSyncStatus
+from tests.memdir.test_secretscan import clean_memory_file, fake_tokens
+from tests.teamsync.gitutil import git, make_bare, tip_files
+from tests.teamsync.instance import Instance
+
+
+def _set_status(**fields) -> None:
+    TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(**fields)
+
+
+def _syncs() -> int:
+    return Event.objects.filter(kind="sync_pull").count()
+
+
+# --- when the worker syncs ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_run_once_syncs_when_sync_now_was_pressed(team_store, dora, remote, capsys):
+    dora.write("reference_oncall.md", "Dora carries the pager.\n")
+    dora.sync()
+    _set_status(last_pull_at=timezone.now())  # the periodic pull is not due
+    call_command("teamsync", "run", "--once")
+    assert _syncs() == 0
+    assert not (Path(team_store.path) / "reference_oncall.md").exists()
+
+    _set_status(requested_at=timezone.now())
+    call_command("teamsync", "run", "--once")
+    assert _syncs() == 1
+    assert (Path(team_store.path) / "reference_oncall.md").read_text() == (
+        "Dora carries the pager.\n"
+    )
+    assert TeamSyncStatus.get().requested_at is None
+    assert "written 1" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_run_once_pushes_changes_older_than_two_seconds(team_store, alice, remote):
+    do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    _set_status(last_pull_at=timezone.now())
+    call_command("teamsync", "run", "--once")
+    assert git(remote, "for-each-ref") == ""  # debounced: the last change is too recent
+
+    _set_status(dirty_at=timezone.now() - timedelta(seconds=2.5))
+    call_command("teamsync", "run", "--once")
+    assert "project_deploy.md" in tip_files(remote, "acme/app")
+    status = TeamSyncStatus.get()
+    assert status.dirty_at is None and status.last_push_at is not None
+
+
+def test_due_runs_the_periodic_pull_without_pushing_a_suppressed_remote():
+    now = timezone.now()
+    fresh = TeamSyncStatus(last_pull_at=now)
+    assert due(fresh, now, 60) == (False, True)
+    assert due(TeamSyncStatus(last_pull_at=now - timedelta(seconds=61)), now, 60) == (True, True)
+    assert due(TeamSyncStatus(), now, 60) == (True, True)  # never pulled
+    dirty = TeamSyncStatus(last_pull_at=now, dirty_at=now - timedelta(seconds=1))
+    assert due(dirty, now, 60)[0] is False
+    dirty.dirty_at = now - timedelta(seconds=2)
+    assert due(dirty, now, 60) == (True, True)
+    stopped = TeamSyncStatus(
+        last_pull_at=now - timedelta(seconds=61),
+        dirty_at=now - timedelta(minutes=10),
+        suppressed_reason="repository not found",
+    )
+    assert due(stopped, now, 60) == (True, False)  # pull, but do not hammer the remote
+    stopped.last_pull_at = now - timedelta(minutes=5)
+    assert due(stopped, now, 60) == (True, True)  # every few minutes it tries again
+    stopped.last_pull_at, stopped.requested_at = now, now
+    assert due(stopped, now, 60) == (True, True)  # or at once when a person asks
+
+
+@pytest.mark.django_db
+def test_the_worker_never_prints_credentials_of_the_remote(settings, capsys):
+    token = fake_tokens(14)["gitlab-pat"]
+    settings.MEMHUB_TEAM_REMOTE = f"https://oauth2:{token}@127.0.0.1:9/acme/team-memory.git"
+    _set_status(last_pull_at=timezone.now(), requested_at=timezone.now())
+    call_command("teamsync", "run", "--once")
+    with pytest.raises(SystemExit):
+        call_command("teamsync", "pull")
+    out, err = capsys.readouterr()
+    assert "127.0.0.1:9/acme/team-memory.git" in out
+    assert token not in out + err
+    assert token not in str(list(Event.objects.values_list("fields", flat=True)))
+    assert token not in str(TeamSyncStatus.objects.values().get())
+
+
+def test_due_waits_a_little_after_a_failure_that_may_pass():
+    now = timezone.now()
+    failed = TeamSyncStatus(
+        last_pull_at=now - timedelta(seconds=3),
+        dirty_at=now - timedelta(seconds=10),
+        last_error="ssh: connect to host git.acme.test port 22: Connection refused",
+    )
+    assert due(failed, now, 60) == (False, True)
+    failed.last_pull_at = now - timedelta(seconds=30)
+    assert due(failed, now, 60) == (True, True)
+    failed.last_pull_at, failed.requested_at = now, now
+    assert due(failed, now, 60) == (True, True)
+
+
+@pytest.mark.django_db
+def test_an_unreachable_remote_is_not_retried_on_every_tick(
+    team_store, alice, settings, tmp_path, monkeypatch
+):
+    calls = tmp_path / "ssh-calls"
+    ssh = tmp_path / "refusing-ssh"
+    ssh.write_text(
+        f'#!/bin/sh\necho "called $*" >> {calls}\n'
+        "echo 'ssh: connect to host git.acme.test port 22: Connection refused' >&2\nexit 255\n"
+    )
+    ssh.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
+    settings.MEMHUB_TEAM_REMOTE = "ssh://git@git.acme.test/acme/team-memory.git"
+    do_save_memory(
+        team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
+    )
+    assert not calls.exists()  # the commit itself never touched the network
+    _set_status(dirty_at=timezone.now() - timedelta(seconds=3), last_pull_at=timezone.now())
+    for _ in range(5):
+        call_command("teamsync", "run", "--once")
+    # (git first runs `ssh -G` to learn which ssh it is: not a connection.)
+    connections = [line for line in calls.read_text().splitlines() if " -G " not in line]
+    assert len(connections) == 1
+    status = TeamSyncStatus.get()
+    assert "Connection refused" in status.last_error
+    assert status.suppressed_reason == ""  # it may pass: not suppressed, just not hammered
+    assert status.dirty_at is not None  # the change is still waiting, committed
+
+
+# --- SIGKILL in the middle of a push -----------------------------------------------------------
+
+PROJECT_DIR = "-home-dev-app"
+FILES = 300
+
+
+def _session_commands(sid: int) -> list[list[str]]:
+    """The command lines of every process in session `sid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[3]) != sid:
+                continue
+            found.append(Path(f"/proc/{entry}/cmdline").read_bytes().decode().split("\0"))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _git_step(args: list[str]) -> str | None:
+    if len(args) > 1 and Path(args[0]).name == "git":
+        return args[1]
+    if args and Path(args[0]).name in ("git-receive-pack", "git-pack-objects"):
+        return "push"
+    return None
+
+
+def _kill_during(instance: Instance, step: str) -> bool:
+    """Start `teamsync push` and SIGKILL it (with its git children, as a crash or an OOM kill
+    of the service would) the moment git runs `step`. False if the push finished first."""
+    process = instance.popen("teamsync", "push")
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if any(_git_step(args) == step for args in _session_commands(process.pid)):
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            process.communicate()
+            return True
+        time.sleep(0.0005)
+    process.communicate()
+    return False
+
+
+def _lock_is_free(lock: Path) -> bool:
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+def _digests(files: dict[str, str | bytes]) -> dict[str, str]:
+    return {
+        k: hashlib.sha256(v if isinstance(v, bytes) else v.encode()).hexdigest()
+        for k, v in files.items()
+    }
+
+
+@pytest.mark.parametrize("step", ["add", "commit", "push"])
+def test_a_push_killed_with_sigkill_loses_nothing_and_the_next_run_completes(tmp_path, step):
+    remote = make_bare(tmp_path / "team.git")
+    machine = Instance(tmp_path / "data", tmp_path / "claude", remote, admin="ana")
+    team = machine.team_dir(PROJECT_DIR)
+    team.mkdir(parents=True)
+    rng = random.Random(step)
+    written = {f"project_note_{n:04d}.md": clean_memory_file(rng) for n in range(FILES)}
+    for key, text in written.items():
+        (team / key).write_text(text, encoding="utf-8")
+    machine.start()
+
+    killed = _kill_during(machine, step)
+    assert killed, f"the push finished before git ran {step!r}"
+
+    # The lock died with its holder, and the store is exactly what the agent wrote.
+    assert _lock_is_free(machine.data_dir / "team-clone.lock")
+    on_disk = {p.name: p.read_bytes() for p in team.iterdir() if p.suffix == ".md"}
+    assert _digests(on_disk) == _digests(written)
+
+    result = machine.run("teamsync", "push")
+    assert "pushed yes" in result.stdout, result.stderr
+    shared = tip_files(remote, PROJECT_DIR)
+    assert _digests(shared) == _digests(written)
+    assert git(remote, "fsck", "--no-dangling").strip() == ""
+    clone = machine.data_dir / "team-clone"
+    assert git(clone, "status", "--porcelain") == ""
+    assert git(clone, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    # A further run has nothing left to do.
+    again = machine.run("teamsync", "push").stdout
+    assert "committed 0" in again and "pushed no" in again
