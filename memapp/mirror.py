@@ -74,6 +74,17 @@ def rescan_store(store: Store) -> RescanResult:
     """Bring the store's mirror rows and index stats up to date with its directory."""
     root = Path(store.path)
     headers = scan_memory_files(root, limit=None, exclude=tuple(store.exclude))
+    stamps = tuple((h.path, h.mtime_ms, h.size) for h in headers)
+    signature = _index_signature(root)
+    seen = _last_rescan.get(store.pk)
+    if (
+        seen is not None
+        and seen == (stamps, store.scanned_at)
+        and store.index_stats.get("signature") == signature
+    ):
+        # This process mirrored exactly these files last time and nobody rescanned since (the
+        # scan time would differ): the rows are current, so skip reading them back.
+        return _touch(store, stamps, len(headers))
     existing = {row["path"]: row for row in store.files.values("pk", "path", "mtime_ms", "size")}
     added, changed, unchanged = [], [], 0
     for header in headers:
@@ -88,13 +99,10 @@ def rescan_store(store: Store) -> RescanResult:
             )
         else:
             unchanged += 1
-    signature = _index_signature(root)
     files_changed = bool(added or changed or existing)
     if not files_changed and store.index_stats.get("signature") == signature:
         # Nothing on disk moved: the index stats and cross-file flags still hold.
-        store.scanned_at = timezone.now()
-        store.save(update_fields=["scanned_at"])
-        return RescanResult(0, 0, 0, unchanged)
+        return _touch(store, stamps, unchanged)
     health = index_health(root, files=[h.path for h in headers])
     indexed = {h.path for h in headers} - set(health.unindexed)
     with transaction.atomic():
@@ -120,7 +128,20 @@ def rescan_store(store: Store) -> RescanResult:
             "signature": signature,
         }
         store.save(update_fields=["file_count", "scanned_at", "index_stats"])
+    _last_rescan[store.pk] = (stamps, store.scanned_at)
     return RescanResult(len(added), len(changed), len(existing), unchanged)
+
+
+# store id -> (the files' (path, mtime, size) and the scan time) of this process's last rescan.
+_last_rescan: dict[int, tuple[tuple, object]] = {}
+
+
+def _touch(store: Store, stamps: tuple, unchanged: int) -> RescanResult:
+    """Record a rescan that found nothing new."""
+    store.scanned_at = timezone.now()
+    store.save(update_fields=["scanned_at"])
+    _last_rescan[store.pk] = (stamps, store.scanned_at)
+    return RescanResult(0, 0, 0, unchanged)
 
 
 _UPDATE_FIELDS = [
