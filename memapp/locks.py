@@ -1,28 +1,22 @@
-"""Cross-process locks for memhub's writers."""
+"""Cross-process locks for memhub's writers, kept in the data dir (never in a memory directory)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
+from contextlib import AbstractContextManager
 
 from django.conf import settings
 
+from memapp.memdir.locking import file_lock
 from memapp.models import Store
 
 
-@contextlib.contextmanager
-def store_lock(store: Store):
-    """One writer per store across processes (MEMORY.md edits are read-modify-write).
+def data_dir_lock(key: str, prefix: str = "") -> AbstractContextManager[None]:
+    """A lock named after `key` (hashed, so any text is a safe file name)."""
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return file_lock(settings.MEMHUB_DATA_DIR / "locks" / f"{prefix}{name}.lock")
 
-    The lock file lives in memhub's data dir, never in the agent's memory directory.
-    """
-    locks = settings.MEMHUB_DATA_DIR / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha256(store.path.encode()).hexdigest()[:32]
-    with (locks / f"{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+
+def store_lock(store: Store) -> AbstractContextManager[None]:
+    """One writer per store across processes (MEMORY.md edits are read-modify-write)."""
+    return data_dir_lock(store.path)

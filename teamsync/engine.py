@@ -21,7 +21,6 @@ lock per clone that a crashed process cannot leave held (an `flock` dies with it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import posixpath
@@ -36,6 +35,7 @@ from git import GitCommandError, Repo
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.locking import file_lock
 
 BRANCH = "main"
 GITATTRIBUTES = (
@@ -158,16 +158,9 @@ class TeamClone:
 
     # -- setup and locking ---------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """One git operation at a time on this clone, across processes."""
-        self.clone_dir.parent.mkdir(parents=True, exist_ok=True)
-        with Path(f"{self.clone_dir}.lock").open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return file_lock(f"{self.clone_dir}.lock")
 
     @contextlib.contextmanager
     def repo(self) -> Iterator[Repo]:
