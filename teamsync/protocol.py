@@ -10,13 +10,10 @@ even one that has just fetched the current checksum re-uploads what it still has
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-from django.conf import settings
 from django.http import Http404
 from rest_framework import status
 from rest_framework.decorators import api_view
@@ -25,8 +22,10 @@ from rest_framework.response import Response
 
 from memapp.actions import FileRejected, do_put_files, store_file_path
 from memapp.api.errors import error_body
+from memapp.api.views import etag_value
 from memapp.events import record_event
 from memapp.flags import get_flag, get_flags
+from memapp.locks import data_dir_lock
 from memapp.models import Project, Store
 from memapp.projects import REPO_SLUG_RE, find_project, managed_store_dir
 from memapp.secretgate import scan_for_push
@@ -44,10 +43,6 @@ def store_checksum(entry_checksums: dict[str, str]) -> str:
     for key in sorted(entry_checksums):
         digest.update(f"{key}\0{entry_checksums[key]}\n".encode())
     return "sha256:" + digest.hexdigest()
-
-
-def _precondition(value: str | None) -> str | None:
-    return value.strip().removeprefix("W/").strip('"') if value else None
 
 
 def _error(status_code: int, code: str, message: str, **details) -> Response:
@@ -91,18 +86,9 @@ def _create_team_store(user, slug: str) -> Store:
     )
 
 
-@contextlib.contextmanager
-def _put_lock(slug: str) -> Iterator[None]:
+def _put_lock(slug: str) -> AbstractContextManager[None]:
     """One PUT per repo at a time, so If-Match is checked against what the write replaces."""
-    locks = settings.MEMHUB_DATA_DIR / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha256(slug.encode()).hexdigest()[:32]
-    with (locks / f"protocol-{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return data_dir_lock(slug, prefix="protocol-")
 
 
 def _snapshot(store: Store) -> tuple[dict[str, str], dict[str, str]]:
@@ -135,7 +121,7 @@ def team_memory(request: Request) -> Response:
         raise Http404
     meta = _meta(store, sums)
     headers = {"ETag": f'"{meta["checksum"]}"'}
-    if _precondition(request.headers.get("If-None-Match")) == meta["checksum"]:
+    if etag_value(request.headers.get("If-None-Match")) == meta["checksum"]:
         return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
     content = {"entryChecksums": sums}
     if request.query_params.get("view") != "hashes":
@@ -189,7 +175,7 @@ def _refusal(
 ) -> Response | None:
     """Why the PUT must not be applied at all (an error response), or None."""
     current = store_checksum(sums)
-    if_match = _precondition(request.headers.get("If-Match"))
+    if_match = etag_value(request.headers.get("If-Match"))
     if if_match is not None and if_match != current:
         return _error(
             412, "precondition_failed", "The team memory changed; fetch it again.", checksum=current

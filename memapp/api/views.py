@@ -35,13 +35,9 @@ def _raise(exc: FileRejected):
     raise ApiError(exc.status, exc.code, str(exc), exc.details) from exc
 
 
-def _precondition(header: str | None) -> str | None:
+def etag_value(header: str | None) -> str | None:
     """An If-Match / If-None-Match value with quotes (and a weak prefix) stripped."""
-    if not header:
-        return None
-    value = header.strip()
-    value = value.removeprefix("W/")
-    return value.strip('"')
+    return header.strip().removeprefix("W/").strip('"') if header else None
 
 
 def _validated(serializer_class, data):
@@ -127,7 +123,7 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
     except (FileNotFoundError, IsADirectoryError):
         raise Http404 from None
     etag = checksum(data)
-    if _precondition(request.headers.get("If-None-Match")) == etag:
+    if etag_value(request.headers.get("If-None-Match")) == etag:
         return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": f'"{etag}"'})
     body = {
         "key": key,
@@ -143,7 +139,7 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
 def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
     store = get_store_for_user(request.user, store_id)
-    if_match = _precondition(request.headers.get("If-Match"))
+    if_match = etag_value(request.headers.get("If-Match"))
     try:
         if request.method == "GET":
             return _file_response(store, key, request)

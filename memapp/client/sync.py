@@ -65,6 +65,8 @@ __all__ = [
     "SyncReport",
     "checksum",
     "conflict_copy_key",
+    "exclusive",
+    "local_checksum",
     "merge_index_lines",
     "plan_sync",
     "scan_local",
@@ -189,7 +191,7 @@ def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
     return checksums, untouchable
 
 
-def _local_checksum(path: Path) -> str | None:
+def local_checksum(path: Path) -> str | None:
     try:
         return checksum(path.read_bytes())
     except FileNotFoundError:
@@ -204,8 +206,8 @@ def state_path(state_dir: Path, server: str, store_id: int, memory_dir: Path) ->
 
 
 @contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path` (created 0600), or raise SyncBusy at once."""
+def exclusive(lock_path: Path, busy: Exception | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` (created 0600), or raise `busy` at once."""
     if fcntl is None:  # pragma: no cover
         yield
         return
@@ -214,7 +216,9 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SyncBusy("another memhub-agent sync of this memory dir is running") from None
+            raise busy or SyncBusy(
+                "another memhub-agent sync of this memory dir is running"
+            ) from None
         yield
     finally:
         os.close(fd)
@@ -328,7 +332,7 @@ class _Run:
     def _still_as_planned(self, path: Path, action: Action) -> bool:
         """Whether the local file is still what the plan saw (a person or an agent may have
         written it meanwhile: then it is left alone, and the next sync decides again)."""
-        current = _local_checksum(path)
+        current = local_checksum(path)
         if current == action.local:
             return True
         if current == action.remote:  # already what the server has
@@ -403,7 +407,7 @@ class _Run:
 
         def taken(key: str) -> bool:  # by another file, here or on the server
             candidate = self.memory_dir / key
-            here = candidate.exists() and _local_checksum(candidate) != wanted
+            here = candidate.exists() and local_checksum(candidate) != wanted
             return here or self.remote.get(key, wanted) != wanted
 
         copy_key = conflict_copy_key(action.key, remote, taken)
@@ -607,7 +611,7 @@ def sync_project(
 
     if not dry_run:
         private_dir(state_dir)
-    lock = contextlib.nullcontext() if dry_run else _exclusive(path.with_suffix(".lock"))
+    lock = contextlib.nullcontext() if dry_run else exclusive(path.with_suffix(".lock"))
     with lock:
         for round_number in range(MAX_ROUNDS):
             local, untouchable = scan_local(memory_dir)

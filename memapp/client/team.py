@@ -44,13 +44,15 @@ from urllib.parse import quote
 
 from memapp.client.config import config_dir, private_dir, read_json, write_private
 from memapp.client.http import ApiError, Client, Unreachable
+from memapp.client.sync import (
+    MAX_BATCH_BYTES,
+    MAX_ENTRY_BYTES,
+    checksum,
+    exclusive,
+    local_checksum,
+)
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
 from memapp.memdir.secretscan import scan_text
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover (not on Windows)
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "DEBOUNCE_SECONDS",
@@ -67,8 +69,6 @@ __all__ = [
 ]
 
 ENDPOINT = "/api/claude_code/team_memory"
-MAX_ENTRY_BYTES = 250_000
-MAX_BATCH_BYTES = 200_000
 MAX_CONFLICT_RETRIES = 2
 DEBOUNCE_SECONDS = 2.0
 POLL_SECONDS = 0.5
@@ -81,11 +81,6 @@ class TeamBusy(Exception):
 
 class _Stop(Exception):
     """No more pushing in this run (the reason is in the report)."""
-
-
-def checksum(data: bytes) -> str:
-    """`sha256:` + lowercase hex, as the protocol's entry checksums."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _body_size(key: str, text: str) -> int:
@@ -211,22 +206,6 @@ def _stat_snapshot(team_dir: Path) -> dict[str, tuple[int, int, int]]:
     return seen
 
 
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TeamBusy(f"another team sync is running (lock {path})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 class TeamSync:
     """Sync one team directory with one repo's team memory on one server.
 
@@ -292,7 +271,10 @@ class TeamSync:
     def locked(self) -> Iterator[None]:
         """One run at a time per team directory (a watcher and a manual run included)."""
         private_dir(self.state_path.parent)
-        with _exclusive(self.state_path.with_suffix(".lock")):
+        with exclusive(
+            self.state_path.with_suffix(".lock"),
+            TeamBusy(f"another team sync is running (lock {self.state_path.with_suffix('.lock')})"),
+        ):
             yield
 
     # --- protocol -----------------------------------------------------------------------------
@@ -383,7 +365,7 @@ class TeamSync:
                     "version stays in its history)"
                 )
             return True
-        if _local_checksum(path) != current:
+        if local_checksum(path) != current:
             report.notes.append(f"{key}: changed during the sync; left for the next run")
             return False
         if current is None and base is not None:
@@ -635,10 +617,3 @@ def add_team_commands(commands: argparse._SubParsersAction) -> None:
         help="with --watch, seconds between pulls (default 60)",
     )
     sync.set_defaults(func=cmd_team_sync)
-
-
-def _local_checksum(path: Path) -> str | None:
-    try:
-        return checksum(path.read_bytes())
-    except FileNotFoundError:
-        return None

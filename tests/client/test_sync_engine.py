@@ -16,9 +16,9 @@ from memapp.client.sync import (
     MAX_BATCH_BYTES,
     Action,
     SyncBusy,
-    _exclusive,
     checksum,
     conflict_copy_key,
+    exclusive,
     merge_index_lines,
     plan_sync,
     scan_local,
@@ -257,6 +257,6 @@ def test_two_syncs_of_one_memory_dir_never_run_at_once(tmp_path):
     state.mkdir()
     lock = state_path(state, server.url, 7, project.memory_dir).with_suffix(".lock")
 
-    with _exclusive(lock), pytest.raises(SyncBusy):
+    with exclusive(lock), pytest.raises(SyncBusy):
         sync_project(server, project, state, progress=False)
     assert sync_project(server, project, state, progress=False).summary().startswith("uploaded 0")
