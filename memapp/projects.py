@@ -47,6 +47,7 @@ def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create
                 owner=user,
             )
             .select_related("project")
+            .order_by("pk")  # not Meta.ordering, which joins and sorts on every call
             .first()
         )
         if store is not None:

@@ -12,9 +12,11 @@ def team_store_for(user, project) -> Store | None:
     """The project's main team store, when the user is a member."""
     if project is None:
         return None
-    return Store.objects.filter(
-        project=project, kind=Store.Kind.TEAM, mount="", project__members=user
-    ).first()
+    return (
+        Store.objects.filter(project=project, kind=Store.Kind.TEAM, mount="", project__members=user)
+        .order_by("pk")
+        .first()
+    )
 
 
 def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptResult:

@@ -38,13 +38,13 @@ def authenticate_token(token: str) -> ApiToken | None:
     """The active token row for `token`, or None; refreshes `last_used_at` at most once a minute."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    row = (
-        ApiToken.objects.active()
-        .select_related("user")
-        .filter(token_hash=hash_token(token), user__is_active=True)
-        .first()
-    )
-    if row is None:
+    try:
+        row = (
+            ApiToken.objects.active()
+            .select_related("user")
+            .get(token_hash=hash_token(token), user__is_active=True)
+        )
+    except ApiToken.DoesNotExist:
         return None
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:

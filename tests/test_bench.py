@@ -175,6 +175,7 @@ def test_a_quick_web_run_measures_every_row():
         "recall API p50 POST /api/v1/recall",
         "recall API p99",
         "prompt API GET /api/v1/prompt",
+        "prompt API, MEMORY.md just edited",
         "recall throughput (gunicorn × 2, 2 clients)",
         "recall under load p50 (client)",
         "recall under load p99 (client)",

@@ -9,9 +9,11 @@ over-long entries, closeness to the caps).
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -98,6 +100,8 @@ def format_size(num_bytes: int) -> str:
 
 
 def _utf8_len(text: str) -> int:
+    if text.isascii():  # the common case, without encoding a copy of the whole text
+        return len(text)
     # surrogatepass: text decoded with surrogateescape must still be measurable.
     return len(text.encode("utf-8", "surrogatepass"))
 
@@ -167,7 +171,7 @@ def truncate_index(
     if not (lines_over or bytes_over):
         return IndexTruncation(trimmed, line_count, byte_count, False, False)
 
-    truncated = "\n".join(trimmed.split("\n")[:max_lines]) if lines_over else trimmed
+    truncated = "\n".join(trimmed.split("\n", max_lines)[:max_lines]) if lines_over else trimmed
     truncated = cut_to_bytes(truncated, max_bytes)
     reason = over_caps_reason(line_count, byte_count, max_lines, max_bytes, lines_over, bytes_over)
     if bytes_over and not lines_over:
@@ -409,6 +413,39 @@ def read_index(directory: str | os.PathLike[str]) -> str:
     """The text of `directory`/MEMORY.md; "" when missing, invalid UTF-8 replaced by U+FFFD."""
     data = _read_index_bytes(directory)
     return "" if data is None else data.decode("utf-8", "replace")
+
+
+def load_index(
+    directory: str | os.PathLike[str],
+    max_lines: int = MAX_INDEX_LINES,
+    max_bytes: int = MAX_INDEX_BYTES,
+) -> IndexTruncation:
+    """`truncate_index(read_index(directory))`, remembered while MEMORY.md's stat is unchanged.
+
+    Every prompt an agent assembles loads the same index until someone edits it; reading and
+    measuring a large one costs more than the rest of the prompt. The stat signature (inode,
+    size, mtime and ctime in ns) changes with every write, atomic or in place, except a second
+    write within the same clock tick: so a file changed in the last second is not remembered.
+    """
+    path = Path(directory) / INDEX_FILENAME
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return truncate_index("", max_lines, max_bytes)
+    if time.time_ns() - st.st_ctime_ns < _SETTLED_NS:
+        return truncate_index(read_index(directory), max_lines, max_bytes)
+    signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return _load_index(path, signature, max_lines, max_bytes)
+
+
+_SETTLED_NS = 1_000_000_000
+
+
+@functools.lru_cache(maxsize=256)
+def _load_index(
+    path: Path, signature: tuple[int, ...], max_lines: int, max_bytes: int
+) -> IndexTruncation:
+    return truncate_index(read_index(path.parent), max_lines, max_bytes)
 
 
 def _edit_index(directory: str | os.PathLike[str], edit: Callable[[str], str]) -> bool:

@@ -22,14 +22,12 @@ from __future__ import annotations
 import datetime
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from memapp.memdir.index import (
     INDEX_FILENAME,
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
-    read_index,
-    truncate_index,
+    load_index,
 )
 
 __all__ = [
@@ -193,7 +191,7 @@ def _index_block(
     request: PromptRequest,
 ) -> tuple[str, IndexInfo]:
     path = _join(shown, INDEX_FILENAME)
-    cut = truncate_index(read_index(Path(directory)), request.max_lines, request.max_bytes)
+    cut = load_index(directory, request.max_lines, request.max_bytes)
     info = IndexInfo(
         path=path,
         line_count=cut.line_count,

@@ -18,7 +18,7 @@ from memapp.actions import do_rebuild_index_entries
 from memapp.flags import get_flag
 from memapp.forms import FilterForm
 from memapp.locks import store_lock
-from memapp.memdir.index import index_health, read_index, truncate_index
+from memapp.memdir.index import index_health, load_index
 from memapp.memdir.lint import near_duplicates
 from memapp.mirror import rescan_store
 from memapp.models import MemoryFile, Store
@@ -53,7 +53,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
         return render(request, "memapp/partials/memory_list.html", context)
     max_lines = get_flag("index_max_lines", store.project)
     max_bytes = get_flag("index_max_bytes", store.project)
-    truncation = truncate_index(read_index(Path(store.path)), max_lines, max_bytes)
+    truncation = load_index(store.path, max_lines, max_bytes)
     context.update(
         index=truncation,
         # The warning the client appends, shown where it is seen without scrolling the index.

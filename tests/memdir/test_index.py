@@ -15,6 +15,7 @@ from memapp.memdir.index import (
     format_index_entry,
     format_size,
     index_health,
+    load_index,
     parse_index_entries,
     read_index,
     remove_from_index,
@@ -93,6 +94,33 @@ def test_a_byte_order_mark_is_trimmed_like_whitespace():
 def test_crlf_lines_are_counted_by_their_newlines():
     result = truncate_index("a\r\nb\r\n")
     assert (result.content, result.line_count, result.byte_count) == ("a\r\nb", 2, 4)
+
+
+def test_load_index_is_the_truncated_index_and_follows_every_edit(tmp_path):
+    index = tmp_path / INDEX_FILENAME
+    assert load_index(tmp_path) == IndexTruncation("", 0, 0, False, False)
+    lines = [f"- [Topic {i:03}](topic_{i:03}.md) — hook {i:03}" for i in range(300)]
+    index.write_text("\n".join(lines), encoding="utf-8")
+    first = load_index(tmp_path)
+    assert first == truncate_index(index.read_text(encoding="utf-8"))
+    assert first.line_count == 300 and first.content.startswith(lines[0])
+    # Rewritten in place at once with the same size: the mtime may not even tick.
+    index.write_text("\n".join(line.replace("hook", "HOOK") for line in lines), encoding="utf-8")
+    assert "HOOK 000" in load_index(tmp_path).content
+    assert load_index(tmp_path, max_lines=10).line_count == 300
+    assert load_index(tmp_path, max_lines=10).content.count("\n") == 11  # 10 lines + warning
+    index.unlink()
+    assert load_index(tmp_path).content == ""
+
+
+def test_load_index_remembers_a_settled_index_until_it_is_replaced(tmp_path, monkeypatch):
+    monkeypatch.setattr("memapp.memdir.index._SETTLED_NS", 0)  # every file counts as settled
+    (tmp_path / INDEX_FILENAME).write_text("- [A](a.md) — first\n", encoding="utf-8")
+    assert load_index(tmp_path).content == "- [A](a.md) — first"
+    replacement = tmp_path / "new.md"
+    replacement.write_text("- [B](b.md) — second\n", encoding="utf-8")
+    replacement.replace(tmp_path / INDEX_FILENAME)  # as atomic writes do: a new inode
+    assert load_index(tmp_path).content == "- [B](b.md) — second"
 
 
 def test_exactly_200_lines_is_not_truncated():
