@@ -1,6 +1,6 @@
 """Benchmarks of the memory core against plain-Python floors.
 
-    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web]
+    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team]
 
 For each size, a corpus of realistic memory files is generated in a temporary directory (deleted
 afterwards), and each section measures some operations on it: the median of ``--runs`` runs,
@@ -8,7 +8,9 @@ next to a floor (the plainest Python doing the same I/O) measured in the same ru
 a target where one is set. A section is a function ``(corpus, runs) -> list[Row]`` listed in
 :data:`SECTIONS`. ``--web`` adds the sections of :mod:`memapp.bench_web` after these (the store
 page, the mirror rescan, recall and prompt through the API, recall throughput under gunicorn),
-whose targets are absolute (a latency, a rate) rather than ratios to a floor.
+whose targets are absolute (a latency, a rate) rather than ratios to a floor. ``--team`` adds
+those of :mod:`teamsync.bench` (a push and a pull of ``--team-files`` memories through a bare
+repository, the secret gate, the team memory protocol).
 
 Floors:
 
@@ -471,6 +473,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--clients", type=int, default=4, help="--web: concurrent connections of the load test"
     )
+    parser.add_argument(
+        "--team",
+        action="store_true",
+        help="also measure team sync: push, pull, the secret gate and the protocol (Django, git)",
+    )
+    parser.add_argument(
+        "--team-files", type=int, default=1000, help="--team: memory files pushed and pulled"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -489,6 +499,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             legends.append(bench_web.LEGEND)
         rows = run(sizes, max(args.runs, 1), progress=not args.quiet, sections=sections)
+        if args.team:
+            from teamsync import bench as team_bench  # Django and git only when asked for
+
+            rows += team_bench.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
+            legends.append(team_bench.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"

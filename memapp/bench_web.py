@@ -171,16 +171,32 @@ def web_sections(load_seconds: float = 10.0, clients: int = 4) -> Iterator[list[
     Raises RuntimeError when Django is already configured in this process (its database could
     not be this benchmark's own) or when SQLite is not in WAL mode.
     """
+    with django_on_temp_data_dir():
+        yield [
+            bench_mirror,
+            bench_store_page,
+            bench_recall_api,
+            bench_prompt_api,
+            partial(bench_recall_load, seconds=load_seconds, clients=clients),
+        ]
+
+
+_data_dir: Path | None = None  # while django_on_temp_data_dir has Django set up
+
+
+@contextlib.contextmanager
+def django_on_temp_data_dir() -> Iterator[Path]:
+    """Django set up on a temporary data dir (migrated SQLite in WAL mode, the embedded team
+    remote) for as long as the outermost use lasts; a nested use shares it."""
+    global _data_dir
+    if _data_dir is not None:
+        yield _data_dir
+        return
     with tempfile.TemporaryDirectory(prefix="memhub-bench-data-") as tmp:
         _setup_django(Path(tmp))
+        _data_dir = Path(tmp)
         try:
-            yield [
-                bench_mirror,
-                bench_store_page,
-                bench_recall_api,
-                bench_prompt_api,
-                partial(bench_recall_load, seconds=load_seconds, clients=clients),
-            ]
+            yield _data_dir
         finally:
             from django.db import connections
 
@@ -188,6 +204,7 @@ def web_sections(load_seconds: float = 10.0, clients: int = 4) -> Iterator[list[
 
             flush_events()  # now, while the database still exists, not at exit
             connections.close_all()
+            _data_dir = None
 
 
 def _setup_django(data_dir: Path) -> None:
@@ -209,6 +226,7 @@ def _setup_django(data_dir: Path) -> None:
             "MEMHUB_LOG_LEVEL": "WARNING",
             "ANTHROPIC_API_KEY": "",  # offline recall, and never a request to the network
             "MEMHUB_API_RATE": "1000000/min",  # the throttle runs but never trips
+            "MEMHUB_TEAM_REMOTE": "",  # the bare repository in the data dir, never a real one
         }
     )
     os.environ.pop("DATABASE_URL", None)  # SQLite in the data dir, whatever the shell says

@@ -26,13 +26,14 @@ import os
 import posixpath
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
-from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.locking import file_lock
@@ -128,24 +129,88 @@ class PushResult:
     conflicts: tuple[Conflict, ...] = ()
 
 
+def _write_clone(path: Path, data: bytes) -> None:
+    """A file of the clone's work tree: atomic but not fsynced. After a crash `ensure` resets the
+    tree to its last commit, and the change is still in the store, so the next sync redoes it;
+    a thousand fsyncs would double the git work of a large push."""
+    write_atomic_bytes(path, data, durable=False)
+
+
+def _store_files(directory: Path, exclude: tuple[str, ...]) -> Iterator[tuple[str, os.DirEntry]]:
+    """(key, entry) of every `*.md` file of a store directory, recursively. Hidden entries,
+    symlinks and anything but regular files and directories are skipped, as are the top-level
+    entries named in `exclude` (stores of their own). Unreadable directories are skipped."""
+    stack = [("", os.fspath(directory))]
+    while stack:
+        prefix, path = stack.pop()
+        try:
+            listing = os.scandir(path)
+        except OSError:
+            continue
+        with listing:
+            for entry in listing:
+                name = entry.name
+                if name.startswith(".") or (not prefix and name in exclude):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((f"{prefix}{name}/", entry.path))
+                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    yield prefix + name, entry
+
+
+def _read(entry: os.DirEntry) -> bytes | None:
+    try:
+        with open(entry.path, "rb") as file:  # noqa: PTH123 (a Path per file costs 2x here)
+            return file.read()
+    except FileNotFoundError:  # deleted since the directory was listed
+        return None
+
+
 def read_store(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Every `*.md` file of a store directory (recursively), keyed by `/`-separated path."""
-    files: dict[str, bytes] = {}
-    if not directory.is_dir():
-        return files
-    for dirpath, dirnames, filenames in os.walk(directory):
-        here = Path(dirpath)
-        rel_dir = here.relative_to(directory)
-        if rel_dir == Path():
-            dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
-        else:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
-        for name in filenames:
-            path = here / name
-            if name.endswith(".md") and not name.startswith(".") and not path.is_symlink():
-                files[path.relative_to(directory).as_posix()] = path.read_bytes()
+    """Every `*.md` file of a store directory (see `_store_files`), keyed by `/`-separated path."""
+    files = {}
+    for key, entry in _store_files(directory, exclude):
+        data = _read(entry)
+        if data is not None:
+            files[key] = data
     return files
+
+
+# directory -> key -> (stat signature, checksum), as of the last `store_checksums` of it.
+_checksum_memo: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {}
+_SETTLED_NS = 1_000_000_000
+
+
+def store_checksums(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
+    """The `checksum` of every file `read_store` reads, reading only files whose stat changed
+    since the last call: protocol clients ask for every checksum before each push.
+
+    The stat signature (inode, size, mtime and ctime in ns) changes with every write, except a
+    second write within one clock tick, so a file changed in the last second is read again.
+    """
+    previous = _checksum_memo.get(os.fspath(directory), {})
+    memo: dict[str, tuple[tuple[int, ...], str]] = {}
+    sums = {}
+    settled = time.time_ns() - _SETTLED_NS
+    for key, entry in _store_files(directory, exclude):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = previous.get(key)
+        if known is not None and known[0] == signature:
+            sums[key] = known[1]
+            memo[key] = known
+            continue
+        data = _read(entry)
+        if data is None:
+            continue
+        sums[key] = checksum(data)
+        if st.st_ctime_ns < settled:
+            memo[key] = (signature, sums[key])
+    _checksum_memo[os.fspath(directory)] = memo
+    return sums
 
 
 class TeamClone:
@@ -281,7 +346,7 @@ class TeamClone:
                         continue
                     room -= 1
                 target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic_bytes(target, store[key])
+                _write_clone(target, store[key])
                 result.committed.append(key)
                 result.base[key] = checksum(store[key])
             else:
@@ -335,7 +400,7 @@ class TeamClone:
                 seen.add(line)
                 kept.append(line)
             merged = b"".join(kept)
-        write_atomic_bytes(self._target(self.clone_dir / spec.folder, key), merged)
+        _write_clone(self._target(self.clone_dir / spec.folder, key), merged)
         result.committed.append(key)
         result.base[key] = checksum(ours)  # so the next apply writes the merge to the store
 
@@ -450,7 +515,7 @@ class TeamClone:
                 kind, keep = "edit", theirs
             else:
                 kind, keep = "edit_delete", ours if ours is not None else theirs
-            write_atomic_bytes(self.clone_dir / path, keep.encode("utf-8"))
+            _write_clone(self.clone_dir / path, keep.encode("utf-8"))
             repo.git.add("--", path)
             conflicts.append(Conflict(path, kind, base, ours, theirs))
         return conflicts
@@ -499,7 +564,7 @@ class TeamClone:
                 seen.add(line)
                 kept.append(line)
             if kept != lines:
-                write_atomic_bytes(index, "".join(kept).encode("utf-8"))
+                _write_clone(index, "".join(kept).encode("utf-8"))
                 repo.git.add("--", path)
                 touched = True
         if touched:
@@ -513,6 +578,7 @@ class TeamClone:
         folder = self.clone_dir / spec.folder
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)
+        writes: dict[Path, bytes] = {}
         for key in sorted((set(clone) | set(spec.base)) - spec.held):
             incoming = checksum(clone[key]) if key in clone else None
             if incoming == spec.base.get(key):
@@ -534,9 +600,10 @@ class TeamClone:
                 result.deleted.append(key)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic_bytes(target, clone[key])
+                writes[target] = clone[key]
                 result.written.append(key)
             self._set_base(result.base, key, incoming)
+        write_atomic_files(writes)
         return result
 
     @staticmethod

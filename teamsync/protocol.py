@@ -29,7 +29,7 @@ from memapp.locks import data_dir_lock
 from memapp.models import Project, Store
 from memapp.projects import REPO_SLUG_RE, find_project, managed_store_dir
 from memapp.secretgate import scan_for_push
-from teamsync.engine import checksum, read_store
+from teamsync.engine import checksum, read_store, store_checksums
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
 
 ORGANIZATION_ID = "memhub"
@@ -91,10 +91,8 @@ def _put_lock(slug: str) -> AbstractContextManager[None]:
     return data_dir_lock(slug, prefix="protocol-")
 
 
-def _snapshot(store: Store) -> tuple[dict[str, str], dict[str, str]]:
-    files = read_store(Path(store.path), tuple(store.exclude))
-    entries = {key: data.decode("utf-8", "replace") for key, data in files.items()}
-    return entries, {key: checksum(data) for key, data in files.items()}
+def _checksums(store: Store) -> dict[str, str]:
+    return store_checksums(Path(store.path), tuple(store.exclude))
 
 
 def _meta(store: Store, sums: dict[str, str]) -> dict:
@@ -116,15 +114,20 @@ def team_memory(request: Request) -> Response:
     if slug is None:
         return _error(400, "invalid_repo", "repo must be an owner/repo slug.")
     store = _find_team_store(request, slug, for_put=False)
-    entries, sums = _snapshot(store)
-    if not entries:
+    if request.query_params.get("view") == "hashes":
+        files, sums = None, _checksums(store)
+    else:
+        files = read_store(Path(store.path), tuple(store.exclude))
+        sums = {key: checksum(data) for key, data in files.items()}
+    if not sums:
         raise Http404
     meta = _meta(store, sums)
     headers = {"ETag": f'"{meta["checksum"]}"'}
     if etag_value(request.headers.get("If-None-Match")) == meta["checksum"]:
         return Response(status=status.HTTP_304_NOT_MODIFIED, headers=headers)
     content = {"entryChecksums": sums}
-    if request.query_params.get("view") != "hashes":
+    if files is not None:
+        entries = {key: data.decode("utf-8", "replace") for key, data in files.items()}
         content = {"entries": entries, **content}
     return Response({**meta, "content": content}, headers=headers)
 
@@ -149,7 +152,7 @@ def _put(request: Request) -> Response:
             project = find_project(slug)
             path = managed_store_dir(project or Project(key=slug), Store.Kind.TEAM)
             store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
-        sums = _snapshot(store)[1] if store.pk else {}
+        sums = _checksums(store) if store.pk else {}
         refusal = _refusal(request, store, entries, sums)
         if refusal is not None:
             return refusal
@@ -166,7 +169,7 @@ def _put(request: Request) -> Response:
         except FileRejected as exc:
             return _rejected(exc, store)
         _hold_resurrections(store, request.user, tombstoned, entries)
-        _, sums = _snapshot(store)
+        sums = _checksums(store)
         return Response({**_meta(store, sums), "held": sorted(held)})
 
 
@@ -223,7 +226,7 @@ def _refusal(
 
 def _rejected(exc: FileRejected, store: Store) -> Response:
     if exc.code == "precondition_failed":
-        current = store_checksum(_snapshot(store)[1])
+        current = store_checksum(_checksums(store))
         return _error(
             412, "precondition_failed", "The team memory changed; fetch it again.", checksum=current
         )

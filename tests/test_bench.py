@@ -185,3 +185,29 @@ def test_a_quick_web_run_measures_every_row():
     assert "≥ 150/s" in out and ", 0 errors" in out
     assert "% of questions answered, 100% of unrelated empty" in out
     assert "load average" in out
+
+
+def test_a_quick_team_run_measures_every_row():
+    """Push, pull, the secret gate and the protocol on a small corpus, in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-m", "memapp.bench", "--sizes", "", "--team", "--team-files", "40"]
+        + ["--runs", "1", "--quiet"],
+        cwd=bench.PROJECT_ROOT,
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    for measure in (
+        "team push, git work (commit + push)",
+        "secret scan, fast rules",
+        "secret scan, push gate (cold)",
+        "secret scan, push gate (unchanged)",
+        "team push, whole sync_team()",
+        "team pull, sync_team(push=False)",
+        "team protocol GET ?view=hashes",
+    ):
+        assert measure in out
+    assert "≤ 3.0×" in out and "≤ 10 s" in out and "≤ 2 s" in out and "≤ 20 ms" in out
+    assert "≥ 1,000/s" in out and "files changed by a teammate" in out

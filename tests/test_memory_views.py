@@ -262,6 +262,19 @@ def test_backlinks_list_the_memories_that_link_here(client, stores, alice):
     assert lonely.endswith("Backlinks No memory links here.")
 
 
+def test_the_memory_page_costs_a_few_queries_however_many_memories_the_store_holds(
+    client, stores, alice, django_assert_max_num_queries
+):
+    directory = root(stores.private)
+    for i in range(60):
+        write_memory(directory, f"reference_{i}.md", f"R{i}", "Filler", "reference", "[[Role]]\n")
+    rescan_store(stores.private)
+    client.force_login(alice)
+    with django_assert_max_num_queries(12):
+        page = text(client.get(url("memory", stores.private, "user_role.md")))
+    assert len(page.split("Backlinks", 1)[1].split()) == 60
+
+
 def test_a_memory_with_broken_frontmatter_shows_the_problem(client, stores, alice):
     (root(stores.private) / "broken.md").write_text("---\njust a sentence\n---\nBody.\n")
     rescan_store(stores.private)

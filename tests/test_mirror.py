@@ -68,6 +68,24 @@ def test_a_rescan_reads_only_what_changed(store):
     assert rescan_store(store) == (0, 0, 0, 2)
 
 
+def test_a_rescan_of_many_changed_files_costs_a_few_queries(store, django_assert_max_num_queries):
+    root = Path(store.path)
+    for i in range(80):
+        write_memory(root, f"reference_{i}.md", f"R{i}", "Before", "reference", "[[Role]]\n")
+    (root / "MEMORY.md").write_text("- [R0](reference_0.md) — the first\n")
+    rescan_store(store)
+    for i in range(80):
+        write_memory(root, f"reference_{i}.md", f"R{i}", "After", "reference", "[[Gone]]\n")
+        path = root / f"reference_{i}.md"
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
+    with django_assert_max_num_queries(15):
+        assert rescan_store(store) == (0, 80, 0, 2)
+    changed = store.files.filter(path__startswith="reference_")
+    assert set(changed.values_list("description", flat=True)) == {"After"}
+    assert all(file.dangling_links == ["Gone"] for file in changed)
+    assert list(changed.filter(in_index=True).values_list("path", flat=True)) == ["reference_0.md"]
+
+
 def test_index_edits_behind_memhubs_back_update_the_in_index_flags(store):
     rescan_store(store)
     index = Path(store.path, "MEMORY.md")

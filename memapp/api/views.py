@@ -183,7 +183,7 @@ def file_batch(request: Request, store_id: int) -> Response:
         )
     except FileRejected as exc:
         _raise(exc)
-    checksums = {f.path: f"sha256:{f.sha256}" for f in store.files.only("path", "sha256")}
+    checksums = {f.path: f"sha256:{f.sha256}" for f in store.files.only("store", "path", "sha256")}
     return Response({**result, "checksums": checksums})
 
 

@@ -15,13 +15,18 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["delete_file", "write_atomic", "write_atomic_bytes"]
+__all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_files"]
 
 # Mode for new files before the process umask is applied, as `open(path, "w")` would use.
 _NEW_FILE_MODE = 0o666
 _TEMP_ATTEMPTS = 100
+# write_atomic_files: threads that wait on fsync together, and the batch size worth them.
+_WRITERS = 4
+_PARALLEL_FROM = 16
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -35,8 +40,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_atomic_bytes(path, text.encode("utf-8"))
 
 
-def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_atomic_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Replace the file at `path` with `data`, atomically and durably.
+
+    `durable=False` skips both fsyncs: readers still see the old file or the new one, but a power
+    cut may lose the write. Only for copies that are rebuilt from elsewhere after a crash (team
+    sync's working clone, reset to its last commit before each use).
 
     - An existing file keeps its permission bits. A new file gets 0o666 minus the process umask
       (0o644 under the usual umask 022), exactly like a file created with `open()`.
@@ -46,6 +55,30 @@ def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     - On any failure the temporary file is removed, the target is left as it was, and the
       exception propagates.
     """
+    directory = _replace(path, data, fsync=durable)
+    if durable:
+        _fsync_directory(directory)
+
+
+def write_atomic_files(files: Mapping[Path, bytes]) -> None:
+    """`write_atomic_bytes` of many files (a pull writing a thousand), faster: a few at a time,
+    so that the disk overlaps their fsyncs, and one fsync per directory at the end rather than
+    one per file. Each file is replaced atomically; all are durable once this returns. A
+    failure propagates; each file is then either its old self or wholly new."""
+    items = files.items()
+    if len(items) < _PARALLEL_FROM:
+        directories = {_replace(path, data, fsync=True) for path, data in items}
+    else:
+        with ThreadPoolExecutor(_WRITERS, thread_name_prefix="write-atomic") as pool:
+            futures = [pool.submit(_replace, path, data, fsync=True) for path, data in items]
+        directories = {future.result() for future in futures}
+    for directory in directories:
+        _fsync_directory(directory)
+
+
+def _replace(path: str | os.PathLike[str], data: bytes, *, fsync: bool) -> Path:
+    """Write `data` to a temporary file beside `path` and rename it over `path`; returns the
+    directory, whose entry is not yet synced."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     target = Path(path)
@@ -60,7 +93,8 @@ def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         temp.replace(target)
@@ -68,7 +102,7 @@ def write_atomic_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
         raise
-    _fsync_directory(directory)
+    return directory
 
 
 def delete_file(path: str | os.PathLike[str], *, missing_ok: bool = False) -> bool:

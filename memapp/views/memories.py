@@ -39,7 +39,7 @@ def _memory_url(store: Store, path: str) -> str:
 def _link_resolver(store: Store):
     """Map `[[slug]]` to a memory of the same store by its name or its file name."""
     targets = {}
-    for file in store.files.only("path", "name"):
+    for file in store.files.only("store", "path", "name"):
         targets.setdefault(file.path.rsplit("/", 1)[-1].removesuffix(".md"), file.path)
         if file.name:
             targets[file.name] = file.path
@@ -57,7 +57,7 @@ def _backlinks(store: Store, file: MemoryFile) -> list[MemoryFile]:
     )
     return [
         other
-        for other in store.files.exclude(pk=file.pk).only("path", "name", "links")
+        for other in store.files.exclude(pk=file.pk).only("store", "path", "name", "links")
         if names & set(other.links)
     ]
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from memapp.memdir import atomic
-from memapp.memdir.atomic import delete_file, write_atomic, write_atomic_bytes
+from memapp.memdir.atomic import delete_file, write_atomic, write_atomic_bytes, write_atomic_files
 
 
 def _names(directory: Path) -> list[str]:
@@ -200,6 +200,57 @@ def test_it_syncs_the_file_and_the_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic.os, "fsync", spy)
     write_atomic(tmp_path / "a.md", "x")
     assert synced == [False, True]
+
+
+def _spy_fsync(monkeypatch) -> list[bool]:
+    """Record each fsync: True for a directory, False for a file."""
+    synced = []
+    real_fsync = os.fsync
+
+    def spy(fd):
+        synced.append(stat.S_ISDIR(os.fstat(fd).st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", spy)
+    return synced
+
+
+def test_a_write_that_need_not_be_durable_is_atomic_without_fsync(tmp_path, monkeypatch):
+    synced = _spy_fsync(monkeypatch)
+    (tmp_path / "a.md").write_text("old")
+    write_atomic_bytes(tmp_path / "a.md", b"new", durable=False)
+    assert (tmp_path / "a.md").read_bytes() == b"new"
+    assert _names(tmp_path) == ["a.md"]
+    assert synced == []
+
+
+@pytest.mark.parametrize("count", [3, 40])  # one at a time, and in parallel
+def test_write_atomic_files_writes_every_file_and_syncs_each_directory_once(
+    tmp_path, monkeypatch, count
+):
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "0.md").write_text("old")
+        (tmp_path / sub / "0.md").chmod(0o600)
+    files = {
+        tmp_path / sub / f"{i}.md": f"{sub} {i}".encode() for sub in "ab" for i in range(count)
+    }
+    synced = _spy_fsync(monkeypatch)
+    write_atomic_files(files)
+    for path, data in files.items():
+        assert path.read_bytes() == data
+    assert stat.S_IMODE((tmp_path / "a" / "0.md").stat().st_mode) == 0o600  # mode kept
+    assert _names(tmp_path / "a") == sorted(f"{i}.md" for i in range(count))  # no temp left
+    assert synced.count(False) == len(files) and synced.count(True) == 2
+
+
+def test_write_atomic_files_raises_and_leaves_no_torn_file(tmp_path):
+    (tmp_path / "a.md").write_text("old a")
+    files = {tmp_path / "a.md": b"new a", tmp_path / "missing" / "b.md": b"b"}
+    with pytest.raises(FileNotFoundError):
+        write_atomic_files(files)
+    assert (tmp_path / "a.md").read_text() in {"old a", "new a"}
+    assert _names(tmp_path) == ["a.md"]
 
 
 def test_delete_file_removes_the_file(tmp_path):

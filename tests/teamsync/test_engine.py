@@ -4,11 +4,13 @@ sharing one bare remote. Everything runs real git; the shared repository is insp
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from teamsync.engine import INDEX_FILENAME, checksum, read_store
+from teamsync import engine
+from teamsync.engine import INDEX_FILENAME, checksum, read_store, store_checksums
 from tests.teamsync.gitutil import (
     MARKERS,
     Member,
@@ -520,3 +522,35 @@ def test_read_store_skips_hidden_and_excluded_entries_and_symlinks(tmp_path):
     (store / "team" / "t.md").write_text("excluded")
     (store / "link.md").symlink_to(store / "a.md")
     assert read_store(store, ("team",)) == {"a.md": b"a", "sub/b.md": b"b"}
+    assert read_store(tmp_path / "missing") == {}
+
+
+def test_read_store_skips_a_fifo_instead_of_hanging_on_it(tmp_path):
+    (tmp_path / "a.md").write_text("a")
+    os.mkfifo(tmp_path / "pipe.md")  # reading it would block for ever
+    assert read_store(tmp_path) == {"a.md": b"a"}
+
+
+def test_store_checksums_are_those_of_read_store_and_follow_every_change(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    (store / "sub").mkdir(parents=True)
+    (store / "a.md").write_text("alpha")
+    (store / "sub" / "b.md").write_text("beta")
+    (store / "team").mkdir()
+    (store / "team" / "t.md").write_text("excluded")
+
+    def expected():
+        return {key: checksum(data) for key, data in read_store(store, ("team",)).items()}
+
+    assert store_checksums(store, ("team",)) == expected() and len(expected()) == 2
+    (store / "a.md").write_text("ALPHA")  # in place, same size, within the same clock tick
+    assert store_checksums(store, ("team",)) == expected()
+    monkeypatch.setattr(engine, "_SETTLED_NS", 0)  # every file counts as settled: remembered
+    assert store_checksums(store, ("team",)) == expected()
+    replacement = store / "new.tmp"
+    replacement.write_text("gamma")
+    replacement.replace(store / "sub" / "b.md")  # an atomic write: a new inode
+    (store / "a.md").unlink()
+    (store / "c.md").write_text("c")
+    assert store_checksums(store, ("team",)) == expected()
+    assert set(expected()) == {"c.md", "sub/b.md"}
