@@ -61,10 +61,11 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
 
     `alias` is the sanitized directory name the agent also knows; a project first discovered
     under it is linked to the slug. A team store needs membership (else 404, so nothing
-    leaks); a private store is the user's own and is created on first use.
+    leaks); a private store is the user's own and is created on first use. With `create`
+    false nothing is written, not even that link: a missing store is a 404.
     """
     project = find_project(project_ref) or (find_project(alias) if alias else None)
-    linkable = project is not None and alias and project.key == alias != project_ref
+    linkable = create and project is not None and alias and project.key == alias != project_ref
     if linkable and not project.repo_slug and project.members.filter(pk=user.pk).exists():
         project.repo_slug = project_ref
         project.save(update_fields=["repo_slug"])

@@ -56,6 +56,12 @@ class ProjectRefSerializer(StrictSerializer):
 
 class ResolveStoreSerializer(ProjectRefSerializer):
     scope = serializers.ChoiceField(choices=["private", "team"])
+    create = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Create the store when it does not exist yet; with `false`, a missing store "
+        "is a 404 `no_store` and nothing on the server changes (for dry runs).",
+    )
 
 
 class StoreSerializer(serializers.Serializer):
@@ -64,6 +70,73 @@ class StoreSerializer(serializers.Serializer):
     label = serializers.CharField()
     project = serializers.CharField(source="project.key", allow_null=True, default=None)
     file_count = serializers.IntegerField()
+
+
+# Responses: what the views return, so the schema describes it. The views build their dicts
+# directly (no serializer on the hot path); tests/api/test_response_schemas.py keeps the two
+# in step.
+
+
+class StoreListSerializer(serializers.Serializer):
+    stores = StoreSerializer(many=True)
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.JSONField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+class FileEntrySerializer(serializers.Serializer):
+    key = serializers.CharField()
+    checksum = serializers.CharField(help_text="`sha256:<hex>`")
+    size = serializers.IntegerField(required=False, help_text="Absent for a `MEMORY.md`.")
+    mtime_ms = serializers.IntegerField(required=False, help_text="Absent for a `MEMORY.md`.")
+    name = serializers.CharField()
+    description = serializers.CharField()
+    type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
+
+
+class FileListSerializer(serializers.Serializer):
+    files = FileEntrySerializer(many=True)
+
+
+class FileHashesSerializer(serializers.Serializer):
+    checksums = serializers.DictField(child=serializers.CharField(), help_text="key → checksum")
+
+
+class FileSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    content = serializers.CharField()
+    checksum = serializers.CharField()
+    mtime_ms = serializers.IntegerField()
+
+
+class WriteResultSerializer(serializers.Serializer):
+    written = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField())
+    deleted = serializers.ListField(child=serializers.CharField())
+
+
+class FilePutResultSerializer(WriteResultSerializer):
+    key = serializers.CharField()
+    checksum = serializers.CharField()
+
+
+class BatchResultSerializer(WriteResultSerializer):
+    checksums = serializers.DictField(
+        child=serializers.CharField(), help_text="key → checksum of every topic file now stored"
+    )
+
+
+class RememberResultSerializer(serializers.Serializer):
+    store = serializers.IntegerField()
+    key = serializers.CharField()
+    checksum = serializers.CharField()
 
 
 class FileContentSerializer(StrictSerializer):
@@ -154,3 +227,42 @@ class RecallSerializer(PromptSerializer):
         choices=["private", "team", "both"], required=False, default="both"
     )
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class IndexInfoSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="As shown to the agent.")
+    line_count = serializers.IntegerField(help_text="Before truncation.")
+    byte_count = serializers.IntegerField(help_text="Before truncation.")
+    was_line_truncated = serializers.BooleanField()
+    was_byte_truncated = serializers.BooleanField()
+
+
+class PromptResultSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    mode = serializers.ChoiceField(choices=["disabled", "individual", "combined", "daily-log"])
+    sections = serializers.ListField(child=serializers.CharField(), help_text="Headings, in order.")
+    indexes = IndexInfoSerializer(many=True, help_text="Private first, then team.")
+
+
+class RecalledMemorySerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="As the agent names it (under `memory_dir` if given).")
+    scope = serializers.ChoiceField(choices=["private", "team"])
+    type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    mtime_ms = serializers.IntegerField()
+    age = serializers.CharField(help_text="`today`, `yesterday` or `N days ago`.")
+    age_days = serializers.IntegerField()
+    header = serializers.CharField(help_text="The freshness header shown above the content.")
+    content = serializers.CharField(help_text="Cut to the surfacing budget.")
+    truncated = serializers.BooleanField()
+    reason = serializers.CharField(help_text="Why it was picked.")
+
+
+class RecallResultSerializer(serializers.Serializer):
+    memories = RecalledMemorySerializer(many=True)
+    rendered = serializers.CharField(help_text="The memories as the prompt shows them.")
+    selector = serializers.ChoiceField(choices=["offline", "llm", "disabled"])
+    fallback_reason = serializers.CharField(
+        allow_null=True, help_text="Why the model was not used, when it failed."
+    )

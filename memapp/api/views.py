@@ -6,7 +6,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -52,21 +57,38 @@ def _store_from(user, data) -> Store:
     return resolve_store(user, data["project"], data["scope"])
 
 
-@extend_schema(responses=s.StoreSerializer(many=True))
+# The id it had when the schema wrongly said the answer was a bare list: clients keep their names.
+@extend_schema(operation_id="v1_stores_list", responses=s.StoreListSerializer)
 @api_view(["GET"])
 def store_list(request: Request) -> Response:
     stores = Store.objects.visible_to(request.user).select_related("project")
     return Response({"stores": s.StoreSerializer(stores, many=True).data})
 
 
-@extend_schema(request=s.ResolveStoreSerializer, responses=s.StoreSerializer)
+@extend_schema(
+    request=s.ResolveStoreSerializer,
+    responses={
+        200: s.StoreSerializer,
+        404: OpenApiResponse(s.ErrorSerializer, "No such store (`no_store` with `create: false`)."),
+    },
+)
 @api_view(["POST"])
 def store_resolve(request: Request) -> Response:
-    """The caller's private store or the project's team store, created on first use."""
+    """The caller's private store or the project's team store, created on first use unless
+    `create` is false (a dry run must leave the server as it was)."""
     data = _validated(s.ResolveStoreSerializer, request.data)
-    store = resolve_store(
-        request.user, data["project"], data["scope"], alias=data["project_dirname"]
-    )
+    try:
+        store = resolve_store(
+            request.user,
+            data["project"],
+            data["scope"],
+            alias=data["project_dirname"],
+            create=data["create"],
+        )
+    except Http404:
+        if data["create"]:
+            raise
+        raise ApiError(404, "no_store", "No such store yet; a sync creates it.") from None
     return Response(s.StoreSerializer(store).data)
 
 
@@ -84,7 +106,14 @@ def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
     return found
 
 
-@extend_schema(parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)])
+@extend_schema(
+    parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
+    responses=PolymorphicProxySerializer(
+        component_name="FileListing",
+        serializers=[s.FileListSerializer, s.FileHashesSerializer],
+        resource_type_field_name=None,
+    ),
+)
 @api_view(["GET"])
 def file_list(request: Request, store_id: int) -> Response:
     """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
@@ -134,7 +163,16 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
     return Response(body, headers={"ETag": f'"{etag}"'})
 
 
-@extend_schema(methods=["PUT"], request=s.FileContentSerializer)
+@extend_schema(
+    methods=["GET"],
+    responses={200: s.FileSerializer, 304: OpenApiResponse(description="`If-None-Match` matched.")},
+)
+@extend_schema(
+    methods=["PUT"],
+    request=s.FileContentSerializer,
+    responses={200: s.FilePutResultSerializer, 201: s.FilePutResultSerializer},
+)
+@extend_schema(methods=["DELETE"], responses={204: None})
 @api_view(["GET", "PUT", "DELETE"])
 def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
@@ -167,7 +205,7 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
         _raise(exc)
 
 
-@extend_schema(request=s.BatchSerializer)
+@extend_schema(request=s.BatchSerializer, responses=s.BatchResultSerializer)
 @api_view(["POST"])
 def file_batch(request: Request, store_id: int) -> Response:
     """Upload changed files and delete others in one all-or-nothing request."""
@@ -187,7 +225,7 @@ def file_batch(request: Request, store_id: int) -> Response:
     return Response({**result, "checksums": checksums})
 
 
-@extend_schema(request=s.RememberSerializer)
+@extend_schema(request=s.RememberSerializer, responses={201: s.RememberResultSerializer})
 @api_view(["POST"])
 def remember(request: Request) -> Response:
     """Create or replace a memory from its fields: the topic file and its MEMORY.md line."""
@@ -216,7 +254,7 @@ def remember(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.ForgetSerializer)
+@extend_schema(request=s.ForgetSerializer, responses={204: None})
 @api_view(["POST"])
 def forget(request: Request) -> Response:
     """Delete a memory's file and its MEMORY.md line."""
@@ -231,8 +269,8 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema(methods=["GET"], parameters=[s.PromptSerializer])
-@extend_schema(methods=["POST"], request=s.PromptSerializer)
+@extend_schema(methods=["GET"], parameters=[s.PromptSerializer], responses=s.PromptResultSerializer)
+@extend_schema(methods=["POST"], request=s.PromptSerializer, responses=s.PromptResultSerializer)
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
     """The memory section of the agent's system prompt; the mode follows the flags."""
@@ -252,7 +290,7 @@ def prompt(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.RecallSerializer)
+@extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer)
 @api_view(["POST"])
 def recall(request: Request) -> Response:
     """At most 5 memories that fit the query, each with its header, plus the rendered block."""

@@ -94,6 +94,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
             note = f" (conflict: {action.conflict})" if action.conflict else ""
             print(f"would {action.kind.replace('_', ' ')} {action.key}{note}")
         print(f"dry run: {len(report.planned)} changes for {project.memory_dir}")
+        if report.new_store:
+            print("the server has no store for this project yet: a sync creates it")
         return 0
     for line in report.details():
         print(line, file=sys.stderr)

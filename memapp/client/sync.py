@@ -237,6 +237,7 @@ class SyncReport:
     secrets: list[dict[str, Any]] = field(default_factory=list)  # {key, rule_id, label, line}
     errors: list[str] = field(default_factory=list)
     planned: list[Action] = field(default_factory=list)  # the dry run's decision
+    new_store: bool = False  # the dry run found no store on the server: a sync creates it
 
     @property
     def skipped_secret_keys(self) -> list[str]:
@@ -564,6 +565,28 @@ def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[st
     return remote
 
 
+def _store_id(client: Client, project: Project, *, create: bool) -> int | None:
+    """The id of the caller's private store of `project`; None when it does not exist yet and
+    `create` is false (the server creates it on first use, which a dry run must not do).
+    A real sync sends no `create` field, so it still works with servers that lack it."""
+    body = {**project.fields(), "scope": "private"}
+    if not create:
+        body["create"] = False
+    try:
+        return int(client.post("/api/v1/stores/resolve", body)["id"])
+    except ApiError as exc:
+        if not create and exc.status == 404 and exc.code == "no_store":
+            return None
+        raise
+
+
+def _plan_for_new_store(memory_dir: Path) -> SyncReport:
+    """A dry run's decision when the server has no store yet: every local file is uploaded."""
+    local, _ = scan_local(memory_dir)
+    actions, _ = plan_sync(local, {}, {})
+    return SyncReport(planned=actions, new_store=True)
+
+
 def _load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
     state = read_json(path) or {}
     if any(state.get(name) != value for name, value in identity.items()):
@@ -589,10 +612,11 @@ def sync_project(
     `SyncBusy` when another sync of this memory dir holds the lock. Files that cannot be synced
     (secrets, size, encoding, unsafe keys) are skipped and listed in the report.
     `secret_scan` is the local rule set run before anything is sent (None leaves it to the
-    server).
+    server). A dry run changes nothing here or on the server, where it never creates the store.
     """
-    store = client.post("/api/v1/stores/resolve", {**project.fields(), "scope": "private"})
-    store_id = int(store["id"])
+    store_id = _store_id(client, project, create=not dry_run)
+    if store_id is None:
+        return _plan_for_new_store(project.memory_dir)
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
     identity = {

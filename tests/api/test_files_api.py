@@ -48,6 +48,36 @@ def test_a_discovered_project_is_linked_to_its_slug(alice_api, alice):
     assert project.repo_slug == "acme/app"
 
 
+def test_resolve_without_create_finds_a_store_but_never_makes_one(alice_api, alice, settings):
+    ask = {"project": "acme/app", "scope": "private", "create": False}
+
+    missing = alice_api.post("/api/v1/stores/resolve", ask, format="json")
+
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "no_store"
+    assert not Project.objects.exists() and not Store.objects.exists()
+    assert not (settings.MEMHUB_DATA_DIR / "stores").exists()
+    store = resolve_store(alice, "acme/app", "private")
+    found = alice_api.post("/api/v1/stores/resolve", ask, format="json")
+    assert found.status_code == 200 and found.json()["id"] == store.pk
+    team = alice_api.post("/api/v1/stores/resolve", {**ask, "scope": "team"}, format="json")
+    assert team.json()["error"]["code"] == "no_store"
+    assert Store.objects.count() == 1
+
+
+def test_resolve_without_create_leaves_a_discovered_project_unlinked(alice_api, alice):
+    project = Project.objects.create(key="-home-alice-app")
+    project.members.add(alice)
+    resolve_store(alice, "-home-alice-app", "private")
+    ask = {"project": "acme/app", "project_dirname": "-home-alice-app", "scope": "private"}
+
+    response = alice_api.post("/api/v1/stores/resolve", {**ask, "create": False}, format="json")
+
+    assert response.json()["project"] == "-home-alice-app"
+    project.refresh_from_db()
+    assert project.repo_slug == ""
+
+
 def test_team_stores_need_membership(alice_api, bob_api, alice, bob):
     resolve_store(alice, "acme/app", "private")
     team = {"project": "acme/app", "scope": "team"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.models import Store
+from memapp.models import Project, Store
 from tests.client.conftest import SLUG, topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -211,15 +211,43 @@ def test_team_and_logs_stay_out_of_the_private_store(a):
     assert server_keys() == ["user_role.md"]
 
 
-def test_a_dry_run_changes_nothing(a, b):
+def test_a_first_dry_run_creates_nothing_on_the_server(a):
+    a.write("MEMORY.md", "- [One](one.md) — first\n")
     a.write("one.md", topic("One", "first"))
 
     result = a.run("sync", "--dry-run")
 
     assert result.returncode == 0, result.stderr
-    assert "would upload one.md" in result.stdout
-    assert server_keys() == []
+    assert result.stdout.splitlines() == [
+        "would upload MEMORY.md",
+        "would upload one.md",
+        f"dry run: 2 changes for {a.memory_dir}",
+        "the server has no store for this project yet: a sync creates it",
+    ]
+    assert not Store.objects.exists()
+    assert not Project.objects.exists()
     assert not (a.config_dir / "sync").exists()
+
+    assert a.sync().stdout.strip() == summary(2, 0, 0, 0, 0, 0)
+    assert server_keys() == ["MEMORY.md", "one.md"]
+
+
+def test_a_dry_run_changes_nothing(a, b):
+    a.write("one.md", topic("One", "first"))
+    a.sync()
+    b.write("two.md", topic("Two", "second"))
+
+    result = b.run("sync", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "would download one.md",
+        "would upload two.md",
+        f"dry run: 2 changes for {b.memory_dir}",
+    ]
+    assert server_keys() == ["one.md"]
+    assert sorted(b.files()) == ["two.md"]
+    assert not (b.config_dir / "sync").exists()
 
 
 def test_state_and_login_files_are_private(a):
