@@ -129,6 +129,54 @@ class PushResult:
     conflicts: tuple[Conflict, ...] = ()
 
 
+def _is_index(key: str) -> bool:
+    return posixpath.basename(key) == INDEX_FILENAME
+
+
+def _local_only(
+    store: Mapping[str, bytes], in_clone: set[str], base: Mapping[str, str]
+) -> set[str]:
+    """The store's topic files that were never shared and are not now: blocked for a secret or
+    their size, refused over the entry cap, or held back by a conflict."""
+    return {k for k in store if k not in in_clone and k not in base and not _is_index(k)}
+
+
+def _local_entry_lines(key: str, text: str, local: set[str]) -> set[int]:
+    """Line numbers of the index `key`'s entries that point at a file in `local`."""
+    folder = posixpath.dirname(key)
+    return {
+        entry.line_number
+        for entry in parse_index_entries(text)
+        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) in local
+    }
+
+
+def _shared_index(key: str, data: bytes, local: set[str]) -> bytes:
+    """The index as the shared repository gets it: without the entries of local-only files,
+    which teammates could not open."""
+    text = data.decode("utf-8", "replace")
+    drop = _local_entry_lines(key, text, local)
+    if not drop:
+        return data
+    lines = text.split("\n")
+    return "\n".join(line for n, line in enumerate(lines, 1) if n not in drop).encode("utf-8")
+
+
+def _with_local_entries(key: str, incoming: bytes, data: bytes | None, local: set[str]) -> bytes:
+    """An index arriving from the shared repository, with the entries of the store's
+    local-only files (which it never had) kept at its end."""
+    if data is None:
+        return incoming
+    text = data.decode("utf-8", "replace")
+    keep = _local_entry_lines(key, text, local)
+    if not keep:
+        return incoming
+    lines = text.split("\n")
+    extra = "\n".join(lines[n - 1] for n in sorted(keep)).encode("utf-8")
+    head = incoming if not incoming or incoming.endswith(b"\n") else incoming + b"\n"
+    return head + extra + b"\n"
+
+
 def _write_clone(path: Path, data: bytes) -> None:
     """A file of the clone's work tree: atomic but not fsynced. After a crash `ensure` resets the
     tree to its last commit, and the change is still in the store, so the next sync redoes it;
@@ -314,10 +362,12 @@ class TeamClone:
         candidates = set(store) | set(spec.base)
         if keys is not None:
             candidates &= keys
+        # An index is looked at whatever its checksum: what it shares depends on its files.
         changed = {
             key
             for key in candidates - spec.held
-            if (checksum(store[key]) if key in store else None) != spec.base.get(key)
+            if _is_index(key)
+            or (checksum(store[key]) if key in store else None) != spec.base.get(key)
         }
         texts = {key: store[key].decode("utf-8", "replace") for key in changed if key in store}
         result.too_large = [key for key in texts if len(store[key]) > max_entry_bytes]
@@ -326,38 +376,21 @@ class TeamClone:
         )
         for key in result.too_large:
             result.blocked[key] = []
-        topic = {k for k in clone if Path(k).name != INDEX_FILENAME}
+        topic = {k for k in clone if not _is_index(k)}
         room = max_entries - len(topic)
-        for key in sorted(changed):
-            target = self._target(folder, key)
-            if key in result.blocked:
-                continue
-            shared = clone.get(key)
-            if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
-                shared != store.get(key)
-            ):
-                self._commit_diverged(spec, key, store.get(key), shared, result)
-                continue
-            if key in store:
-                is_new_topic = key not in clone and Path(key).name != INDEX_FILENAME
-                if is_new_topic:
-                    if room <= 0:
-                        result.capped.append(key)
-                        continue
-                    room -= 1
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _write_clone(target, store[key])
-                result.committed.append(key)
-                result.base[key] = checksum(store[key])
-            else:
-                if target.exists():
-                    target.unlink()
-                    result.deleted.append(key)
-                result.base.pop(key, None)
+        for key in sorted(k for k in changed if not _is_index(k)):
+            room = self._commit_key(spec, key, store.get(key), clone, result, room)
+        # Then the indexes, as shared: without the entries of files that stay on this machine.
+        in_clone = (set(clone) | set(result.committed)) - set(result.deleted)
+        local = _local_only(store, in_clone, spec.base)
+        for key in sorted(k for k in changed if _is_index(k)):
+            ours = _shared_index(key, store[key], local) if key in store else None
+            if (checksum(ours) if ours is not None else None) != spec.base.get(key):
+                self._commit_key(spec, key, ours, clone, result, room)
         result.total_entries = (
             len(topic)
-            + sum(1 for k in result.committed if k not in clone and Path(k).name != INDEX_FILENAME)
-            - sum(1 for k in result.deleted if Path(k).name != INDEX_FILENAME)
+            + sum(1 for k in result.committed if k not in clone and not _is_index(k))
+            - sum(1 for k in result.deleted if not _is_index(k))
         )
         if result.committed or result.deleted:
             with self.repo() as repo:
@@ -368,6 +401,43 @@ class TeamClone:
                     repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
                     result.commit = repo.head.commit.hexsha
         return result
+
+    def _commit_key(
+        self,
+        spec: StoreSpec,
+        key: str,
+        ours: bytes | None,
+        clone: Mapping[str, bytes],
+        result: CommitResult,
+        room: int,
+    ) -> int:
+        """Bring one changed key into the clone (`ours`: its content as shared, None when
+        deleted); returns the room left under the entry cap."""
+        target = self._target(self.clone_dir / spec.folder, key)
+        if key in result.blocked:
+            return room
+        shared = clone.get(key)
+        if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
+            shared != ours
+        ):
+            self._commit_diverged(spec, key, ours, shared, result)
+            return room
+        if ours is not None:
+            if key not in clone and not _is_index(key):
+                if room <= 0:
+                    result.capped.append(key)
+                    return room
+                room -= 1
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_clone(target, ours)
+            result.committed.append(key)
+            result.base[key] = checksum(ours)
+        else:
+            if target.exists():
+                target.unlink()
+                result.deleted.append(key)
+            result.base.pop(key, None)
+        return room
 
     def _commit_diverged(
         self,
@@ -445,9 +515,9 @@ class TeamClone:
     def _message(result: CommitResult) -> str:
         parts = []
         if result.committed:
-            parts.append("update " + ", ".join(result.committed[:5]))
+            parts.append("update " + ", ".join(sorted(result.committed)[:5]))
         if result.deleted:
-            parts.append("delete " + ", ".join(result.deleted[:5]))
+            parts.append("delete " + ", ".join(sorted(result.deleted)[:5]))
         more = len(result.committed) + len(result.deleted) - 10
         return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
@@ -578,12 +648,16 @@ class TeamClone:
         folder = self.clone_dir / spec.folder
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)
+        local = _local_only(store, set(clone), spec.base)
         writes: dict[Path, bytes] = {}
         for key in sorted((set(clone) | set(spec.base)) - spec.held):
             incoming = checksum(clone[key]) if key in clone else None
             if incoming == spec.base.get(key):
                 continue
-            current = checksum(store[key]) if key in store else None
+            ours = store.get(key)
+            if ours is not None and _is_index(key):
+                ours = _shared_index(key, ours, local)  # compared as it was shared
+            current = checksum(ours) if ours is not None else None
             if current == incoming:
                 self._set_base(result.base, key, incoming)
                 continue
@@ -600,7 +674,10 @@ class TeamClone:
                 result.deleted.append(key)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                writes[target] = clone[key]
+                data = clone[key]
+                if _is_index(key):
+                    data = _with_local_entries(key, data, store.get(key), local)
+                writes[target] = data
                 result.written.append(key)
             self._set_base(result.base, key, incoming)
         write_atomic_files(writes)

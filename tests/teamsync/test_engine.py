@@ -481,7 +481,11 @@ def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remot
         ben.write("project_b.md", memory("B", "From ben.\n"))
         ben.write(INDEX_FILENAME, index + "- [B](project_b.md) — ben's note\n")
         applied = ben.clone.apply_incoming(ben.spec)
-    assert INDEX_FILENAME in applied.not_applied
+    # Ben's only change to the index is the entry of a file not shared yet: ana's index is
+    # applied, with that entry kept.
+    assert INDEX_FILENAME in applied.written
+    assert ben.read(INDEX_FILENAME).endswith("- [B](project_b.md) — ben's note\n")
+    assert "- [A](project_a.md) — ana's note" in ben.read(INDEX_FILENAME)
     ben.base = applied.base
     assert ben.commit().conflicts == []
     ben.sync()
@@ -495,6 +499,60 @@ def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remot
             ]
         )
     _assert_no_markers(remote)
+
+
+def test_a_local_entry_for_a_shared_file_made_during_a_sync_is_union_merged(ana, ben, remote):
+    index = "- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    ana.write("project_c.md", memory("C", "Shared without an entry.\n"))
+    _shared(ana, ben, INDEX_FILENAME, index)
+    ana.write(INDEX_FILENAME, index + "- [Deploy again](project_deploy.md) — ana's line\n")
+    ana.sync()
+    with ben.clone.locked():
+        ben.clone.ensure()
+        ben.clone.fetch()
+        ben.clone.integrate()
+        ben.write(INDEX_FILENAME, index + "- [C](project_c.md) — ben's line\n")
+        applied = ben.clone.apply_incoming(ben.spec)
+    assert INDEX_FILENAME in applied.not_applied  # ben's own change: merged by the commit
+    ben.base = applied.base
+    assert ben.commit().conflicts == []
+    ben.sync()
+    ana.sync()
+    for member in (ana, ben):
+        assert sorted(member.read(INDEX_FILENAME).splitlines()) == sorted(
+            [
+                "- [Deploy](project_deploy.md) — how we deploy",
+                "- [Deploy again](project_deploy.md) — ana's line",
+                "- [C](project_c.md) — ben's line",
+            ]
+        )
+    _assert_no_markers(remote)
+
+
+def test_an_index_entry_of_a_file_kept_back_is_not_shared_and_stays_in_the_store(ana, ben, remote):
+    index = "- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, index)
+    dump = "- [Dump](reference_dump.md) — the whole incident log\n"
+    ana.write("reference_dump.md", memory("Dump", "x" * 260_000 + "\n"))  # over the limit
+    ana.write(INDEX_FILENAME, index + dump)
+    assert "reference_dump.md" in ana.commit().blocked
+    ana.sync()
+    ben.sync()
+    assert ben.read(INDEX_FILENAME) == index  # no entry teammates could not open
+    assert ana.read(INDEX_FILENAME) == index + dump  # nothing of ana's is lost
+    ben.write(INDEX_FILENAME, index + "- [Ben](project_ben.md) — ben's\n")
+    ben.write("project_ben.md", memory("Ben", "From ben.\n"))
+    ben.sync()
+    ana.sync()
+    assert ana.read(INDEX_FILENAME) == index + "- [Ben](project_ben.md) — ben's\n" + dump
+    ana.write("reference_dump.md", memory("Dump", "The log lives in the wiki.\n"))  # fixed
+    ana.sync()
+    ben.sync()
+    assert ben.read("reference_dump.md") == ana.read("reference_dump.md")
+    assert dump.strip() in ben.read(INDEX_FILENAME).splitlines()
+    assert "x" * 1000 not in history(remote)
 
 
 def test_apply_never_deletes_a_store_file_changed_since_the_base(ana, ben):
