@@ -154,12 +154,10 @@ def test_the_web_sections_refuse_a_process_where_django_is_configured():
         pass
 
 
-def test_a_quick_web_run_measures_every_row():
-    """The whole web benchmark on a tiny corpus, gunicorn included: in a process of its own,
-    since it sets Django up on a temporary data dir."""
-    out = subprocess.run(
-        [sys.executable, "-m", "memapp.bench", "--web", "--sizes", "50", "--runs", "1"]
-        + ["--quiet", "--load-seconds", "1", "--clients", "2"],
+def _bench_in_own_process(*args: str) -> str:
+    """`python -m memapp.bench` in a process where Django is not set up yet: its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "memapp.bench", *args],
         cwd=bench.PROJECT_ROOT,
         env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
         capture_output=True,
@@ -167,6 +165,14 @@ def test_a_quick_web_run_measures_every_row():
         timeout=120,
         check=True,
     ).stdout
+
+
+def test_a_quick_web_run_measures_every_row():
+    """The whole web benchmark on a tiny corpus, gunicorn included: in a process of its own,
+    since it sets Django up on a temporary data dir."""
+    out = _bench_in_own_process(
+        "--web", "--sizes", "50", "--runs", "1", "--quiet", "--load-seconds", "1", "--clients", "2"
+    )
     for measure in (
         "mirror build (first rescan_store)",
         "mirror rescan (unchanged, rescan_store)",
@@ -189,16 +195,9 @@ def test_a_quick_web_run_measures_every_row():
 
 def test_a_quick_team_run_measures_every_row():
     """Push, pull, the secret gate and the protocol on a small corpus, in a process of its own."""
-    out = subprocess.run(
-        [sys.executable, "-m", "memapp.bench", "--sizes", "", "--team", "--team-files", "40"]
-        + ["--runs", "1", "--quiet"],
-        cwd=bench.PROJECT_ROOT,
-        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = _bench_in_own_process(
+        "--sizes", "", "--team", "--team-files", "40", "--runs", "1", "--quiet"
+    )
     for measure in (
         "team push, git work (commit + push)",
         "secret scan, fast rules",

@@ -189,19 +189,6 @@ def test_a_directory_in_the_way_raises_and_cleans_up(tmp_path):
     assert (tmp_path / "a.md").is_dir()
 
 
-def test_it_syncs_the_file_and_the_directory(tmp_path, monkeypatch):
-    synced = []
-    real_fsync = os.fsync
-
-    def spy(fd):
-        synced.append(stat.S_ISDIR(os.fstat(fd).st_mode))
-        real_fsync(fd)
-
-    monkeypatch.setattr(atomic.os, "fsync", spy)
-    write_atomic(tmp_path / "a.md", "x")
-    assert synced == [False, True]
-
-
 def _spy_fsync(monkeypatch) -> list[bool]:
     """Record each fsync: True for a directory, False for a file."""
     synced = []
@@ -213,6 +200,12 @@ def _spy_fsync(monkeypatch) -> list[bool]:
 
     monkeypatch.setattr(atomic.os, "fsync", spy)
     return synced
+
+
+def test_it_syncs_the_file_and_the_directory(tmp_path, monkeypatch):
+    synced = _spy_fsync(monkeypatch)
+    write_atomic(tmp_path / "a.md", "x")
+    assert synced == [False, True]
 
 
 def test_a_write_that_need_not_be_durable_is_atomic_without_fsync(tmp_path, monkeypatch):
