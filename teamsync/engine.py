@@ -172,9 +172,12 @@ def _with_local_entries(key: str, incoming: bytes, data: bytes | None, local: se
     if not keep:
         return incoming
     lines = text.split("\n")
-    extra = "\n".join(lines[n - 1] for n in sorted(keep)).encode("utf-8")
+    present = set(incoming.decode("utf-8", "replace").split("\n"))
+    extra = [lines[n - 1] for n in sorted(keep) if lines[n - 1] not in present]
+    if not extra:
+        return incoming
     head = incoming if not incoming or incoming.endswith(b"\n") else incoming + b"\n"
-    return head + extra + b"\n"
+    return head + "\n".join(extra).encode("utf-8") + b"\n"
 
 
 def _write_clone(path: Path, data: bytes) -> None:
