@@ -181,8 +181,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "APPEND_COMPONENTS": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
-    "SECURITY": [{"bearer": []}],
+    # `scope` takes two sets of values: a store's, and recall's (which adds `both`).
+    "ENUM_NAME_OVERRIDES": {
+        "StoreScopeEnum": "memapp.api.serializers.STORE_SCOPES",
+        "RecallScopeEnum": "memapp.api.serializers.RECALL_SCOPES",
+    },
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -1,7 +1,9 @@
-"""One authentication class and one throttle for the whole API (tokens, per token)."""
+"""One authentication class and one throttle for the whole API (tokens, per token), and how the
+OpenAPI schema describes that authentication."""
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.throttling import SimpleRateThrottle
@@ -31,6 +33,21 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="memhub"'
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Without it the schema would not say that every operation takes a bearer token
+    (drf-spectacular knows only DRF's own authentication classes)."""
+
+    target_class = BearerTokenAuthentication
+    name = "bearer"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A memhub API token: `Authorization: Bearer mh_…`.",
+        }
 
 
 class TokenRateThrottle(SimpleRateThrottle):

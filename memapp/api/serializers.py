@@ -8,6 +8,8 @@ from rest_framework import serializers
 from memapp.memdir.frontmatter import MEMORY_TYPES
 from memapp.projects import valid_project_key
 
+STORE_SCOPES = ("private", "team")
+RECALL_SCOPES = (*STORE_SCOPES, "both")  # named in the schema by ENUM_NAME_OVERRIDES
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what YAML or a reader takes as one
 
 
@@ -55,7 +57,7 @@ class ProjectRefSerializer(StrictSerializer):
 
 
 class ResolveStoreSerializer(ProjectRefSerializer):
-    scope = serializers.ChoiceField(choices=["private", "team"])
+    scope = serializers.ChoiceField(choices=STORE_SCOPES)
     create = serializers.BooleanField(
         required=False,
         default=True,
@@ -170,7 +172,7 @@ class BatchSerializer(StrictSerializer):
 class RememberSerializer(StrictSerializer):
     store = serializers.IntegerField(required=False)
     project = serializers.CharField(max_length=255, required=False)
-    scope = serializers.ChoiceField(choices=["private", "team"], required=False, default="private")
+    scope = serializers.ChoiceField(choices=STORE_SCOPES, required=False, default="private")
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=500)
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), required=False, allow_null=True)
@@ -192,7 +194,7 @@ class RememberSerializer(StrictSerializer):
 class ForgetSerializer(StrictSerializer):
     store = serializers.IntegerField(required=False)
     project = serializers.CharField(max_length=255, required=False)
-    scope = serializers.ChoiceField(choices=["private", "team"], required=False, default="private")
+    scope = serializers.ChoiceField(choices=STORE_SCOPES, required=False, default="private")
     path = serializers.CharField()
 
     def validate(self, attrs):
@@ -223,9 +225,7 @@ class RecallSerializer(PromptSerializer):
         default=list,
         max_length=1000,
     )
-    scope = serializers.ChoiceField(
-        choices=["private", "team", "both"], required=False, default="both"
-    )
+    scope = serializers.ChoiceField(choices=RECALL_SCOPES, required=False, default="both")
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
@@ -246,7 +246,7 @@ class PromptResultSerializer(serializers.Serializer):
 
 class RecalledMemorySerializer(serializers.Serializer):
     path = serializers.CharField(help_text="As the agent names it (under `memory_dir` if given).")
-    scope = serializers.ChoiceField(choices=["private", "team"])
+    scope = serializers.ChoiceField(choices=STORE_SCOPES)
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
     name = serializers.CharField(allow_null=True)
     description = serializers.CharField(allow_null=True)

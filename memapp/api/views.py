@@ -107,6 +107,7 @@ def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
 
 
 @extend_schema(
+    operation_id="v1_stores_files_list",  # not `…_retrieve`, which names a file's GET
     parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
     responses=PolymorphicProxySerializer(
         component_name="FileListing",

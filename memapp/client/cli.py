@@ -89,6 +89,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         )
     except SyncBusy as exc:
         raise CommandError(str(exc)) from None
+    for line in report.details():
+        print(line, file=sys.stderr)
     if args.dry_run:
         for action in report.planned:
             note = f" (conflict: {action.conflict})" if action.conflict else ""
@@ -97,8 +99,6 @@ def cmd_sync(args: argparse.Namespace) -> int:
         if report.new_store:
             print("the server has no store for this project yet: a sync creates it")
         return 0
-    for line in report.details():
-        print(line, file=sys.stderr)
     print(report.summary())
     return 1 if report.errors else 0
 

@@ -21,7 +21,8 @@ with the last-seen checksum as a precondition; when the server says a file chang
 
 No secret leaves the machine: files the fast secret rules flag are skipped before anything is
 sent, and files the server refuses for secrets (422) are dropped from the batch, which is sent
-once more without them. Both are reported, by rule and line, never by value.
+once more without them. Both are reported, by rule and line, never by value. A dry run reads
+and scans the files it would upload with the same functions, so it reports the same skips.
 """
 
 from __future__ import annotations
@@ -282,6 +283,45 @@ class _Upload:
         return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
 
 
+def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
+    """A local file's text for upload, or None (reported) when it cannot be sent."""
+    try:
+        data = (memory_dir / key).read_bytes()
+        content = data.decode("utf-8")
+    except OSError as exc:
+        report.errors.append(f"{key}: cannot read it ({exc.strerror}); skipped")
+        return None
+    except UnicodeDecodeError:
+        report.errors.append(f"{key}: not valid UTF-8; skipped")
+        return None
+    if len(data) > MAX_ENTRY_BYTES:
+        report.errors.append(
+            f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
+        )
+        return None
+    return content
+
+
+def _without_local_secrets(
+    uploads: list[_Upload], secret_scan: SecretScan | None, report: SyncReport
+) -> list[_Upload]:
+    """The uploads the local rules find no secret in; the others are reported, by rule and
+    line, never by value."""
+    if secret_scan is None:
+        return uploads
+    clean = []
+    for item in uploads:
+        hits = secret_scan(item.content) if item.content is not None else []
+        if not hits:
+            clean.append(item)
+            continue
+        report.secrets += [
+            {"key": item.key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
+            for hit in hits
+        ]
+    return clean
+
+
 class _Run:
     def __init__(
         self,
@@ -349,22 +389,7 @@ class _Run:
             self.base[key] = value
 
     def _read(self, key: str) -> str | None:
-        """A local file's text for upload, or None (reported) when it cannot be sent."""
-        try:
-            data = (self.memory_dir / key).read_bytes()
-            content = data.decode("utf-8")
-        except OSError as exc:
-            self.report.errors.append(f"{key}: cannot read it ({exc.strerror}); skipped")
-            return None
-        except UnicodeDecodeError:
-            self.report.errors.append(f"{key}: not valid UTF-8; skipped")
-            return None
-        if len(data) > MAX_ENTRY_BYTES:
-            self.report.errors.append(
-                f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
-            )
-            return None
-        return content
+        return _read_local(self.memory_dir, key, self.report)
 
     def download(self, action: Action) -> None:
         self.bar.update(1)
@@ -461,19 +486,8 @@ class _Run:
         uploads.append(_Upload(action.key, content, action.remote))
 
     def without_local_secrets(self, uploads: list[_Upload]) -> list[_Upload]:
-        if self.secret_scan is None:
-            return uploads
-        clean = []
-        for item in uploads:
-            hits = self.secret_scan(item.content) if item.content is not None else []
-            if not hits:
-                clean.append(item)
-                continue
-            self.report.secrets += [
-                {"key": item.key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
-                for hit in hits
-            ]
-            self.bar.update(1)
+        clean = _without_local_secrets(uploads, self.secret_scan, self.report)
+        self.bar.update(len(uploads) - len(clean))
         return clean
 
     def send(self, uploads: list[_Upload]) -> None:
@@ -580,11 +594,32 @@ def _store_id(client: Client, project: Project, *, create: bool) -> int | None:
         raise
 
 
-def _plan_for_new_store(memory_dir: Path) -> SyncReport:
+def _dry_run(
+    memory_dir: Path,
+    actions: list[Action],
+    secret_scan: SecretScan | None,
+    *,
+    new_store: bool = False,
+) -> SyncReport:
+    """A dry run's report: the plan, less the uploads a sync would skip, which are reported as
+    the sync reports them (read and scanned by the same functions)."""
+    report = SyncReport(new_store=new_store)
+    uploads = []
+    for action in actions:
+        if action.kind in ("upload", "keep_both"):
+            content = _read_local(memory_dir, action.key, report)
+            if content is not None:
+                uploads.append(_Upload(action.key, content, action.remote))
+    sent = {item.key for item in _without_local_secrets(uploads, secret_scan, report)}
+    report.planned = [a for a in actions if a.kind != "upload" or a.key in sent]
+    return report
+
+
+def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> SyncReport:
     """A dry run's decision when the server has no store yet: every local file is uploaded."""
     local, _ = scan_local(memory_dir)
     actions, _ = plan_sync(local, {}, {})
-    return SyncReport(planned=actions, new_store=True)
+    return _dry_run(memory_dir, actions, secret_scan, new_store=True)
 
 
 def _load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
@@ -616,7 +651,7 @@ def sync_project(
     """
     store_id = _store_id(client, project, create=not dry_run)
     if store_id is None:
-        return _plan_for_new_store(project.memory_dir)
+        return _plan_for_new_store(project.memory_dir, secret_scan)
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
     identity = {
@@ -646,8 +681,7 @@ def sync_project(
                 {k: v for k, v in base.items() if k not in untouchable},
             )
             if dry_run:
-                report.planned = actions
-                return report
+                return _dry_run(memory_dir, actions, secret_scan)
             for key, value in settled.items():
                 if value is None:
                     base.pop(key, None)

@@ -250,6 +250,48 @@ def test_a_dry_run_changes_nothing(a, b):
     assert not (b.config_dir / "sync").exists()
 
 
+def test_a_dry_run_skips_a_secret_as_the_sync_then_does(a):
+    a.write("one.md", topic("One", "first"))
+    a.sync()
+    token = fake_github_token()
+    a.write("reference_ci.md", topic("CI", "CI access", "reference", f"Token: {token}\n"))
+    a.write("two.md", topic("Two", "second"))
+
+    dry = a.run("sync", "--dry-run")
+
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == [
+        "would upload two.md",
+        f"dry run: 1 changes for {a.memory_dir}",
+    ]
+    skipped = dry.stderr.splitlines()
+    assert len(skipped) == 1
+    assert skipped[0].startswith("skipped reference_ci.md: ")
+    assert "(github-pat) on line 6" in skipped[0]
+    assert token not in dry.stdout + dry.stderr
+    assert server_keys() == ["one.md"]
+
+    real = a.sync()
+
+    assert real.stdout.strip() == summary(1, 0, 0, 0, 0, 1)
+    assert real.stderr.splitlines() == skipped
+    assert server_keys() == ["one.md", "two.md"]
+
+
+def test_a_first_dry_run_skips_a_secret_too(a):
+    a.write("reference_ci.md", topic("CI", "CI access", "reference", f"{fake_github_token()}\n"))
+
+    dry = a.run("sync", "--dry-run")
+
+    assert dry.stdout.splitlines() == [
+        f"dry run: 0 changes for {a.memory_dir}",
+        "the server has no store for this project yet: a sync creates it",
+    ]
+    assert "(github-pat) on line 6" in dry.stderr
+    assert not Store.objects.exists()
+    assert a.sync().stderr == dry.stderr
+
+
 def test_state_and_login_files_are_private(a):
     a.write("one.md", topic("One", "first"))
     a.sync()
