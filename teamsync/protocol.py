@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -106,6 +108,15 @@ def _meta(store: Store, sums: dict[str, str]) -> dict:
     }
 
 
+@extend_schema(
+    summary="Claude Code's team memory protocol (DESIGN §10)",
+    parameters=[
+        OpenApiParameter("repo", str, required=True, description="owner/repo"),
+        OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
+    ],
+    request=OpenApiTypes.OBJECT,
+    responses={code: OpenApiTypes.OBJECT for code in (200, 304, 400, 404, 412, 413, 422)},
+)
 @api_view(["GET", "PUT"])
 def team_memory(request: Request) -> Response:
     if request.method == "PUT":
