@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from memapp.events import record_event
+from memapp.locks import store_lock
 from memapp.memdir.discovery import FoundStore, discover_memory_dirs
 from memapp.memdir.paths import memory_base
 from memapp.mirror import rescan_store
@@ -73,7 +74,8 @@ def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
         removed = stale.count()
         stale.delete()
     for store in Store.objects.filter(path__in=seen):
-        rescan_store(store)
+        with store_lock(store):  # not between a write and its own rescan
+            rescan_store(store)
         if progress is not None:
             progress(store)
     result = DiscoveryResult(found=len(found), removed=removed)

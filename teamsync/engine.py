@@ -133,50 +133,48 @@ def _is_index(key: str) -> bool:
     return posixpath.basename(key) == INDEX_FILENAME
 
 
-def _local_only(
-    store: Mapping[str, bytes], in_clone: set[str], base: Mapping[str, str]
-) -> set[str]:
-    """The store's topic files that were never shared and are not now: blocked for a secret or
-    their size, refused over the entry cap, or held back by a conflict."""
-    return {k for k in store if k not in in_clone and k not in base and not _is_index(k)}
-
-
-def _local_entry_lines(key: str, text: str, local: set[str]) -> set[int]:
-    """Line numbers of the index `key`'s entries that point at a file in `local`."""
+def _entries_outside(key: str, text: str, in_repo: set[str]) -> set[int]:
+    """Line numbers of the index `key`'s entries whose file is not in the shared repository
+    (`in_repo`: its keys): files kept back for a secret, their size or the entry cap, held
+    by a conflict, or never written."""
     folder = posixpath.dirname(key)
     return {
         entry.line_number
         for entry in parse_index_entries(text)
-        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) in local
+        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) not in in_repo
     }
 
 
-def _shared_index(key: str, data: bytes, local: set[str]) -> bytes:
-    """The index as the shared repository gets it: without the entries of local-only files,
-    which teammates could not open."""
+def shared_index(key: str, data: bytes, in_repo: set[str]) -> bytes:
+    """The index as the shared repository gets it: only entries of files it has, so no
+    teammate gets an entry for a file they cannot open."""
     text = data.decode("utf-8", "replace")
-    drop = _local_entry_lines(key, text, local)
+    drop = _entries_outside(key, text, in_repo)
     if not drop:
         return data
     lines = text.split("\n")
     return "\n".join(line for n, line in enumerate(lines, 1) if n not in drop).encode("utf-8")
 
 
-def _with_local_entries(key: str, incoming: bytes, data: bytes | None, local: set[str]) -> bytes:
-    """An index arriving from the shared repository, with the entries of the store's
-    local-only files (which it never had) kept at its end."""
+def with_local_entries(
+    key: str, incoming: bytes | None, data: bytes | None, in_repo: set[str]
+) -> bytes | None:
+    """An index arriving from the shared repository (None: deleted there), with the store's
+    own entries of files outside the repository (`data`: the store's index) kept at its end."""
     if data is None:
         return incoming
     text = data.decode("utf-8", "replace")
-    keep = _local_entry_lines(key, text, local)
-    if not keep:
-        return incoming
     lines = text.split("\n")
-    present = set(incoming.decode("utf-8", "replace").split("\n"))
-    extra = [lines[n - 1] for n in sorted(keep) if lines[n - 1] not in present]
+    present = set((incoming or b"").decode("utf-8", "replace").split("\n"))
+    extra = [
+        lines[n - 1]
+        for n in sorted(_entries_outside(key, text, in_repo))
+        if lines[n - 1] not in present
+    ]
     if not extra:
         return incoming
-    head = incoming if not incoming or incoming.endswith(b"\n") else incoming + b"\n"
+    head = incoming or b""
+    head = head if not head or head.endswith(b"\n") else head + b"\n"
     return head + "\n".join(extra).encode("utf-8") + b"\n"
 
 
@@ -365,31 +363,30 @@ class TeamClone:
         candidates = set(store) | set(spec.base)
         if keys is not None:
             candidates &= keys
-        # An index is looked at whatever its checksum: what it shares depends on its files.
-        changed = {
+        topics = {
             key
             for key in candidates - spec.held
-            if _is_index(key)
-            or (checksum(store[key]) if key in store else None) != spec.base.get(key)
+            if not _is_index(key)
+            and (checksum(store[key]) if key in store else None) != spec.base.get(key)
         }
-        texts = {key: store[key].decode("utf-8", "replace") for key in changed if key in store}
-        result.too_large = [key for key in texts if len(store[key]) > max_entry_bytes]
-        result.blocked = dict(
-            secret_check({k: v for k, v in texts.items() if k not in result.too_large})
-        )
-        for key in result.too_large:
-            result.blocked[key] = []
+        self._gate(topics, store, secret_check, max_entry_bytes, result)
         topic = {k for k in clone if not _is_index(k)}
         room = max_entries - len(topic)
-        for key in sorted(k for k in changed if not _is_index(k)):
+        for key in sorted(topics):
             room = self._commit_key(spec, key, store.get(key), clone, result, room)
-        # Then the indexes, as shared: without the entries of files that stay on this machine.
-        in_clone = (set(clone) | set(result.committed)) - set(result.deleted)
-        local = _local_only(store, in_clone, spec.base)
-        for key in sorted(k for k in changed if _is_index(k)):
-            ours = _shared_index(key, store[key], local) if key in store else None
+        # Then the indexes, in the form they are shared: what that is depends on the files.
+        in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
+        indexes = {}
+        for key in sorted(k for k in candidates - spec.held if _is_index(k)):
+            ours = shared_index(key, store[key], in_repo) if key in store else None
+            if ours is not None and not ours.strip() and store[key].strip():
+                ours = None  # only entries of files outside the repository: nothing to share
             if (checksum(ours) if ours is not None else None) != spec.base.get(key):
-                self._commit_key(spec, key, ours, clone, result, room)
+                indexes[key] = ours
+        shared = {key: data for key, data in indexes.items() if data is not None}
+        self._gate(set(indexes), shared, secret_check, max_entry_bytes, result)
+        for key, ours in indexes.items():
+            self._commit_key(spec, key, ours, clone, result, room, full=store.get(key))
         result.total_entries = (
             len(topic)
             + sum(1 for k in result.committed if k not in clone and not _is_index(k))
@@ -405,6 +402,22 @@ class TeamClone:
                     result.commit = repo.head.commit.hexsha
         return result
 
+    @staticmethod
+    def _gate(
+        keys: set[str],
+        files: Mapping[str, bytes],
+        secret_check: SecretCheck,
+        max_entry_bytes: int,
+        result: CommitResult,
+    ) -> None:
+        """Add to `result.blocked` the `keys` whose content in `files` must not be committed."""
+        texts = {key: files[key].decode("utf-8", "replace") for key in keys if key in files}
+        too_large = [key for key in texts if len(files[key]) > max_entry_bytes]
+        result.too_large += too_large
+        result.blocked.update(secret_check({k: v for k, v in texts.items() if k not in too_large}))
+        for key in too_large:
+            result.blocked[key] = []
+
     def _commit_key(
         self,
         spec: StoreSpec,
@@ -413,9 +426,11 @@ class TeamClone:
         clone: Mapping[str, bytes],
         result: CommitResult,
         room: int,
+        full: bytes | None = None,
     ) -> int:
         """Bring one changed key into the clone (`ours`: its content as shared, None when
-        deleted); returns the room left under the entry cap."""
+        deleted; `full`: what the store holds when that differs, shown in a conflict); returns
+        the room left under the entry cap."""
         target = self._target(self.clone_dir / spec.folder, key)
         if key in result.blocked:
             return room
@@ -423,7 +438,7 @@ class TeamClone:
         if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
             shared != ours
         ):
-            self._commit_diverged(spec, key, ours, shared, result)
+            self._commit_diverged(spec, key, ours, shared, result, full)
             return room
         if ours is not None:
             if key not in clone and not _is_index(key):
@@ -449,9 +464,11 @@ class TeamClone:
         ours: bytes | None,
         theirs: bytes | None,
         result: CommitResult,
+        full: bytes | None = None,
     ) -> None:
         """Our change to a key the clone changed too: merge the two into the clone (the store
-        gets the result from the next `apply_incoming`), or return both as a conflict."""
+        gets the result from the next `apply_incoming`), or return both as a conflict, where
+        ours is `full` when given (the store's whole index, not the part of it shared)."""
         path = f"{spec.folder}/{key}"
         with self.repo() as repo:
             base = self._find_version(repo, path, spec.base.get(key))
@@ -460,7 +477,8 @@ class TeamClone:
             if ours is not None and theirs is not None and (base is not None or index):
                 merged = self._merge_file(repo, ours, base or b"", theirs, union=index)
         if merged is None:
-            text = [v if v is None else v.decode("utf-8", "replace") for v in (base, ours, theirs)]
+            shown = (base, full if full is not None else ours, theirs)
+            text = [v if v is None else v.decode("utf-8", "replace") for v in shown]
             kind = "edit" if ours is not None and theirs is not None else "edit_delete"
             result.conflicts.append(Conflict(path, kind, *text))
             return
@@ -646,23 +664,29 @@ class TeamClone:
     def apply_incoming(self, spec: StoreSpec) -> ApplyResult:
         """Write to the store what changed in its folder since the base; the store's own
         changes are never overwritten (a key changed on both sides waits for the next sync,
-        which commits it and lets git merge it)."""
+        which commits it and lets git merge it). Indexes come last and are compared in their
+        shared form; an arriving one keeps the store's entries of files outside the
+        repository."""
         result = ApplyResult(base=dict(spec.base))
         folder = self.clone_dir / spec.folder
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)
-        local = _local_only(store, set(clone), spec.base)
+        keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (_is_index(k), k))
         writes: dict[Path, bytes] = {}
-        for key in sorted((set(clone) | set(spec.base)) - spec.held):
-            incoming = checksum(clone[key]) if key in clone else None
-            if incoming == spec.base.get(key):
+        for key in keys:
+            incoming = clone.get(key)
+            if (checksum(incoming) if incoming is not None else None) == spec.base.get(key):
                 continue
             ours = store.get(key)
-            if ours is not None and _is_index(key):
-                ours = _shared_index(key, ours, local)  # compared as it was shared
+            if _is_index(key):
+                in_repo = set(clone) | set(result.deleted)  # what goes now was shared
+                if ours is not None:
+                    incoming = with_local_entries(key, incoming, ours, in_repo)
+                    ours = shared_index(key, ours, in_repo)
             current = checksum(ours) if ours is not None else None
-            if current == incoming:
-                self._set_base(result.base, key, incoming)
+            arriving = checksum(clone[key]) if key in clone else None
+            if current == arriving:
+                self._set_base(result.base, key, arriving)
                 continue
             if current != spec.base.get(key):
                 result.not_applied.append(key)
@@ -677,12 +701,9 @@ class TeamClone:
                 result.deleted.append(key)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                data = clone[key]
-                if _is_index(key):
-                    data = _with_local_entries(key, data, store.get(key), local)
-                writes[target] = data
+                writes[target] = incoming
                 result.written.append(key)
-            self._set_base(result.base, key, incoming)
+            self._set_base(result.base, key, arriving)
         write_atomic_files(writes)
         return result
 

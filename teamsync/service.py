@@ -27,6 +27,7 @@ from memapp.models import Store
 from memapp.secretgate import configure as configure_secret_gate
 from memapp.secretgate import scan_for_push
 from teamsync.engine import (
+    INDEX_FILENAME,
     MAX_PUSH_ATTEMPTS,
     CommitResult,
     Conflict,
@@ -35,6 +36,7 @@ from teamsync.engine import (
     checksum,
     init_bare_remote,
     is_permanent,
+    with_local_entries,
 )
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
 
@@ -222,16 +224,19 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
         _record_conflict(store, key, conflict)
         report.conflicts.append(conflict)
     for store in stores:
-        state = _state(store)
-        applied = clone.apply_incoming(_spec(store, state))
-        if applied.base != state.base:
-            changed = bool(applied.written or applied.deleted)
-            state.base = applied.base
-            state.version += 1 if changed else 0
-            state.last_modified = timezone.now() if changed else state.last_modified
-            state.save(update_fields=["base", "version", "last_modified"])
-        if applied.written or applied.deleted:
-            rescan_store(store)
+        # The store's own lock: a write through the UI or API waits instead of landing
+        # between what apply read and what it writes (which it would overwrite).
+        with store_lock(store):
+            state = _state(store)
+            applied = clone.apply_incoming(_spec(store, state))
+            if applied.base != state.base:
+                changed = bool(applied.written or applied.deleted)
+                state.base = applied.base
+                state.version += 1 if changed else 0
+                state.last_modified = timezone.now() if changed else state.last_modified
+                state.save(update_fields=["base", "version", "last_modified"])
+            if applied.written or applied.deleted:
+                rescan_store(store)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
 
@@ -336,6 +341,12 @@ def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None
         clone.ensure()
         with store_lock(store):
             target = validate_key(Path(store.path), conflict.key)
+            if Path(conflict.key).name == INDEX_FILENAME:  # the versions are the shared form
+                in_repo = set(clone.folder_files(folder_for(store)))
+                chosen = None if content is None else content.encode("utf-8")
+                current = target.read_bytes() if target.is_file() else None
+                kept = with_local_entries(conflict.key, chosen, current, in_repo)
+                content = None if kept is None else kept.decode("utf-8", "replace")
             if content is None:
                 delete_file(target, missing_ok=True)
             else:

@@ -555,6 +555,44 @@ def test_an_index_entry_of_a_file_kept_back_is_not_shared_and_stays_in_the_store
     assert "x" * 1000 not in history(remote)
 
 
+def test_an_entry_of_a_shared_file_kept_back_after_a_teammate_deleted_it_is_not_shared(
+    ana, ben, remote
+):
+    index = "- [Deploy](project_deploy.md) — how we deploy\n"
+    kept = "- [Dump](reference_dump.md) — the incident log\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    ana.write("reference_dump.md", memory("Dump", "Short for now.\n"))
+    _shared(ana, ben, INDEX_FILENAME, index + kept)
+    ben.delete("reference_dump.md")
+    ben.write(INDEX_FILENAME, index)
+    ben.sync()
+    ana.write("reference_dump.md", memory("Dump", "x" * 260_000 + "\n"))  # over the limit
+    ana.sync()
+    ana.write(INDEX_FILENAME, index + kept)  # put back, say by rebuilding the index
+    ana.sync()
+    ben.sync()
+    assert ben.read(INDEX_FILENAME) == index and ben.read("reference_dump.md") is None
+    assert ana.read(INDEX_FILENAME) == index + kept
+    assert "x" * 1000 not in history(remote)
+
+
+def test_a_teammate_deleting_the_index_leaves_the_entries_of_files_kept_back(ana, ben):
+    index = "- [Deploy](project_deploy.md) — how we deploy\n"
+    kept = "- [Dump](reference_dump.md) — the incident log\n"
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, index)
+    ana.write("reference_dump.md", memory("Dump", "x" * 260_000 + "\n"))  # over the limit
+    ana.write(INDEX_FILENAME, index + kept)
+    ana.sync()
+    ben.delete(INDEX_FILENAME)
+    ben.sync()
+    ana.sync()
+    assert ana.read(INDEX_FILENAME) == kept  # ben's deletion, without losing ana's own entry
+    ana.sync()
+    ben.sync()
+    assert ben.read(INDEX_FILENAME) is None  # and nothing comes back to ben
+
+
 def test_apply_never_deletes_a_store_file_changed_since_the_base(ana, ben):
     _shared(ana, ben, "project_deploy.md", TEN_LINES)
     ana.delete("project_deploy.md")

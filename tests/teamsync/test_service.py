@@ -552,6 +552,31 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
     assert dora.read(file.path) is None
 
 
+def test_resolving_an_index_conflict_keeps_the_entries_of_files_kept_back(
+    team_store, alice, dora, remote
+):
+    save(team_store, alice, "Deploy")
+    sync_team()
+    index = root(team_store) / "MEMORY.md"
+    kept = "- [Dump](reference_dump.md) — the incident log\n"
+    (root(team_store) / "reference_dump.md").write_text(memory("Dump", "x" * 260_000 + "\n"))
+    index.write_text(index.read_text() + kept)
+    sync_team()
+    assert "reference_dump.md" in BlockedFile.objects.values_list("key", flat=True)
+    dora.pull()
+    dora.delete("MEMORY.md")
+    dora.sync()
+    index.write_text(index.read_text().replace("Deploy", "Deploying"))
+    sync_team()
+    conflict = TeamConflict.objects.get(key="MEMORY.md")
+    assert conflict.kind == "edit_delete" and conflict.theirs is None
+
+    resolve_conflict(conflict, alice, "delete")
+    sync_team()
+    assert index.read_text() == kept  # deleted as chosen, but not the entry of a local file
+    assert "MEMORY.md" not in tip_files(remote, FOLDER)
+
+
 def test_a_local_edit_racing_a_merge_is_never_written_over_theirs(team_store, alice, dora, remote):
     """A file edited here after the sync merged a teammate's change to it, before the sync
     brought that change into the store: the next commit must merge, not overwrite."""
