@@ -26,7 +26,6 @@ import os
 import posixpath
 import re
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -37,6 +36,7 @@ from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_f
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.locking import file_lock
+from memapp.memdir.scan import settled_signature
 
 BRANCH = "main"
 GITATTRIBUTES = (
@@ -227,28 +227,22 @@ def read_store(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, byte
 
 # directory -> key -> (stat signature, checksum), as of the last `store_checksums` of it.
 _checksum_memo: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {}
-_SETTLED_NS = 1_000_000_000
 
 
 def store_checksums(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
     """The `checksum` of every file `read_store` reads, reading only files whose stat changed
-    since the last call: protocol clients ask for every checksum before each push.
-
-    The stat signature (inode, size, mtime and ctime in ns) changes with every write, except a
-    second write within one clock tick, so a file changed in the last second is read again.
-    """
+    since the last call (see `settled_signature`): protocol clients ask for every checksum
+    before each push."""
     previous = _checksum_memo.get(os.fspath(directory), {})
     memo: dict[str, tuple[tuple[int, ...], str]] = {}
     sums = {}
-    settled = time.time_ns() - _SETTLED_NS
     for key, entry in _store_files(directory, exclude):
         try:
-            st = entry.stat(follow_symlinks=False)
+            signature = settled_signature(entry.stat(follow_symlinks=False))
         except FileNotFoundError:
             continue
-        signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         known = previous.get(key)
-        if known is not None and known[0] == signature:
+        if signature is not None and known is not None and known[0] == signature:
             sums[key] = known[1]
             memo[key] = known
             continue
@@ -256,7 +250,7 @@ def store_checksums(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str,
         if data is None:
             continue
         sums[key] = checksum(data)
-        if st.st_ctime_ns < settled:
+        if signature is not None:
             memo[key] = (signature, sums[key])
     _checksum_memo[os.fspath(directory)] = memo
     return sums
@@ -472,7 +466,7 @@ class TeamClone:
         path = f"{spec.folder}/{key}"
         with self.repo() as repo:
             base = self._find_version(repo, path, spec.base.get(key))
-            index = Path(key).name == INDEX_FILENAME
+            index = _is_index(key)
             merged = None
             if ours is not None and theirs is not None and (base is not None or index):
                 merged = self._merge_file(repo, ours, base or b"", theirs, union=index)

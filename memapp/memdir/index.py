@@ -13,14 +13,13 @@ import functools
 import os
 import posixpath
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from memapp.memdir.atomic import write_atomic_bytes
-from memapp.memdir.scan import scan_memory_files
+from memapp.memdir.scan import scan_memory_files, settled_signature
 
 __all__ = [
     "INDEX_FILENAME",
@@ -420,25 +419,17 @@ def load_index(
     max_lines: int = MAX_INDEX_LINES,
     max_bytes: int = MAX_INDEX_BYTES,
 ) -> IndexTruncation:
-    """`truncate_index(read_index(directory))`, remembered while MEMORY.md's stat is unchanged.
-
-    Every prompt an agent assembles loads the same index until someone edits it; reading and
-    measuring a large one costs more than the rest of the prompt. The stat signature (inode,
-    size, mtime and ctime in ns) changes with every write, atomic or in place, except a second
-    write within the same clock tick: so a file changed in the last second is not remembered.
-    """
+    """`truncate_index(read_index(directory))`, remembered while MEMORY.md is unchanged (see
+    `settled_signature`): every prompt an agent assembles loads the same index until someone
+    edits it, and reading and measuring a large one costs more than the rest of the prompt."""
     path = Path(directory) / INDEX_FILENAME
     try:
-        st = path.stat()
+        signature = settled_signature(path.stat())
     except FileNotFoundError:
         return truncate_index("", max_lines, max_bytes)
-    if time.time_ns() - st.st_ctime_ns < _SETTLED_NS:
+    if signature is None:
         return truncate_index(read_index(directory), max_lines, max_bytes)
-    signature = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     return _load_index(path, signature, max_lines, max_bytes)
-
-
-_SETTLED_NS = 1_000_000_000
 
 
 @functools.lru_cache(maxsize=256)

@@ -350,3 +350,16 @@ def format_manifest(headers: Sequence[MemoryHeader]) -> str:
         else:
             lines.append(f"- {tag}{h.path} ({format_mtime(h.mtime_ms)})")
     return "\n".join(lines)
+
+
+# A file changed this recently may be written again within the same clock tick, which keeps its
+# stat as it was: results read from it are not remembered yet.
+SETTLED_NS = 1_000_000_000
+
+
+def settled_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
+    """What changes with every write of a file, atomic or in place (inode, size, mtime and
+    ctime in ns), to remember results by; None while the file changed in the last second."""
+    if time.time_ns() - st.st_ctime_ns < SETTLED_NS:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from teamsync import engine
 from teamsync.engine import INDEX_FILENAME, checksum, read_store, store_checksums
 from tests.teamsync.gitutil import (
     MARKERS,
@@ -641,7 +640,9 @@ def test_store_checksums_are_those_of_read_store_and_follow_every_change(tmp_pat
     assert store_checksums(store, ("team",)) == expected() and len(expected()) == 2
     (store / "a.md").write_text("ALPHA")  # in place, same size, within the same clock tick
     assert store_checksums(store, ("team",)) == expected()
-    monkeypatch.setattr(engine, "_SETTLED_NS", 0)  # every file counts as settled: remembered
+    monkeypatch.setattr(
+        "memapp.memdir.scan.SETTLED_NS", 0
+    )  # every file counts as settled: remembered
     assert store_checksums(store, ("team",)) == expected()
     replacement = store / "new.tmp"
     replacement.write_text("gamma")
