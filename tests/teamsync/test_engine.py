@@ -53,6 +53,23 @@ def _shared(ana: Member, ben: Member, key: str, text: str) -> None:
     assert ben.read(key) == text
 
 
+def _pull_writing(member: Member, writes: dict[str, str] | None = None):
+    """The pull half of a sync, with `writes` landing in the store between the merge and the
+    apply (the moment a sync is most exposed to a local edit); returns the apply's result."""
+    with member.clone.locked():
+        member.clone.ensure()
+        assert member.clone.fetch() is None
+        member.clone.integrate()
+        for key, text in (writes or {}).items():
+            member.write(key, text)
+        return member.clone.apply_incoming(member.spec)
+
+
+def _assert_index_lines(members, lines: list[str]) -> None:
+    for member in members:
+        assert sorted(member.read(INDEX_FILENAME).splitlines()) == sorted(lines)
+
+
 def _assert_no_markers(remote: Path) -> None:
     log = history(remote)
     for marker in MARKERS:
@@ -418,11 +435,7 @@ def test_apply_never_overwrites_a_store_file_changed_since_the_base(ana, ben, re
     local = _edit_line(TEN_LINES, 10, "ben is typing this right now")
     ben.write("project_deploy.md", local)  # changed after ben's last commit: not in the base
     ben.write("project_new.md", "new on ben's side\n")
-    with ben.clone.locked():
-        ben.clone.ensure()
-        assert ben.clone.fetch() is None
-        ben.clone.integrate()
-        applied = ben.clone.apply_incoming(ben.spec)
+    applied = _pull_writing(ben)
     assert applied.not_applied == ["project_deploy.md"]
     assert applied.written == []
     assert applied.base["project_deploy.md"] == ben.base["project_deploy.md"]
@@ -442,12 +455,7 @@ def test_an_overlapping_local_edit_made_during_a_sync_becomes_a_conflict(ana, be
     ours = _edit_line(TEN_LINES, 6, "ben's wording, typed while the sync ran")
     ana.write("project_deploy.md", theirs)
     ana.sync()
-    with ben.clone.locked():
-        ben.clone.ensure()
-        ben.clone.fetch()
-        ben.clone.integrate()
-        ben.write("project_deploy.md", ours)  # between the merge and the apply
-        applied = ben.clone.apply_incoming(ben.spec)
+    applied = _pull_writing(ben, {"project_deploy.md": ours})
     ben.base = applied.base
     result = ben.commit()
     [conflict] = result.conflicts
@@ -473,13 +481,13 @@ def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remot
     ana.write("project_a.md", memory("A", "From ana.\n"))
     ana.write(INDEX_FILENAME, index + "- [A](project_a.md) — ana's note\n")
     ana.sync()
-    with ben.clone.locked():
-        ben.clone.ensure()
-        ben.clone.fetch()
-        ben.clone.integrate()
-        ben.write("project_b.md", memory("B", "From ben.\n"))
-        ben.write(INDEX_FILENAME, index + "- [B](project_b.md) — ben's note\n")
-        applied = ben.clone.apply_incoming(ben.spec)
+    applied = _pull_writing(
+        ben,
+        {
+            "project_b.md": memory("B", "From ben.\n"),
+            INDEX_FILENAME: index + "- [B](project_b.md) — ben's note\n",
+        },
+    )
     # Ben's only change to the index is the entry of a file not shared yet: ana's index is
     # applied, with that entry kept.
     assert INDEX_FILENAME in applied.written
@@ -489,14 +497,14 @@ def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remot
     assert ben.commit().conflicts == []
     ben.sync()
     ana.sync()
-    for member in (ana, ben):
-        assert sorted(member.read(INDEX_FILENAME).splitlines()) == sorted(
-            [
-                "- [Deploy](project_deploy.md) — how we deploy",
-                "- [A](project_a.md) — ana's note",
-                "- [B](project_b.md) — ben's note",
-            ]
-        )
+    _assert_index_lines(
+        (ana, ben),
+        [
+            "- [Deploy](project_deploy.md) — how we deploy",
+            "- [A](project_a.md) — ana's note",
+            "- [B](project_b.md) — ben's note",
+        ],
+    )
     _assert_no_markers(remote)
 
 
@@ -507,25 +515,20 @@ def test_a_local_entry_for_a_shared_file_made_during_a_sync_is_union_merged(ana,
     _shared(ana, ben, INDEX_FILENAME, index)
     ana.write(INDEX_FILENAME, index + "- [Deploy again](project_deploy.md) — ana's line\n")
     ana.sync()
-    with ben.clone.locked():
-        ben.clone.ensure()
-        ben.clone.fetch()
-        ben.clone.integrate()
-        ben.write(INDEX_FILENAME, index + "- [C](project_c.md) — ben's line\n")
-        applied = ben.clone.apply_incoming(ben.spec)
+    applied = _pull_writing(ben, {INDEX_FILENAME: index + "- [C](project_c.md) — ben's line\n"})
     assert INDEX_FILENAME in applied.not_applied  # ben's own change: merged by the commit
     ben.base = applied.base
     assert ben.commit().conflicts == []
     ben.sync()
     ana.sync()
-    for member in (ana, ben):
-        assert sorted(member.read(INDEX_FILENAME).splitlines()) == sorted(
-            [
-                "- [Deploy](project_deploy.md) — how we deploy",
-                "- [Deploy again](project_deploy.md) — ana's line",
-                "- [C](project_c.md) — ben's line",
-            ]
-        )
+    _assert_index_lines(
+        (ana, ben),
+        [
+            "- [Deploy](project_deploy.md) — how we deploy",
+            "- [Deploy again](project_deploy.md) — ana's line",
+            "- [C](project_c.md) — ben's line",
+        ],
+    )
     _assert_no_markers(remote)
 
 
@@ -597,11 +600,7 @@ def test_apply_never_deletes_a_store_file_changed_since_the_base(ana, ben):
     ana.delete("project_deploy.md")
     ana.sync()
     ben.write("project_deploy.md", _edit_line(TEN_LINES, 4, "still needed"))
-    with ben.clone.locked():
-        ben.clone.ensure()
-        ben.clone.fetch()
-        ben.clone.integrate()
-        applied = ben.clone.apply_incoming(ben.spec)
+    applied = _pull_writing(ben)
     assert applied.not_applied == ["project_deploy.md"] and applied.deleted == []
     assert ben.read("project_deploy.md") == _edit_line(TEN_LINES, 4, "still needed")
 
