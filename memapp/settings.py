@@ -84,7 +84,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
-    "memapp",
+    "memapp.stores",
+    "memapp.web",
     "teamsync",
     "snapshots",
 ]

@@ -10,12 +10,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from memapp.events import record_event
-from memapp.memdir.atomic import delete_file, write_atomic
-from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.paths import agent_memory_dir, canonical_git_root, repo_slug_for, sanitize_path
-from memapp.memdir.secretscan import scan_text
-from memapp.memdir.snapshots import (
+from memapp.memdir.agent_snapshots import (
     MARKER_FILENAME,
     MAX_SNAPSHOT_FILE_BYTES,
     SNAPSHOTS_FOLDER,
@@ -27,9 +22,14 @@ from memapp.memdir.snapshots import (
     read_marker,
     replace_from_snapshot,
 )
-from memapp.mirror import rescan_store
-from memapp.models import Project, Store
-from memapp.projects import find_project
+from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.paths import agent_memory_dir, canonical_git_root, repo_slug_for, sanitize_path
+from memapp.memdir.secret_rules import scan_text
+from memapp.stores.events import record_event
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Project, Store
+from memapp.stores.projects import find_project
 from snapshots.models import Checkout, SnapshotDecision, upload_root
 from snapshots.targets import SCOPES, Target, snapshot_agents
 

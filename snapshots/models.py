@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from memapp.memdir.paths import agent_memory_dir, memory_base
-from memapp.models import Project, Store
+from memapp.stores.models import Project, Store
 
 
 def upload_root(user_id: int) -> Path:

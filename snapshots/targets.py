@@ -16,14 +16,14 @@ from pathlib import Path
 
 from django.http import Http404
 
-from memapp.memdir.snapshots import (
+from memapp.memdir.agent_snapshots import (
     SNAPSHOTS_FOLDER,
     SnapshotReview,
     SnapshotStatus,
     compare_snapshot,
     snapshot_status,
 )
-from memapp.models import Store
+from memapp.stores.models import Store
 from snapshots.models import Checkout, SnapshotDecision
 
 SCOPES = (Store.AgentScope.USER, Store.AgentScope.PROJECT, Store.AgentScope.LOCAL)

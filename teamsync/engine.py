@@ -33,9 +33,9 @@ from pathlib import Path, PurePosixPath
 from git import GitCommandError, Repo
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
+from memapp.memdir.filelock import file_lock
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.locking import file_lock
 from memapp.memdir.scan import settled_signature
 
 BRANCH = "main"

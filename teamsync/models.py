@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from memapp.models import Store
+from memapp.stores.models import Store
 
 
 class StoreSyncState(models.Model):

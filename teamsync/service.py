@@ -16,16 +16,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memapp.discovery import local_owner
-from memapp.events import record_event
-from memapp.flags import get_flag, get_flags
-from memapp.locks import store_lock
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.keys import validate_key
-from memapp.mirror import rescan_store
-from memapp.models import Store
-from memapp.secretgate import configure as configure_secret_gate
-from memapp.secretgate import scan_for_push
+from memapp.memdir.secret_gate import configure as configure_secret_gate
+from memapp.memdir.secret_gate import scan_for_push
+from memapp.stores.discovery import local_owner
+from memapp.stores.events import record_event
+from memapp.stores.flags import get_flag, get_flags
+from memapp.stores.locks import store_lock
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Store
 from teamsync.engine import (
     INDEX_FILENAME,
     MAX_PUSH_ATTEMPTS,

@@ -27,7 +27,7 @@ PASSWORD = "correct horse battery staple"
 
 def pytest_unconfigure(config):
     """Events a live server buffered during the last tests refer to rows that are gone now."""
-    from memapp.events import discard_buffered_events
+    from memapp.stores.events import discard_buffered_events
 
     discard_buffered_events()
 
@@ -36,7 +36,7 @@ def pytest_unconfigure(config):
 def no_buffered_events():
     """Events buffered by one test never reach another test's database."""
     yield
-    from memapp.events import discard_buffered_events
+    from memapp.stores.events import discard_buffered_events
 
     discard_buffered_events()
 

@@ -8,7 +8,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.throttling import SimpleRateThrottle
 
-from memapp.tokens import authenticate_token
+from memapp.stores.tokens import authenticate_token
 
 
 class BearerTokenAuthentication(BaseAuthentication):

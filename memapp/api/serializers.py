@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
-from memapp.projects import valid_project_key
+from memapp.stores.projects import valid_project_key
 
 STORE_SCOPES = ("private", "team")
 RECALL_SCOPES = (*STORE_SCOPES, "both")  # named in the schema by ENUM_NAME_OVERRIDES

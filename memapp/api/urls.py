@@ -1,8 +1,8 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
-from memapp.api import views
-from teamsync.protocol import team_memory
+from memapp.api import snapshots, views
+from memapp.api.team_memory import team_memory
 
 urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
@@ -16,6 +16,11 @@ urlpatterns = [
     path("api/v1/forget", views.forget, name="api_forget"),
     path("api/v1/prompt", views.prompt, name="api_prompt"),
     path("api/v1/recall", views.recall, name="api_recall"),
+    path(
+        "api/v1/projects/<path:project_key>/agents/<str:agent_type>/snapshot",
+        snapshots.agent_snapshot,
+        name="api_agent_snapshot",
+    ),
     path("api/claude_code/team_memory", team_memory, name="team_memory"),
     re_path(r"^api/(?P<rest>.*)$", views.not_found),
 ]

@@ -1,4 +1,4 @@
-"""Agent API views: thin wrappers over `memapp.actions`, scoped by the token's user."""
+"""Agent API views: thin wrappers over `memapp.stores.actions`, scoped by the token's user."""
 
 from __future__ import annotations
 
@@ -17,8 +17,12 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memapp.access import get_store_for_user
-from memapp.actions import (
+from memapp.api import serializers as s
+from memapp.api.errors import ApiError
+from memapp.memdir.frontmatter import FrontmatterError
+from memapp.memdir.index import INDEX_FILENAME
+from memapp.stores.access import get_store_for_user
+from memapp.stores.actions import (
     FileRejected,
     checksum,
     do_forget_memory,
@@ -26,14 +30,10 @@ from memapp.actions import (
     do_save_memory,
     store_file_path,
 )
-from memapp.api import serializers as s
-from memapp.api.errors import ApiError
-from memapp.memdir.frontmatter import FrontmatterError
-from memapp.memdir.index import INDEX_FILENAME
-from memapp.models import Store
-from memapp.projects import resolve_store
-from memapp.prompting import assemble_for
-from memapp.recall import recall_for
+from memapp.stores.models import Store
+from memapp.stores.projects import resolve_store
+from memapp.stores.prompting import assemble_for
+from memapp.stores.recall import recall_for
 
 
 def _raise(exc: FileRejected):

@@ -190,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     hook.add_argument("event", choices=["session-start", "user-prompt-submit"])
     hook.set_defaults(func=cmd_hook)
 
-    from memapp.client.snapshots import add_snapshot_commands
+    from memapp.client.snapshot_commands import add_snapshot_commands
 
     add_snapshot_commands(commands)
 

@@ -50,7 +50,7 @@ from memapp.memdir import (
     validate_key,
     write_atomic,
 )
-from memapp.memdir.secretscan import scan_text
+from memapp.memdir.secret_rules import scan_text
 
 try:
     import fcntl

@@ -52,7 +52,7 @@ from memapp.client.sync import (
     local_checksum,
 )
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
-from memapp.memdir.secretscan import scan_text
+from memapp.memdir.secret_rules import scan_text
 
 __all__ = [
     "DEBOUNCE_SECONDS",

@@ -5,7 +5,6 @@ the public surface, so callers import from `memapp.memdir` only.
 """
 
 from memapp.memdir.atomic import delete_file, write_atomic
-from memapp.memdir.discovery import FoundStore, discover_memory_dirs
 from memapp.memdir.freshness import (
     RecalledMemory,
     memory_age,
@@ -43,6 +42,8 @@ from memapp.memdir.index import (
 )
 from memapp.memdir.keys import PathTraversalError, validate_key, validate_memory_dir_override
 from memapp.memdir.lint import memory_warnings, missing_why_how, near_duplicates, relative_dates
+from memapp.memdir.memory_dirs import FoundStore, discover_memory_dirs
+from memapp.memdir.offline_recall import RecallIndex, recall_index, recall_offline, select_reason
 from memapp.memdir.paths import (
     agent_memory_dir,
     auto_memory_enabled,
@@ -56,10 +57,9 @@ from memapp.memdir.paths import (
     sanitize_path,
 )
 from memapp.memdir.prompt import PromptRequest, PromptResult, assemble_prompt, choose_mode
-from memapp.memdir.recall import RecallIndex, recall_index, recall_offline, select_reason
 from memapp.memdir.scan import MemoryHeader, ScanCache, format_manifest, scan_memory_files
-from memapp.memdir.secretscan import RULES as SECRET_RULES
-from memapp.memdir.secretscan import SecretHit, SecretScanCache, scan_text
+from memapp.memdir.secret_rules import RULES as SECRET_RULES
+from memapp.memdir.secret_rules import SecretHit, SecretScanCache, scan_text
 
 __all__ = [
     "INDEX_FILENAME",

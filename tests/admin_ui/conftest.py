@@ -12,8 +12,8 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from memapp.models import Project
-from memapp.projects import resolve_store
+from memapp.stores.models import Project
+from memapp.stores.projects import resolve_store
 
 
 @pytest.fixture(autouse=True)

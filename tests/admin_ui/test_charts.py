@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from memapp.charts import Series, column_chart, meter, nice_ceiling, stacked_bar
+from memapp.web.charts import Series, column_chart, meter, nice_ceiling, stacked_bar
 
 SVG = "{http://www.w3.org/2000/svg}"
 

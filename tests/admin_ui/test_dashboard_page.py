@@ -12,11 +12,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memapp.dashboard import age_buckets
-from memapp.events import flush_events, record_event
-from memapp.flags import set_flag
-from memapp.mirror import rescan_store
-from memapp.models import Event
+from memapp.stores.events import flush_events, record_event
+from memapp.stores.flags import set_flag
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Event
+from memapp.web.dashboard_data import age_buckets
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
 from tests.conftest import write_memory

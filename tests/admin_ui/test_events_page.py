@@ -14,10 +14,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memapp.discovery import discover_local_stores
-from memapp.events import EVENT_FIELDS, UnknownEventError, flush_events, record_event
-from memapp.flags import set_flag
-from memapp.models import Event
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, record_event
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Event
 from teamsync.models import TeamConflict
 from teamsync.service import sync_team, team_clone
 from tests.admin_ui.conftest import client_for, text

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memapp.flags import get_flag, set_flag
-from memapp.models import Event, FlagValue
+from memapp.stores.flags import get_flag, set_flag
+from memapp.stores.models import Event, FlagValue
 from tests.admin_ui.conftest import client_for, text
 
 pytestmark = pytest.mark.django_db

@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from memapp import secretgate
-from memapp.flags import FLAGS, set_flag
-from memapp.models import Event, Project
-from memapp.projects import resolve_store
+from memapp.memdir import secret_gate as secretgate
+from memapp.stores.flags import FLAGS, set_flag
+from memapp.stores.models import Event, Project
+from memapp.stores.projects import resolve_store
 from teamsync.models import BlockedFile, TeamSyncStatus
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from memapp.events import prune_events, record_event
-from memapp.models import Event
+from memapp.stores.events import prune_events, record_event
+from memapp.stores.models import Event
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from memapp.flags import FLAGS, get_flag, set_flag
-from memapp.models import Event, FlagValue
+from memapp.stores.flags import FLAGS, get_flag, set_flag
+from memapp.stores.models import Event, FlagValue
 from tests.admin_ui.conftest import client_for, text
 
 pytestmark = pytest.mark.django_db

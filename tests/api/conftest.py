@@ -1,7 +1,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from memapp.tokens import do_create_api_token
+from memapp.stores.tokens import do_create_api_token
 
 
 def api_client(user) -> APIClient:

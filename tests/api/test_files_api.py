@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from memapp.models import Event, Project, Store
-from memapp.projects import resolve_store
+from memapp.stores.models import Event, Project, Store
+from memapp.stores.projects import resolve_store
 
 pytestmark = pytest.mark.django_db
 

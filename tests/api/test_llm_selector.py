@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from memapp.events import flush_events
-from memapp.flags import set_flag
-from memapp.models import Event
-from memapp.projects import resolve_store
-from memapp.recall import SELECTOR_SYSTEM
+from memapp.stores.events import flush_events
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Event
+from memapp.stores.projects import resolve_store
+from memapp.stores.recall import SELECTOR_SYSTEM
 from tests.api.fake_anthropic import FakeAnthropic
 from tests.conftest import write_memory
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from memapp.events import flush_events
-from memapp.flags import set_flag
-from memapp.models import Event, Project
-from memapp.projects import resolve_store
+from memapp.stores.events import flush_events
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Event, Project
+from memapp.stores.projects import resolve_store
 
 pytestmark = pytest.mark.django_db
 

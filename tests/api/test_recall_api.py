@@ -11,10 +11,10 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from memapp.events import flush_events
-from memapp.flags import set_flag
-from memapp.models import Event
-from memapp.projects import resolve_store
+from memapp.stores.events import flush_events
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Event
+from memapp.stores.projects import resolve_store
 from tests.api.conftest import api_client
 from tests.conftest import write_memory
 

@@ -9,8 +9,8 @@ import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from memapp.projects import resolve_store
-from memapp.tokens import do_create_api_token
+from memapp.stores.projects import resolve_store
+from memapp.stores.tokens import do_create_api_token
 from memapp.wsgi import application
 from tests.conftest import write_memory
 

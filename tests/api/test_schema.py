@@ -16,8 +16,8 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
-from memapp.projects import resolve_store
-from memapp.tokens import do_create_api_token
+from memapp.stores.projects import resolve_store
+from memapp.stores.tokens import do_create_api_token
 from memapp.wsgi import application
 from tests.conftest import write_memory
 

@@ -2,8 +2,13 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from memapp.models import ApiToken
-from memapp.tokens import authenticate_token, do_create_api_token, do_revoke_api_token, hash_token
+from memapp.stores.models import ApiToken
+from memapp.stores.tokens import (
+    authenticate_token,
+    do_create_api_token,
+    do_revoke_api_token,
+    hash_token,
+)
 from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db

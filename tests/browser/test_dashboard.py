@@ -13,11 +13,11 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from memapp.events import record_event
-from memapp.flags import set_flag
-from memapp.mirror import rescan_store
-from memapp.models import Event, Project
-from memapp.projects import resolve_store
+from memapp.stores.events import record_event
+from memapp.stores.flags import set_flag
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Event, Project
+from memapp.stores.projects import resolve_store
 from tests.conftest import PASSWORD, write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memapp.discovery import discover_local_stores
-from memapp.models import Store
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.models import Store
 from tests.conftest import ARTIFACTS, PASSWORD, write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

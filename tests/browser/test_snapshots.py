@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from memapp.memdir.snapshots import MARKER_FILENAME
+from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from snapshots.actions import do_register_checkout
 from snapshots.models import SnapshotDecision
 from tests.client.test_sync import fake_github_token

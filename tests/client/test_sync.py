@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.models import Project, Store
+from memapp.stores.models import Project, Store
 from tests.client.conftest import SLUG, topic
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from rest_framework.response import Response
 
-from memapp.actions import do_put_files
+from memapp.api import team_memory as protocol
 from memapp.client.http import NO_RETRY, Client
 from memapp.client.team import TeamReport, TeamSync, batches
-from memapp.models import Project, Store
-from memapp.tokens import do_create_api_token
-from teamsync import protocol
+from memapp.stores.actions import do_put_files
+from memapp.stores.models import Project, Store
+from memapp.stores.tokens import do_create_api_token
 from teamsync.models import StoreSyncState, TeamConflict
 from tests.client.conftest import AGENT, SLUG, Machine, Server, git_checkout, topic
 

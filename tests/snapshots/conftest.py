@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.memdir.snapshots import MARKER_FILENAME
+from memapp.memdir.agent_snapshots import MARKER_FILENAME
 
 T1 = "2026-03-01T10:00:00.000Z"
 T2 = "2026-03-05T09:30:00.000Z"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from memapp.memdir.snapshots import MARKER_FILENAME
-from memapp.models import Project, Store
-from memapp.tokens import do_create_api_token
+from memapp.memdir.agent_snapshots import MARKER_FILENAME
+from memapp.stores.models import Project, Store
+from memapp.stores.tokens import do_create_api_token
 from snapshots.models import Checkout, SnapshotDecision
 from tests.snapshots.conftest import LOCAL, SLUG, SNAPSHOT, T1, T2, review_url, topic
 

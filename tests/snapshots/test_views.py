@@ -9,9 +9,9 @@ import string
 
 import pytest
 
-from memapp.discovery import discover_local_stores
-from memapp.memdir.snapshots import MARKER_FILENAME, snapshot_status
-from memapp.models import Event, Store
+from memapp.memdir.agent_snapshots import MARKER_FILENAME, snapshot_status
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.models import Event, Store
 from snapshots.models import Checkout, SnapshotDecision
 from snapshots.targets import targets_for_user
 from tests.snapshots.conftest import (

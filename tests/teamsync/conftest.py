@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from memapp.models import Project
-from memapp.projects import resolve_store
+from memapp.stores.models import Project
+from memapp.stores.projects import resolve_store
 from tests.teamsync.gitutil import Member, make_bare
 
 

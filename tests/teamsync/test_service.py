@@ -20,17 +20,17 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memapp.actions import SecretDetected, do_forget_memory, do_save_memory
-from memapp.flags import set_flag
-from memapp.models import Event
-from memapp.tokens import do_create_api_token
+from memapp.stores.actions import SecretDetected, do_forget_memory, do_save_memory
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Event
+from memapp.stores.tokens import do_create_api_token
 from teamsync.engine import TeamClone
 from teamsync.management.commands.teamsync import due
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
 from teamsync.service import commit_team_change, resolve_conflict, sync_team, team_clone
-from tests.memdir.test_secretscan import clean_memory_file, clean_memory_files, fake_tokens, plant
+from tests.memdir.test_secret_gate import DS, detect_secrets_kinds
+from tests.memdir.test_secret_rules import clean_memory_file, clean_memory_files, fake_tokens, plant
 from tests.teamsync.gitutil import MARKERS, authors, git, history, make_bare, memory, tip_files
-from tests.test_secretgate import DS, detect_secrets_kinds
 
 pytestmark = pytest.mark.django_db
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from memapp.actions import do_save_memory
-from memapp.discovery import discover_local_stores
-from memapp.models import Project, Store
+from memapp.stores.actions import do_save_memory
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.models import Project, Store
 from teamsync.service import sync_team
 from tests.conftest import write_memory
 from tests.teamsync.gitutil import MARKERS, git, history, tip_files
@@ -118,7 +118,7 @@ def test_projects_linked_by_repo_slug_meet_in_the_owner_repo_folder(tmp_path, al
     bea.run(
         "shell",
         "-c",
-        "from memapp.models import Project; "
+        "from memapp.stores.models import Project; "
         "Project.objects.filter(key='-Users-bea-code-app').update(repo_slug='acme/app')",
     )
     bea.run("teamsync", "push")

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from memapp.actions import do_save_memory
+from memapp.stores.actions import do_save_memory
 from teamsync.models import TeamConflict, TeamSyncStatus
 from teamsync.service import sync_team
-from tests.memdir.test_secretscan import fake_tokens
+from tests.memdir.test_secret_gate import detect_secrets_kinds
+from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import git, memory, tip_files
-from tests.test_secretgate import detect_secrets_kinds
 
 pytestmark = pytest.mark.django_db
 
@@ -281,7 +281,7 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
 
 
 def test_old_events_page_through(client, team_store, alice, remote):
-    from memapp.events import record_event
+    from memapp.stores.events import record_event
 
     for n in range(30):
         record_event("sync_pull", success=True, files_written=n, not_modified=False, duration_ms=1)

@@ -17,11 +17,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from memapp.actions import do_save_memory
-from memapp.models import Event
+from memapp.stores.actions import do_save_memory
+from memapp.stores.models import Event
 from teamsync.management.commands.teamsync import due
 from teamsync.models import TeamSyncStatus
-from tests.memdir.test_secretscan import clean_memory_file, fake_tokens
+from tests.memdir.test_secret_rules import clean_memory_file, fake_tokens
 from tests.teamsync.gitutil import git, make_bare, tip_files
 from tests.teamsync.instance import Instance
 

@@ -11,8 +11,8 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 from django.utils import timezone
 
-from memapp.events import prune_events
-from memapp.flags import get_flag
+from memapp.stores.events import prune_events
+from memapp.stores.flags import get_flag
 from teamsync.models import TeamSyncStatus
 from teamsync.service import SyncReport, sync_team, team_remote_display
 

@@ -1,6 +1,0 @@
-from django.apps import AppConfig
-
-
-class MemappConfig(AppConfig):
-    name = "memapp"
-    verbose_name = "memhub"

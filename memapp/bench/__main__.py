@@ -1,0 +1,98 @@
+"""memhub's benchmark command.
+
+    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team]
+
+The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
+mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
+through a bare repository (:mod:`memapp.bench.team`). Nothing in the product imports this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import sys
+from collections.abc import Sequence
+
+import yaml
+
+from memapp.bench import core
+from memapp.bench.common import format_table, load_average, run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memapp.bench",
+        description="Benchmarks of the memory core and, with --web, of the web app and API.",
+    )
+    parser.add_argument("--sizes", default="200,2000,20000", help="corpus sizes, comma-separated")
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        help="also measure the store page, the mirror, recall and prompt over HTTP (Django)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=10.0,
+        help="--web: seconds of recall load against gunicorn (0: skip the load test)",
+    )
+    parser.add_argument(
+        "--clients", type=int, default=4, help="--web: concurrent connections of the load test"
+    )
+    parser.add_argument(
+        "--team",
+        action="store_true",
+        help="also measure team sync: push, pull, the secret gate and the protocol (Django, git)",
+    )
+    parser.add_argument(
+        "--team-files", type=int, default=1000, help="--team: memory files pushed and pulled"
+    )
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        core.worker(*args.worker)
+        return 0
+    sizes = [int(size) for size in args.sizes.replace("_", "").split(",") if size.strip()]
+    load_before = load_average()
+    legends = []
+    with contextlib.ExitStack() as stack:
+        sections = list(core.SECTIONS)
+        if args.web:
+            from memapp.bench import web  # Django is set up only when asked for
+
+            sections += stack.enter_context(
+                web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
+            )
+            legends.append(web.LEGEND)
+        rows = run(sizes, max(args.runs, 1), sections, progress=not args.quiet)
+        if args.team:
+            from memapp.bench import team  # Django and git only when asked for
+
+            rows += team.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
+            legends.append(team.LEGEND)
+    libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
+    print(
+        f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"
+        f" {os.cpu_count()} CPUs, median of {args.runs} runs"
+    )
+    print(f"load average (1/5/15 min): {load_before} before, {load_average()} after")
+    print()
+    print(format_table(rows))
+    print()
+    print("floors: cold scan = os.walk + stat + first 30 lines + yaml.load(CSafeLoader), each in a")
+    print("fresh process; warm rescan = scandir walk + stat; manifest = bare f-string per header;")
+    print("index = split, keep 200 lines, join, cut to 25,000 bytes.")
+    for legend in legends:
+        print()
+        print(legend)
+    return 1 if args.check and any(row.met is False for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

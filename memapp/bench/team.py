@@ -1,0 +1,316 @@
+"""Benchmarks of team sync: pushing and pulling a thousand memories through a shared repository.
+
+    python -m memapp.bench --team [--team-files 1000] [--runs 5]
+
+Run by ``python -m memapp.bench`` after its other sections, on a corpus of its own (``--team-files``
+generated memory files, deleted afterwards), with Django set up on a temporary data dir (see
+:func:`memapp.bench.web.django_on_temp_data_dir`): the shared repository is the bare one memhub
+keeps in that data dir. Targets (issue 5):
+
+- :func:`bench_git_work`: the git side of a push of every file as new, on a fresh bare remote
+  each run: ``TeamClone.commit_local`` (scanning excluded: a secret check that passes all) and
+  ``push_once``, against the plain ``git add -A`` / ``git commit`` / ``git push`` of the same
+  files already in a work tree: ≤ 3×.
+- :func:`bench_secret_scan`: the fast rules alone over every file: ≥ 1,000 files/s; the push gate
+  (fast rules + detect-secrets) on cold caches, and again on the unchanged files, which the
+  content-hash cache answers without scanning.
+- :func:`bench_sync`: ``sync_team()`` of a team store holding every file as new (secret gate on
+  cold caches, commit, push): ≤ 10 s. Then a teammate with a plain git clone changes every
+  file and pushes, and ``sync_team(push=False)`` pulls (fetch, merge, write to the store, mirror
+  update): ≤ 2 s. Then ``GET /api/claude_code/team_memory?view=hashes`` for the store, server
+  time through Django's test client: ≤ 20 ms.
+
+Before each timed step, :func:`os.sync` flushes what the set-up wrote, so the disk's write-back
+of one step does not land in the next one's time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from memapp.bench.common import Corpus, Row, generate_corpus
+
+GIT_WORK_TARGET = 3.0
+PUSH_LIMIT = 10.0
+PULL_LIMIT = 2.0
+HASHES_LIMIT = 0.020
+MIN_FAST_RULE_RATE = 1_000.0
+FOLDER = "acme/app"
+
+LEGEND = """\
+team: a generated corpus pushed as new files into a bare repository on the same disk. git work =
+commit_local + push (no secret scan) against plain `git add -A`, `git commit`, `git push` of the
+same files; whole push = sync_team() with the secret gate on cold caches; pull = sync_team(push=
+False) after a teammate's plain git clone changed every file; view=hashes = server time of the
+team memory protocol. Targets (issue 5): git work ≤ 3×, push ≤ 10 s, fast rules ≥ 1,000
+files/s, pull ≤ 2 s, view=hashes ≤ 20 ms."""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _settled_timed(func: Callable[[], object]) -> float:
+    os.sync()
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def _bare(path: Path) -> Path:
+    from teamsync.engine import init_bare_remote
+
+    init_bare_remote(path)
+    return path
+
+
+# -- git work against plain git -------------------------------------------------------------------
+
+
+def _plain_git_push(corpus: Corpus, work: Path) -> float:
+    """`git add -A`, `git commit`, `git push` of the corpus, already copied into a new clone."""
+    remote = _bare(work / "plain.git")
+    clone = work / "plain"
+    _git(work, "clone", "--quiet", str(remote), str(clone))
+    _git(clone, "checkout", "--quiet", "-b", "main")
+    _git(clone, "config", "user.name", "bench")
+    _git(clone, "config", "user.email", "bench@localhost")
+    shutil.copytree(corpus.root, clone / FOLDER)
+
+    def push() -> None:
+        _git(clone, "add", "-A")
+        _git(clone, "commit", "--quiet", "-m", "memories")
+        _git(clone, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+
+    return _settled_timed(push)
+
+
+def _memhub_git_push(corpus: Corpus, work: Path) -> tuple[float, int]:
+    """What a push costs memhub's engine besides scanning: copy into the clone, commit, push."""
+    from teamsync.engine import StoreSpec, TeamClone
+
+    clone = TeamClone(work / "clone", str(_bare(work / "memhub.git")))
+    clone.ensure()
+    spec = StoreSpec(folder=FOLDER, directory=corpus.root, base={})
+    result = None
+
+    def push() -> None:
+        nonlocal result
+        result = clone.commit_local(
+            spec, secret_check=lambda files: {}, max_entries=10**6, max_entry_bytes=10**7
+        )
+        ok, error, _permanent = clone.push_once()
+        if not ok:
+            raise AssertionError(f"the push failed: {error}")
+
+    seconds = _settled_timed(push)
+    topics = [key for key in result.committed if not key.endswith("MEMORY.md")] if result else []
+    return seconds, len(topics)
+
+
+def bench_git_work(corpus: Corpus, runs: int) -> list[Row]:
+    """Median of ``runs`` pushes of every file as new, each on fresh repositories."""
+    ours, plain = [], []
+    committed = 0
+    for run in range(runs):
+        with tempfile.TemporaryDirectory(prefix="memhub-bench-git-") as tmp:
+            if run % 2:  # each goes first every other run: the disk favours neither
+                plain.append(_plain_git_push(corpus, Path(tmp)))
+            seconds, committed = _memhub_git_push(corpus, Path(tmp))
+            ours.append(seconds)
+            if not run % 2:
+                plain.append(_plain_git_push(corpus, Path(tmp)))
+    if committed != corpus.extra["topics"]:
+        raise AssertionError(f"committed {committed} of {corpus.extra['topics']} topic files")
+    return [
+        Row(
+            corpus.size,
+            "team push, git work (commit + push)",
+            statistics.median(ours),
+            statistics.median(plain),
+            GIT_WORK_TARGET,
+            note="floor: git add -A, commit, push",
+        )
+    ]
+
+
+# -- the secret gate ------------------------------------------------------------------------------
+
+
+def bench_secret_scan(corpus: Corpus, runs: int) -> list[Row]:
+    from memapp.memdir.secret_gate import configure, scan_for_push
+    from memapp.memdir.secret_rules import scan_text
+
+    texts = {
+        path.relative_to(corpus.root).as_posix(): path.read_text(encoding="utf-8")
+        for path in corpus.root.rglob("*.md")
+    }
+    fast = statistics.median(
+        _settled_timed(lambda: [scan_text(text) for text in texts.values()]) for _ in range(runs)
+    )
+    configure(entropy=True)  # a change of configuration forgets every cached result,
+    configure(entropy=False)  # so the gate below starts cold
+    gate = _settled_timed(lambda: scan_for_push(texts))
+    cached = statistics.median(_settled_timed(lambda: scan_for_push(texts)) for _ in range(runs))
+    files = len(texts)
+    return [
+        Row(
+            corpus.size,
+            "secret scan, fast rules",
+            fast,
+            rate=files / fast,
+            min_rate=MIN_FAST_RULE_RATE,
+            note=f"{files:,} files in {fast * 1e3:.0f} ms",
+        ),
+        Row(
+            corpus.size,
+            "secret scan, push gate (cold)",
+            gate,
+            rate=files / gate,
+            note="fast rules + detect-secrets",
+        ),
+        Row(
+            corpus.size,
+            "secret scan, push gate (unchanged)",
+            cached,
+            gate,
+            note="answered by the content-hash cache",
+        ),
+    ]
+
+
+# -- whole sync, pull and the protocol -------------------------------------------------------------
+
+
+def _team_store(corpus: Corpus):
+    """A project and its managed team store (empty), its member, and a token for the protocol."""
+    from django.contrib.auth import get_user_model
+
+    from memapp.stores.flags import set_flag
+    from memapp.stores.models import Project
+    from memapp.stores.projects import resolve_store
+    from memapp.stores.tokens import do_create_api_token
+
+    user = get_user_model().objects.create_user(f"team-bench-{corpus.size}", password=None)
+    project = Project.objects.create(key=f"{FOLDER}-{corpus.size}", repo_slug=FOLDER)
+    project.members.add(user)
+    set_flag("team_max_entries", 10 * corpus.size, project)  # above the default cap of 500
+    store = resolve_store(user, project.key, "team")
+    _row, token = do_create_api_token(user, "bench")
+    return user, store, token
+
+
+def _teammate_changes_everything(remote: str, work: Path) -> int:
+    """A teammate's plain clone appends a line to every file of the folder and pushes."""
+    clone = work / "teammate"
+    _git(work, "clone", "--quiet", remote, str(clone))
+    _git(clone, "config", "user.name", "teammate")
+    _git(clone, "config", "user.email", "teammate@localhost")
+    changed = 0
+    for path in sorted((clone / FOLDER).rglob("*.md")):
+        if path.name == "MEMORY.md":
+            continue
+        with path.open("a", encoding="utf-8") as file:
+            file.write("\nChecked again by the teammate.\n")
+        changed += 1
+    _git(clone, "commit", "--quiet", "-am", "teammate: every memory checked again")
+    _git(clone, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    return changed
+
+
+def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
+    from django.test import Client
+
+    from memapp.memdir.secret_gate import configure
+    from memapp.stores.mirror import rescan_store
+    from teamsync.service import sync_team, team_remote
+
+    _user, store, token = _team_store(corpus)
+    sync_team()  # the clone and the first commit of the shared repository
+    shutil.copytree(corpus.root, store.path, dirs_exist_ok=True)
+    rescan_store(store)  # as if written through memhub, which mirrors every write
+    configure(entropy=True)  # cold secret caches: every file is scanned by the push
+    configure(entropy=False)
+    pushed = None
+
+    def push() -> None:
+        nonlocal pushed
+        pushed = sync_team()
+
+    push_seconds = _settled_timed(push)
+    if not pushed.pushed or pushed.committed < corpus.extra["topics"]:
+        raise AssertionError(f"the push did not publish every file: {pushed}")
+
+    with tempfile.TemporaryDirectory(prefix="memhub-bench-teammate-") as tmp:
+        changed = _teammate_changes_everything(team_remote(), Path(tmp))
+    pulled = None
+
+    def pull() -> None:
+        nonlocal pulled
+        pulled = sync_team(push=False)
+
+    pull_seconds = _settled_timed(pull)
+    if pulled.error or pulled.written != changed:
+        raise AssertionError(f"the pull wrote {pulled.written} of {changed} files: {pulled}")
+
+    client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
+    url = f"/api/claude_code/team_memory?repo={FOLDER}&view=hashes"
+    response = client.get(url)
+    sums = response.json()["content"]["entryChecksums"] if response.status_code == 200 else {}
+    if len(sums) < changed:
+        raise AssertionError(f"view=hashes answered {response.status_code}")
+    entries = len(sums)
+    hashes = []
+    for _ in range(10 * runs):
+        start = time.perf_counter()
+        client.get(url)
+        hashes.append(time.perf_counter() - start)
+    return [
+        Row(
+            corpus.size,
+            "team push, whole sync_team()",
+            push_seconds,
+            limit=PUSH_LIMIT,
+            note=f"{pushed.committed:,} files, secret gate cold",
+        ),
+        Row(
+            corpus.size,
+            "team pull, sync_team(push=False)",
+            pull_seconds,
+            limit=PULL_LIMIT,
+            note=f"{pulled.written:,} files changed by a teammate",
+        ),
+        Row(
+            corpus.size,
+            "team protocol GET ?view=hashes",
+            statistics.median(hashes),
+            limit=HASHES_LIMIT,
+            note=f"{entries:,} entries",
+        ),
+    ]
+
+
+SECTIONS = [bench_git_work, bench_secret_scan, bench_sync]
+
+
+def run(files: int, runs: int, progress: bool = True) -> list[Row]:
+    """Every team section on one generated corpus of ``files`` memory files."""
+    from memapp.bench.web import django_on_temp_data_dir
+
+    rows: list[Row] = []
+    with django_on_temp_data_dir(), tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
+        corpus = generate_corpus(Path(tmp) / "memory", files, progress=progress)
+        # Every topic file is pushed; an index only with the entries of files pushed with it.
+        corpus.extra["topics"] = sum(1 for p in corpus.root.rglob("*.md") if p.name != "MEMORY.md")
+        for section in SECTIONS:
+            rows.extend(section(corpus, runs))
+    return rows

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class StoresConfig(AppConfig):
+    """Stores, their mirror, projects, flags, events and tokens: every write to a store goes
+    through this app. Its label stays `memapp`, the app's name before the layers were split, so
+    tables and migration history are unchanged."""
+
+    name = "memapp.stores"
+    label = "memapp"
+    verbose_name = "memhub"

@@ -1,0 +1,130 @@
+"""Recording events (DESIGN §12) through one function.
+
+Each kind has a closed set of fields, the ones the client reports. An unknown kind or field is
+a programming error and raises, so nothing unplanned (a secret, a memory's content) can slip
+into the event log through a typo or a careless `**locals()`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memapp.stores.models import Event
+
+EVENT_FIELDS: dict[str, frozenset[str]] = {
+    "sync_pull": frozenset({"success", "files_written", "not_modified", "duration_ms", "error"}),
+    "sync_push": frozenset(
+        {
+            "success",
+            "files_uploaded",
+            "conflict",
+            "conflict_retries",
+            "duration_ms",
+            "batches",
+            "error",
+        }
+    ),
+    "push_suppressed": frozenset({"reason", "status"}),
+    "secret_skipped": frozenset({"file_count", "rule_ids"}),
+    "entries_capped": frozenset({"total_entries", "dropped_count", "max_entries"}),
+    "index_loaded": frozenset(
+        {"file_count", "line_count", "truncated_by_lines", "truncated_by_bytes"}
+    ),
+    "recall": frozenset({"candidates", "selected", "ages", "selector", "error"}),
+    "flag_changed": frozenset({"name", "scope", "old", "new", "note"}),
+    "snapshot_decision": frozenset({"agent_type", "scope", "decision", "updated_at"}),
+    "memory_written": frozenset({"path", "via", "created"}),
+    "memory_forgotten": frozenset({"path", "via"}),
+    "conflict": frozenset({"path", "reason", "resolution"}),
+    "stores_discovered": frozenset({"found", "removed", "duration_ms"}),
+}
+
+
+class UnknownEventError(ValueError):
+    """An event kind or field that DESIGN §12 does not define."""
+
+
+def record_event(kind: str, project=None, user=None, *, store=None, **fields) -> Event:
+    """Store one event; `store` marks events about a private store as visible only to its owner."""
+    event = _event(kind, project, user, store, fields)
+    event.save()
+    return event
+
+
+def _event(kind: str, project, user, store, fields: dict) -> Event:
+    """An unsaved event, after checking its kind and fields."""
+    allowed = EVENT_FIELDS.get(kind)
+    if allowed is None:
+        raise UnknownEventError(f"unknown event kind {kind!r}")
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise UnknownEventError(f"event {kind!r} has no field(s) {', '.join(unknown)}")
+    json.dumps(fields)  # fail here, not inside the database driver, on unserialisable values
+    if project is None and store is not None:
+        project = store.project
+    return Event(kind=kind, project=project, store=store, user=user, fields=fields)
+
+
+# Events of hot API paths (recall, index loaded) are buffered and written in bulk, so a busy
+# agent's requests are not each a database write. The buffer is flushed when it is full, when it
+# is older than FLUSH_SECONDS (checked on the next event), and at process exit.
+FLUSH_EVENTS = 50
+FLUSH_SECONDS = 5.0
+_buffer: list[Event] = []
+_buffer_lock = threading.Lock()
+_buffer_since = 0.0
+
+
+def record_event_later(kind: str, project=None, user=None, *, store=None, **fields) -> None:
+    """Like `record_event`, but written in bulk soon after; for per-request bookkeeping."""
+    global _buffer_since
+    event = _event(kind, project, user, store, fields)
+    with _buffer_lock:
+        if not _buffer:
+            _buffer_since = time.monotonic()
+        _buffer.append(event)
+        due = len(_buffer) >= FLUSH_EVENTS or time.monotonic() - _buffer_since >= FLUSH_SECONDS
+    if due:
+        flush_events()
+
+
+def discard_buffered_events() -> None:
+    """Drop what is buffered (tests: rows it refers to are rolled back with the test)."""
+    with _buffer_lock:
+        _buffer.clear()
+
+
+def flush_events() -> int:
+    """Write the buffered events now; returns how many were written."""
+    with _buffer_lock:
+        pending = _buffer[:]
+        _buffer.clear()
+    if pending:
+        Event.objects.bulk_create(pending)
+    return len(pending)
+
+
+def _flush_at_exit() -> None:
+    try:
+        flush_events()
+    except Exception:  # the database may already be gone; losing bookkeeping beats a traceback
+        logging.getLogger(__name__).exception("could not write buffered events at exit")
+
+
+atexit.register(_flush_at_exit)
+
+
+def prune_events(days: int, now=None) -> int:
+    """Delete events older than `days` days (0 keeps everything); returns how many went."""
+    if days <= 0:
+        return 0
+    now = timezone.now() if now is None else now
+    deleted, _ = Event.objects.filter(created_at__lt=now - timedelta(days=days)).delete()
+    return deleted

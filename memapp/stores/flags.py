@@ -1,0 +1,288 @@
+"""Admin flags (DESIGN §11): typed values with defaults, global with per-project overrides.
+
+Every flag is declared once in FLAGS. Read through `get_flag(name, project=None)`; change through
+`set_flag(...)`, which validates and audits the change as a `flag_changed` event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memapp.stores.events import record_event
+from memapp.stores.models import FlagValue
+
+
+class FlagError(ValueError):
+    """An unknown flag, or a value the flag does not accept."""
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    name: str
+    kind: type  # bool, int or str
+    default: Any
+    help: str
+    in_effect: bool = False  # False: stored and shown, but the feature it drives is not built yet
+    global_only: bool = False
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def clean(self, value: Any) -> Any:
+        """Return `value` as this flag's type, or raise FlagError saying what is accepted."""
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
+                return True
+            if isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
+                return False
+            raise FlagError(f"{self.name} must be true or false, not {value!r}")
+        if self.kind is int:
+            if isinstance(value, bool):
+                raise FlagError(f"{self.name} must be an integer, not {value!r}")
+            try:
+                number = int(str(value).strip()) if isinstance(value, str) else int(value)
+            except (TypeError, ValueError):
+                raise FlagError(f"{self.name} must be an integer, not {value!r}") from None
+            if isinstance(value, float) and value != number:
+                raise FlagError(f"{self.name} must be an integer, not {value!r}")
+            if self.minimum is not None and number < self.minimum:
+                raise FlagError(f"{self.name} must be at least {self.minimum}, not {number}")
+            return number
+        if not isinstance(value, str) or not value.strip():
+            raise FlagError(f"{self.name} must be a non-empty string")
+        value = value.strip()
+        if self.choices and value not in self.choices:
+            raise FlagError(f"{self.name} must be one of {', '.join(self.choices)}, not {value!r}")
+        return value
+
+
+def _specs() -> list[FlagSpec]:
+    # `in_effect=True` only where the code reads the flag today: prompting.py (prompt modes and
+    # index caps), recall.py (recall, model, limit, scan and surfacing caps), views/stores.py (the
+    # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol).
+    return [
+        FlagSpec(
+            "auto_memory",
+            bool,
+            True,
+            "Auto memory on: prompts include a memory section.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "team_memory",
+            bool,
+            True,
+            "Team memory on: team stores, team sync, protocol.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall",
+            bool,
+            True,
+            "Recall on: agents may ask which memories fit a query.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall_model",
+            str,
+            settings.MEMHUB_RECALL_MODEL,
+            "Model of the LLM selector.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "recall_max",
+            int,
+            5,
+            "At most this many memories per recall.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "recall_offline_only", bool, False, "Never call the LLM selector.", in_effect=True
+        ),
+        FlagSpec(
+            "skip_index", bool, False, "Prompts leave out the MEMORY.md step.", in_effect=True
+        ),
+        FlagSpec(
+            "daily_log_mode",
+            bool,
+            False,
+            "Append-only daily logs instead of team memory.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "search_past_context",
+            bool,
+            False,
+            "Prompts add 'Searching past context'.",
+            in_effect=True,
+        ),
+        FlagSpec("extraction", bool, True, "Background extraction of memories from sessions."),
+        FlagSpec("extraction_every_n_turns", int, 1, "Extract every N turns.", minimum=1),
+        FlagSpec("extraction_non_interactive", bool, False, "Extract in non-interactive sessions."),
+        FlagSpec("consolidation", bool, True, "Background consolidation of memory."),
+        FlagSpec("consolidation_min_hours", int, 24, "Hours between consolidations.", minimum=1),
+        FlagSpec("consolidation_min_sessions", int, 5, "Sessions before consolidating.", minimum=1),
+        FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", in_effect=True, minimum=1),
+        FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", in_effect=True, minimum=1),
+        FlagSpec(
+            "scan_max_files",
+            int,
+            200,
+            "Files a scan keeps (newest first).",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec("frontmatter_max_lines", int, 30, "Lines read for a header.", minimum=3),
+        FlagSpec(
+            "surface_max_bytes", int, 4_096, "Bytes surfaced per memory.", in_effect=True, minimum=1
+        ),
+        FlagSpec(
+            "surface_session_bytes",
+            int,
+            60 * 1024,
+            "Bytes per session.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "team_max_entries",
+            int,
+            500,
+            "Entries per project team store.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "team_max_entry_bytes",
+            int,
+            250_000,
+            "Bytes per team entry.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "secrets_entropy_plugins",
+            bool,
+            False,
+            "Also run detect-secrets' entropy and IP plugins before a push.",
+            in_effect=True,
+            global_only=True,
+        ),
+        FlagSpec(
+            "sync_interval_seconds",
+            int,
+            60,
+            "Seconds between team pulls.",
+            in_effect=True,
+            minimum=5,
+        ),
+        FlagSpec(
+            "protocol_project_creation",
+            str,
+            "staff",
+            "Who may create projects through the team memory protocol.",
+            in_effect=True,
+            choices=("staff", "everyone"),
+        ),
+    ]
+
+
+FLAGS: dict[str, FlagSpec] = {spec.name: spec for spec in _specs()}
+
+
+def flag_spec(name: str) -> FlagSpec:
+    try:
+        return FLAGS[name]
+    except KeyError:
+        raise FlagError(f"unknown flag {name!r}") from None
+
+
+def get_flag(name: str, project=None) -> Any:
+    """The project's override if it has one, else the global value, else the default."""
+    spec = flag_spec(name)
+    scope = Q(project__isnull=True)
+    if project is not None and not spec.global_only:
+        scope |= Q(project=project)
+    values = dict(FlagValue.objects.filter(scope, name=name).values_list("project_id", "value"))
+    if project is not None and project.pk in values:
+        return spec.clean(values[project.pk])
+    if None in values:
+        return spec.clean(values[None])
+    return spec.default
+
+
+def get_flags(project=None) -> dict[str, Any]:
+    """Every flag's value for `project` (or globally) in one query."""
+    scope = Q(project__isnull=True)
+    if project is not None:
+        scope |= Q(project=project)
+    rows = FlagValue.objects.filter(scope).values_list("name", "project_id", "value")
+    stored: dict[str, dict] = {}
+    for name, project_id, value in rows:
+        stored.setdefault(name, {})[project_id] = value
+    values = {}
+    for name, spec in FLAGS.items():
+        found = stored.get(name, {})
+        if project is not None and not spec.global_only and project.pk in found:
+            values[name] = spec.clean(found[project.pk])
+        elif None in found:
+            values[name] = spec.clean(found[None])
+        else:
+            values[name] = spec.default
+    return values
+
+
+@transaction.atomic
+def set_flag(name: str, value: Any, project=None, user=None, note: str = "") -> Any:
+    """Validate and store a flag value (global when `project` is None), audited as an event."""
+    spec = flag_spec(name)
+    if project is not None and spec.global_only:
+        raise FlagError(f"{name} is global only; it cannot be overridden per project")
+    clean = spec.clean(value)
+    old = get_flag(name, project)
+    FlagValue.objects.update_or_create(
+        name=name,
+        project=project,
+        defaults={"value": clean, "updated_at": timezone.now(), "updated_by": user},
+    )
+    scope = project.key if project is not None else "global"
+    record_event(
+        "flag_changed",
+        project=project,
+        user=user,
+        name=name,
+        scope=scope,
+        old=old,
+        new=clean,
+        note=note,
+    )
+    return clean
+
+
+@transaction.atomic
+def clear_flag_override(name: str, project, user=None, note: str = "") -> None:
+    """Remove a project's override (or, with `project` None, the global value) so the next
+    level applies again: the global value, else the default. Audited when something was removed.
+    """
+    flag_spec(name)
+    old = get_flag(name, project)
+    deleted, _ = FlagValue.objects.filter(name=name, project=project).delete()
+    if deleted:
+        record_event(
+            "flag_changed",
+            project=project,
+            user=user,
+            name=name,
+            scope=project.key if project is not None else "global",
+            old=old,
+            new=get_flag(name, project),
+            note=note or ("override removed" if project is not None else "reset to default"),
+        )

@@ -1,0 +1,188 @@
+"""Keeping the database mirror in step with the directories on disk (DESIGN §1).
+
+Disk is the truth. A rescan stats every file (the core's scan cache makes an unchanged file cost
+one stat), re-reads only files whose mtime or size changed, and drops rows of files that are
+gone. It never writes to the store's directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections import defaultdict
+from pathlib import Path
+from typing import NamedTuple
+
+from django.db import transaction
+from django.utils import timezone
+
+from memapp.memdir.frontmatter import parse_memory
+from memapp.memdir.index import index_health
+from memapp.memdir.lint import missing_why_how, relative_dates
+from memapp.memdir.scan import MemoryHeader, scan_memory_files
+from memapp.stores.models import MemoryFile, Store
+
+MAX_BODY_CHARS = 256 * 1024  # kept for search; a 10 MB file is still mirrored, its body capped
+
+
+class RescanResult(NamedTuple):
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+
+
+def _read_fields(root: Path, header: MemoryHeader) -> dict:
+    """Everything the mirror keeps about one file, from one full read of it."""
+    digest = hashlib.sha256()
+    try:
+        data = (root / header.path).read_bytes()
+    except OSError as exc:
+        data, problem = b"", f"unreadable: {exc.strerror or exc}"
+    else:
+        problem = header.problem or ""
+    digest.update(data)
+    memory = parse_memory(data, path=header.path)
+    body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
+    memory_type = memory.type or ""
+    return {
+        "name": memory.name or "",
+        "description": memory.description or "",
+        "type": memory_type,
+        "type_form": memory.type_form or "",
+        "size": header.size,
+        "mtime_ms": header.mtime_ms,
+        "sha256": digest.hexdigest(),
+        "links": list(memory.links),
+        "problem": problem or memory.problem or "",
+        "body": body,
+        "missing_sections": missing_why_how(memory_type, body),
+        "relative_dates": relative_dates(body) if memory_type == "project" else [],
+    }
+
+
+def _link_targets(files: list[MemoryFile]) -> set[str]:
+    """The names a `[[slug]]` can point at: each memory's name and its file name without `.md`."""
+    targets = set()
+    for file in files:
+        if file.name:
+            targets.add(file.name)
+        targets.add(posixpath.basename(file.path).removesuffix(".md"))
+    return targets
+
+
+def rescan_store(store: Store) -> RescanResult:
+    """Bring the store's mirror rows and index stats up to date with its directory."""
+    root = Path(store.path)
+    headers = scan_memory_files(root, limit=None, exclude=tuple(store.exclude))
+    stamps = tuple((h.path, h.mtime_ms, h.size) for h in headers)
+    signature = _index_signature(root)
+    seen = _last_rescan.get(store.pk)
+    if (
+        seen is not None
+        and seen == (stamps, store.scanned_at)
+        and store.index_stats.get("signature") == signature
+    ):
+        # This process mirrored exactly these files last time and nobody rescanned since (the
+        # scan time would differ): the rows are current, so skip reading them back.
+        return _touch(store, stamps, len(headers))
+    existing = {
+        row["path"]: row
+        for row in store.files.values(
+            "pk", "path", "mtime_ms", "size", "in_index", "dangling_links"
+        )
+    }
+    added, changed, unchanged = [], [], 0
+    for header in headers:
+        row = existing.pop(header.path, None)
+        if row is None:
+            added.append(MemoryFile(store=store, path=header.path, **_read_fields(root, header)))
+        elif row["mtime_ms"] != header.mtime_ms or row["size"] != header.size:
+            changed.append(
+                MemoryFile(
+                    pk=row["pk"],
+                    store=store,
+                    path=header.path,
+                    in_index=row["in_index"],  # as they were: refreshed below with the rest
+                    dangling_links=row["dangling_links"],
+                    **_read_fields(root, header),
+                )
+            )
+        else:
+            unchanged += 1
+    files_changed = bool(added or changed or existing)
+    if not files_changed and store.index_stats.get("signature") == signature:
+        # Nothing on disk moved: the index stats and cross-file flags still hold.
+        return _touch(store, stamps, unchanged)
+    health = index_health(root, files=[h.path for h in headers])
+    indexed = {h.path for h in headers} - set(health.unindexed)
+    with transaction.atomic():
+        # A changed row is replaced whole (same pk): bulk_update's CASE per field and row takes
+        # seconds for a thousand rows, one DELETE and one INSERT milliseconds.
+        gone = [row["pk"] for row in existing.values()] + [file.pk for file in changed]
+        if gone:
+            MemoryFile.objects.filter(pk__in=gone).delete()
+        MemoryFile.objects.bulk_create(added + changed, batch_size=500)
+        _refresh_cross_file_flags(store, indexed)
+        store.file_count = len(headers)
+        store.scanned_at = timezone.now()
+        store.index_stats = {
+            "exists": health.exists,
+            "lines": health.line_count,
+            "bytes": health.byte_count,
+            "max_lines": health.max_lines,
+            "max_bytes": health.max_bytes,
+            "truncated_lines": health.was_line_truncated,
+            "truncated_bytes": health.was_byte_truncated,
+            "missing_targets": len(health.missing_targets),
+            "unindexed": len(health.unindexed),
+            "long_entries": len(health.long_entries),
+            "signature": signature,
+        }
+        store.save(update_fields=["file_count", "scanned_at", "index_stats"])
+    _last_rescan[store.pk] = (stamps, store.scanned_at)
+    return RescanResult(len(added), len(changed), len(existing), unchanged)
+
+
+# store id -> (the files' (path, mtime, size) and the scan time) of this process's last rescan.
+_last_rescan: dict[int, tuple[tuple, object]] = {}
+
+
+def _touch(store: Store, stamps: tuple, unchanged: int) -> RescanResult:
+    """Record a rescan that found nothing new."""
+    store.scanned_at = timezone.now()
+    store.save(update_fields=["scanned_at"])
+    _last_rescan[store.pk] = (stamps, store.scanned_at)
+    return RescanResult(0, 0, 0, unchanged)
+
+
+def _index_signature(root: Path) -> list[int] | None:
+    """MEMORY.md's mtime and size: when they and the files are unchanged, so are the flags."""
+    try:
+        st = (root / "MEMORY.md").stat()
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _refresh_cross_file_flags(store: Store, indexed: set[str]) -> None:
+    """`in_index` and `dangling_links` depend on other files, so they are recomputed together."""
+    files = list(
+        store.files.only("pk", "store", "path", "name", "links", "in_index", "dangling_links")
+    )
+    targets = _link_targets(files)
+    stale = []
+    for file in files:
+        in_index = file.path in indexed
+        dangling = [slug for slug in file.links if slug not in targets]
+        if in_index != file.in_index or dangling != file.dangling_links:
+            file.in_index, file.dangling_links = in_index, dangling
+            stale.append(file)
+    # One UPDATE per distinct value (mostly one or two), not bulk_update's CASE per row.
+    by_value: dict[tuple[bool, tuple[str, ...]], list[int]] = defaultdict(list)
+    for file in stale:
+        by_value[(file.in_index, tuple(file.dangling_links))].append(file.pk)
+    for (in_index, dangling), pks in by_value.items():
+        MemoryFile.objects.filter(pk__in=pks).update(
+            in_index=in_index, dangling_links=list(dangling)
+        )

@@ -1,0 +1,290 @@
+"""The database is a mirror of what is on disk (DESIGN §1), plus flags and events."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Project(models.Model):
+    """A project: keyed by its repo slug `owner/repo`, else its sanitized memory dir name."""
+
+    key = models.CharField(max_length=255, unique=True)
+    name = models.CharField(max_length=255, blank=True)
+    repo_slug = models.CharField(
+        max_length=255, blank=True, db_index=True, help_text="owner/repo, once known (DESIGN §3)"
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="memhub_projects"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.name or self.key
+
+
+class StoreQuerySet(models.QuerySet):
+    def visible_to(self, user) -> StoreQuerySet:
+        """Private and agent stores only to their owner (staff included); team stores to members."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(
+            Q(owner=user) | Q(kind=Store.Kind.TEAM, project__members=user)
+        ).distinct()
+
+
+class Store(models.Model):
+    """One memory directory on disk: a user's private store, a team store or an agent's memory."""
+
+    class Kind(models.TextChoices):
+        PRIVATE = "private"
+        TEAM = "team"
+        AGENT = "agent"
+
+    class Origin(models.TextChoices):
+        DISCOVERED = "discovered", "discovered on this host"
+        MANAGED = "managed", "kept in memhub's data dir"
+
+    class AgentScope(models.TextChoices):
+        USER = "user"
+        PROJECT = "project"
+        LOCAL = "local"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    path = models.CharField(max_length=4096, unique=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="stores"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="memhub_stores",
+        help_text="Private and agent stores are visible only to this user.",
+    )
+    mount = models.CharField(max_length=255, blank=True, help_text="team/<mount>/ of newer clients")
+    agent_type = models.CharField(max_length=255, blank=True)
+    agent_scope = models.CharField(max_length=16, choices=AgentScope.choices, blank=True)
+    exclude = models.JSONField(
+        default=list, blank=True, help_text="Top-level entries that are stores of their own."
+    )
+    file_count = models.PositiveIntegerField(default=0)
+    scanned_at = models.DateTimeField(null=True, blank=True)
+    index_stats = models.JSONField(
+        default=dict, blank=True, help_text="MEMORY.md caps and problems as of the last scan."
+    )
+
+    objects = StoreQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["project__key", "kind", "mount", "agent_type"]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.path})"
+
+    @property
+    def label(self) -> str:
+        if self.kind == self.Kind.TEAM:
+            return f"team/{self.mount}" if self.mount else "team"
+        if self.kind == self.Kind.AGENT:
+            return f"agent {self.agent_type} ({self.agent_scope} scope)"
+        return "private"
+
+
+DAY_MS = 86_400_000
+
+
+class MemoryFileQuerySet(models.QuerySet):
+    def visible_to(self, user) -> MemoryFileQuerySet:
+        return self.filter(store__in=Store.objects.visible_to(user))
+
+    def matching(self, filters: dict, now_ms: int, stale_days: int) -> MemoryFileQuerySet:
+        """Apply the review UI's filters (cleaned FilterForm data); empty values mean "any"."""
+        qs = self
+        if query := filters.get("q"):
+            qs = qs.filter(
+                Q(name__icontains=query)
+                | Q(description__icontains=query)
+                | Q(body__icontains=query)
+                | Q(path__icontains=query)
+            )
+        if memory_type := filters.get("type"):
+            qs = qs.filter(type="" if memory_type == "untyped" else memory_type)
+        if scope := filters.get("scope"):
+            qs = qs.filter(store__kind=scope)
+        age = filters.get("age")
+        if age == "stale":
+            qs = qs.filter(mtime_ms__lt=now_ms - stale_days * DAY_MS)
+        elif age:
+            qs = qs.filter(mtime_ms__gt=now_ms - (int(age) + 1) * DAY_MS)
+        problem = filters.get("problem")
+        if problem == "broken":
+            qs = qs.exclude(problem="")
+        elif problem == "why_how":
+            qs = qs.filter(type__in=["feedback", "project"]).exclude(missing_sections=[])
+        elif problem == "unindexed":
+            qs = qs.filter(in_index=False)
+        elif problem == "dangling":
+            qs = qs.exclude(dangling_links=[])
+        elif problem == "relative_dates":
+            qs = qs.exclude(relative_dates=[])
+        order = {"name": ["name", "path"], "type": ["type", "-mtime_ms"]}
+        return qs.order_by(*order.get(filters.get("sort") or "", ["-mtime_ms", "path"]))
+
+
+class MemoryFile(models.Model):
+    """The mirror of one topic file: its header fields and what the review UI filters on."""
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1024, help_text="Relative to the store, '/'-separated.")
+    name = models.CharField(max_length=1000, blank=True)
+    description = models.TextField(blank=True)
+    type = models.CharField(max_length=16, blank=True, help_text="Empty when untyped.")
+    type_form = models.CharField(max_length=16, blank=True)
+    size = models.BigIntegerField()
+    mtime_ms = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    links = models.JSONField(default=list, blank=True)
+    dangling_links = models.JSONField(default=list, blank=True)
+    problem = models.TextField(blank=True, help_text="Why the frontmatter is empty or broken.")
+    body = models.TextField(blank=True, help_text="For search; capped for huge files.")
+    missing_sections = models.JSONField(default=list, blank=True)
+    relative_dates = models.JSONField(default=list, blank=True)
+    in_index = models.BooleanField(default=False)
+
+    objects = MemoryFileQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["store", "path"], name="one_mirror_row_per_file"),
+        ]
+        indexes = [models.Index(fields=["store", "-mtime_ms"], name="memoryfile_newest")]
+        ordering = ["-mtime_ms", "path"]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """A per-user API token. Only its SHA-256 is stored; the token is shown once at creation."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(
+        max_length=16, help_text="The first characters, to tell tokens apart."
+    )
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class FlagValue(models.Model):
+    """A stored flag value: global when `project` is empty, else that project's override."""
+
+    name = models.CharField(max_length=64)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="flag_values"
+    )
+    value = models.JSONField()
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(project__isnull=True), name="one_global_flag_value"
+            ),
+            models.UniqueConstraint(fields=["name", "project"], name="one_flag_value_per_project"),
+        ]
+
+    def __str__(self) -> str:
+        scope = self.project.key if self.project_id else "global"
+        return f"{self.name} [{scope}] = {self.value!r}"
+
+
+# Events that are never about one person's store: shown to everyone signed in when site-wide,
+# else to the project's members (and staff). Every other kind is about a store or a person, so
+# it is shown by the store's visibility, or only to the person who caused it once the store is
+# gone (a deleted private store must not turn its events public). Recall counts are also shown
+# to staff: they hold no memory content.
+OPEN_EVENT_KINDS = (
+    "flag_changed",
+    "sync_pull",
+    "sync_push",
+    "push_suppressed",
+    "stores_discovered",
+)
+
+
+class EventQuerySet(models.QuerySet):
+    def visible_to(self, user) -> EventQuerySet:
+        """Events `user` may see; private stores' events only to their owner, staff included.
+
+        Subqueries rather than joins, so each event appears once and counts stay right.
+        """
+        if not user.is_authenticated:
+            return self.none()
+        stores = Store.objects.visible_to(user).values("pk")
+        site_wide = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
+        if user.is_staff:
+            seen = Q(store__in=stores) | Q(store__kind=Store.Kind.TEAM)
+            seen |= site_wide | Q(store__isnull=True, kind="recall")
+        else:
+            projects = Project.objects.filter(members=user).values("pk")
+            seen = Q(store__in=stores)
+            seen |= site_wide & (Q(project__isnull=True) | Q(project__in=projects))
+        return self.filter(seen | Q(store__isnull=True, user=user))
+
+
+class Event(models.Model):
+    """Something that happened (DESIGN §12); fields are whitelisted per kind in `stores.events`."""
+
+    kind = models.CharField(max_length=32, db_index=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
+    store = models.ForeignKey(
+        Store, null=True, blank=True, on_delete=models.SET_NULL, related_name="events"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    fields = models.JSONField(default=dict, blank=True)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M:%S}"

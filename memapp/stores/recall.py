@@ -1,0 +1,313 @@
+"""Recall for agents (DESIGN §7–§8): which few memories fit a query, rendered for the prompt.
+
+The candidates are each store's newest files (the manifest). With an Anthropic API key the
+selection is made by a model through the real `anthropic` SDK; without one, by flag, or on any
+error of the model, by the offline ranker of the core. Selected memories are cut to the
+surfacing budget (per memory and per session) and rendered with their freshness headers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from functools import lru_cache
+from pathlib import Path
+
+import anthropic
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+
+from memapp.memdir.freshness import (
+    RecalledMemory,
+    memory_age,
+    memory_age_days,
+    memory_header,
+    render_recalled,
+    truncate_for_surfacing,
+)
+from memapp.memdir.offline_recall import RELATIVE, RecallIndex, select_reason
+from memapp.memdir.scan import MemoryHeader, format_manifest
+from memapp.stores.events import record_event_later
+from memapp.stores.flags import get_flags
+from memapp.stores.locks import store_lock
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Store
+from memapp.stores.prompting import team_store_for
+
+log = logging.getLogger(__name__)
+
+SELECTOR_SYSTEM = (
+    "You pick which saved memories an AI coding agent should see before it answers a user's "
+    "query. You get the query and a list of memory files, one per line with their type, path, "
+    "date and a one-line description. Return the paths of the memories that will clearly help "
+    "with this query, at most {limit}, best first; return an empty list when none clearly "
+    "helps. Be selective: a memory that is only loosely related costs the agent attention. "
+    "When a list of recently used tools is given, skip memories that are usage documentation "
+    "or reference for those tools (the agent is already using them successfully), but keep "
+    "memories that warn about them: gotchas, known issues, bugs, things to avoid."
+)
+SELECTOR_SCHEMA = {
+    "type": "object",
+    "properties": {"selected_memories": {"type": "array", "items": {"type": "string"}}},
+    "required": ["selected_memories"],
+    "additionalProperties": False,
+}
+SESSION_TTL_S = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory that may be recalled: where it lives and how the agent names it."""
+
+    store: Store
+    header: MemoryHeader
+    shown_path: str  # the path the agent sees (its own local path when it told us)
+    scope: str
+
+
+@dataclass
+class RecallOutcome:
+    memories: list[dict] = field(default_factory=list)
+    rendered: str = ""
+    selector: str = "offline"
+    fallback_reason: str | None = None
+    candidates: int = 0
+
+
+def _shown(store: Store, rel: str, memory_dir: str | None) -> str:
+    if store.kind == Store.Kind.TEAM:
+        rel = f"team/{rel}"
+    return f"{memory_dir.rstrip('/')}/{rel}" if memory_dir else rel
+
+
+def _stores(user, private: Store, scope: str, flags: dict) -> list[Store]:
+    stores = []
+    if scope in ("private", "both"):
+        stores.append(private)
+    if scope in ("team", "both") and flags["team_memory"]:
+        team = team_store_for(user, private.project)
+        if team is not None:
+            stores.append(team)
+    return stores
+
+
+# One offline index per store, built from the mirror (headers and bodies already in the
+# database), reused while the store's newest files are unchanged. The mirror is refreshed by
+# every write memhub makes; files changed behind its back are picked up by a rescan at most
+# RESCAN_AFTER old.
+RESCAN_AFTER = timedelta(seconds=30)
+_indexes_by_store: dict[int, RecallIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def store_recall_index(store: Store, limit: int) -> RecallIndex:
+    if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
+        with store_lock(store):
+            store.refresh_from_db(fields=["scanned_at"])  # another worker may have just done it
+            if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
+                rescan_store(store)
+    rows = list(
+        store.files.order_by("-mtime_ms", "path").values_list(
+            "path", "mtime_ms", "size", "name", "description", "type", "type_form", "problem"
+        )[:limit]
+    )
+    stamps = tuple((path, mtime, size) for path, mtime, size, *_ in rows)
+    with _indexes_lock:
+        previous = _indexes_by_store.get(store.pk)
+    if previous is not None and previous.key == stamps:
+        return previous
+    headers = [
+        MemoryHeader(
+            path,
+            mtime,
+            size,
+            name or None,
+            description or None,
+            type_ or None,
+            form or None,
+            problem or None,
+            has_frontmatter=bool(name or description),
+        )
+        for path, mtime, size, name, description, type_, form, problem in rows
+    ]
+    known = set(previous.key) if previous is not None else set()
+    wanted = [h.path for h in headers if (h.path, h.mtime_ms, h.size) not in known]
+    bodies = dict(store.files.filter(path__in=wanted).values_list("path", "body"))
+    index = RecallIndex.build(headers, bodies, previous)
+    with _indexes_lock:
+        _indexes_by_store[store.pk] = index
+    return index
+
+
+def _indexes(stores: list[Store], limit: int):
+    return [(store, store_recall_index(store, limit)) for store in stores]
+
+
+def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[Store, object]]:
+    """Best offline picks across stores (scores are normalised, so they compare across stores)."""
+    scored = []
+    for store, index in indexes:
+        skip = [rel for (s, rel) in surfaced if s == store.pk]
+        scored += [(score, store, h) for h, score in index.scores(query, recent_tools, skip, limit)]
+    scored.sort(key=lambda row: -row[0])
+    if not scored:
+        return []
+    best = scored[0][0]
+    return [(store, h) for score, store, h in scored if score >= RELATIVE * best][:limit]
+
+
+@lru_cache(maxsize=4)
+def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=1
+    )
+
+
+def select_with_model(
+    candidates: list[Candidate], query: str, recent_tools, limit: int, model: str
+) -> list[Candidate]:
+    """Ask the model; raises on any error so the caller can fall back to offline recall."""
+    by_path = {c.shown_path: c for c in candidates}
+    shown = [replace(c.header, path=c.shown_path) for c in candidates]
+    user_message = f"Query: {query}\n\nAvailable memories:\n{format_manifest(shown)}"
+    if recent_tools:
+        user_message += f"\n\nRecently used tools: {', '.join(recent_tools)}"
+    client = _client(
+        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, settings.MEMHUB_RECALL_TIMEOUT
+    )
+    message = client.messages.create(
+        model=model,
+        max_tokens=256,
+        system=SELECTOR_SYSTEM.format(limit=limit),
+        messages=[{"role": "user", "content": user_message}],
+        output_config={"format": {"type": "json_schema", "schema": SELECTOR_SCHEMA}},
+    )
+    text = "".join(block.text for block in message.content if block.type == "text")
+    selected = json.loads(text)["selected_memories"]
+    if not isinstance(selected, list):
+        raise ValueError("selected_memories is not a list")
+    picked = []
+    for path in selected:
+        if isinstance(path, str) and path in by_path and by_path[path] not in picked:
+            picked.append(by_path[path])  # unknown names are dropped (DESIGN §7)
+    return picked[:limit]
+
+
+def _session_key(user, session_id: str) -> str:
+    """Hashed: a session id is the client's text, and cache keys must be short and plain."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"memhub:recall-budget:{user.pk}:{digest}"
+
+
+def recall_for(
+    user,
+    private: Store,
+    query: str,
+    *,
+    recent_tools: tuple[str, ...] = (),
+    already_surfaced: tuple[str, ...] = (),
+    scope: str = "both",
+    memory_dir: str | None = None,
+    session_id: str | None = None,
+    now_ms: int | None = None,
+) -> RecallOutcome:
+    """At most `recall_max` memories that fit `query`, from the user's private store of a project
+    and/or its team store, each cut to the surfacing budget."""
+    flags = get_flags(private.project)
+    if not flags["recall"]:
+        return RecallOutcome(selector="disabled")
+    limit = flags["recall_max"]
+    indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
+    surfaced_paths = set(already_surfaced)
+    surfaced = set()
+    candidates = []
+    for store, index in indexes:
+        for header in index.headers:
+            shown = _shown(store, header.path, memory_dir)
+            if shown in surfaced_paths:
+                surfaced.add((store.pk, header.path))
+            else:
+                candidates.append(Candidate(store, header, shown, store.kind))
+    candidates.sort(key=lambda c: -c.header.mtime_ms)
+    candidates = candidates[: flags["scan_max_files"]]
+    outcome = RecallOutcome(candidates=len(candidates))
+    picked: list[Candidate] | None = None
+    if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and candidates:
+        try:
+            picked = select_with_model(
+                candidates, query, recent_tools, limit, flags["recall_model"]
+            )
+            outcome.selector = "llm"
+        except Exception as exc:  # any failure of the model falls back to offline recall
+            outcome.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]
+            log.warning("recall selector failed, using offline recall: %s", outcome.fallback_reason)
+    if picked is None:
+        by_key = {(c.store.pk, c.header.path): c for c in candidates}
+        picked = [
+            by_key[(store.pk, header.path)]
+            for store, header in select_offline(indexes, query, recent_tools, surfaced, limit)
+            if (store.pk, header.path) in by_key
+        ]
+    _surface(outcome, picked, query, flags, user, session_id, now_ms)
+    record_event_later(
+        "recall",
+        project=private.project,
+        user=user,
+        candidates=outcome.candidates,
+        selected=len(outcome.memories),
+        ages=[m["age_days"] for m in outcome.memories],
+        selector=outcome.selector,
+        error=outcome.fallback_reason,
+    )
+    return outcome
+
+
+def _surface(outcome, picked, query, flags, user, session_id, now_ms) -> None:
+    """Read, cut to budget and render the picked memories."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    budget_key = _session_key(user, session_id) if session_id else None
+    used = cache.get(budget_key, 0) if budget_key else 0
+    recalled = []
+    for candidate in picked:
+        try:
+            content = (Path(candidate.store.path) / candidate.header.path).read_bytes()
+        except OSError:
+            continue
+        text, truncated = truncate_for_surfacing(
+            content.decode("utf-8", "replace"),
+            candidate.shown_path,
+            max_bytes=flags["surface_max_bytes"],
+        )
+        size = len(text.encode("utf-8"))
+        if budget_key and used + size > flags["surface_session_bytes"]:
+            break  # the session's budget is spent: nothing more is surfaced
+        used += size
+        header = candidate.header
+        recalled.append(RecalledMemory(candidate.shown_path, header.mtime_ms, text))
+        outcome.memories.append(
+            {
+                "path": candidate.shown_path,
+                "scope": candidate.scope,
+                "type": header.type,
+                "name": header.name,
+                "description": header.description,
+                "mtime_ms": header.mtime_ms,
+                "age": memory_age(header.mtime_ms, now_ms),
+                "age_days": memory_age_days(header.mtime_ms, now_ms),
+                "header": memory_header(candidate.shown_path, header.mtime_ms, now_ms),
+                "content": text,
+                "truncated": truncated,
+                "reason": "chosen by the model"
+                if outcome.selector == "llm"
+                else select_reason(header, query),
+            }
+        )
+    if budget_key:
+        cache.set(budget_key, used, SESSION_TTL_S)
+    outcome.rendered = render_recalled(recalled, now_ms)

@@ -1,0 +1,245 @@
+"""The figures behind the dashboard: memory ages, index caps, recall and sync over time.
+
+Every function takes querysets already narrowed to what the viewer may see
+(`Store.objects.visible_to`, `Event.objects.visible_to`) and answers with a few aggregate
+queries, never one per store or per day.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db.models import Count, IntegerField, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, TruncDate
+
+from memapp.stores.flags import FLAGS
+from memapp.stores.models import DAY_MS, FlagValue, MemoryFile, Store
+
+AGE_COLOURS = ["fresh", "week", "month", "stale"]
+
+
+def _json_int(key: str) -> Cast:
+    return Cast(KeyTextTransform(key, "fields"), IntegerField())
+
+
+# -- memory ages ----------------------------------------------------------------------------
+
+
+@dataclass
+class StoreAges:
+    store: Store
+    counts: list[int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def stale(self) -> int:
+        return self.counts[-1]
+
+    @property
+    def stale_pct(self) -> int:
+        return round(100 * self.stale / self.total) if self.total else 0
+
+
+def age_buckets(stale_days: int) -> list[tuple[int, str]]:
+    """(younger than N days, label) per bucket; the last bucket, stale, has N = 0 (no limit).
+
+    Stale means older than `stale_days`, as on the home page.
+    """
+    edges = [edge for edge in (2, 8) if edge < stale_days] + [stale_days]
+    buckets, low = [], 0
+    for edge in edges:
+        if low == 0:
+            label = {1: "today", 2: "today or yesterday"}.get(edge, f"under {edge} days")
+        else:
+            label = f"{low}–{edge - 1} days"
+        buckets.append((edge, label))
+        low = edge
+    return buckets + [(0, f"stale (older than {stale_days} days)")]
+
+
+def memory_ages(stores: list[Store], now_ms: int, stale_days: int) -> list[StoreAges]:
+    """How many memories of each store fall in each age bucket (one query)."""
+    buckets = age_buckets(stale_days)
+    counts, newer_than = {}, None
+    for i, (edge, _) in enumerate(buckets):
+        cond = Q(mtime_ms__gte=now_ms - edge * DAY_MS) if edge else Q()
+        if newer_than is not None:
+            cond &= Q(mtime_ms__lt=newer_than)
+        counts[f"b{i}"] = Count("pk", filter=cond)
+        newer_than = now_ms - edge * DAY_MS if edge else None
+    rows = {
+        row["store"]: row
+        for row in MemoryFile.objects.filter(store__in=stores)
+        .values("store")
+        .annotate(**counts)
+        .order_by()
+    }
+    result = []
+    for store in stores:
+        row = rows.get(store.pk)
+        if row is not None:
+            result.append(StoreAges(store, [row[f"b{i}"] for i in range(len(buckets))]))
+    return result
+
+
+# -- index caps -----------------------------------------------------------------------------
+
+
+@dataclass
+class IndexUsage:
+    store: Store
+    lines: int
+    bytes: int
+    max_lines: int
+    max_bytes: int
+
+    @property
+    def worst_pct(self) -> int:
+        return round(100 * max(self.lines / self.max_lines, self.bytes / self.max_bytes))
+
+
+def index_caps(projects) -> dict[int | None, tuple[int, int]]:
+    """(max lines, max bytes) of MEMORY.md per project id (None: global), in one query."""
+    names = ("index_max_lines", "index_max_bytes")
+    stored: dict[tuple[str, int | None], int] = {
+        (name, project_id): value
+        for name, project_id, value in FlagValue.objects.filter(name__in=names)
+        .filter(Q(project__isnull=True) | Q(project__in=projects))
+        .values_list("name", "project_id", "value")
+    }
+
+    def cap(name: str, project_id: int | None) -> int:
+        spec = FLAGS[name]
+        for key in ((name, project_id), (name, None)):
+            if key in stored:
+                return spec.clean(stored[key])
+        return spec.default
+
+    ids = {getattr(p, "pk", p) for p in projects} | {None}
+    return {pid: (cap(names[0], pid), cap(names[1], pid)) for pid in ids}
+
+
+def index_usage(stores: list[Store]) -> list[IndexUsage]:
+    """How full each store's MEMORY.md is against the caps in force now (as of its last scan)."""
+    caps = index_caps([s.project_id for s in stores if s.project_id])
+    rows = []
+    for store in stores:
+        stats = store.index_stats or {}
+        if not stats.get("exists"):
+            continue
+        max_lines, max_bytes = caps[store.project_id]
+        rows.append(IndexUsage(store, stats["lines"], stats["bytes"], max_lines, max_bytes))
+    return sorted(rows, key=lambda row: -row.worst_pct)
+
+
+# -- events over time -----------------------------------------------------------------------
+
+
+def day_range(today: datetime.date, days: int) -> list[datetime.date]:
+    return [today - datetime.timedelta(days=n) for n in range(days - 1, -1, -1)]
+
+
+def _per_day(rows, days: list[datetime.date], key: str) -> list[int]:
+    by_day = {row["day"]: row[key] or 0 for row in rows}
+    return [by_day.get(day, 0) for day in days]
+
+
+@dataclass
+class RecallActivity:
+    days: list[datetime.date]
+    answered: list[int]
+    empty: list[int]
+    queries: int = 0
+    selected: int = 0
+    empty_answers: int = 0
+    selectors: list[tuple[str, int]] = field(default_factory=list)
+    per_query: list[tuple[int, int]] = field(default_factory=list)  # (selected, queries)
+
+    @property
+    def selected_per_query(self) -> float:
+        return self.selected / self.queries if self.queries else 0.0
+
+    @property
+    def empty_pct(self) -> int:
+        return round(100 * self.empty_answers / self.queries) if self.queries else 0
+
+
+def recall_activity(events, days: list[datetime.date]) -> RecallActivity:
+    """Recall queries per day (with and without an answer), selectors, memories per answer."""
+    recalls = events.filter(kind="recall")
+    daily = (
+        recalls.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"), empty=Count("id", filter=Q(fields__selected=0)))
+        .order_by()
+    )
+    daily = list(daily)
+    empty = _per_day(daily, days, "empty")
+    total = _per_day(daily, days, "n")
+    activity = RecallActivity(days, [t - e for t, e in zip(total, empty, strict=True)], empty)
+    totals = recalls.aggregate(
+        n=Count("id"),
+        selected=Sum(_json_int("selected")),
+        empty=Count("id", filter=Q(fields__selected=0)),
+    )
+    activity.queries = totals["n"]
+    activity.selected = totals["selected"] or 0
+    activity.empty_answers = totals["empty"]
+    activity.selectors = [
+        (row["selector"] or "unknown", row["n"])
+        for row in recalls.annotate(selector=KeyTextTransform("selector", "fields"))
+        .values("selector")
+        .annotate(n=Count("id"))
+        .order_by("-n", "selector")
+    ]
+    activity.per_query = [
+        (row["picked"] or 0, row["n"])
+        for row in recalls.annotate(picked=_json_int("selected"))
+        .values("picked")
+        .annotate(n=Count("id"))
+        .order_by("picked")
+    ]
+    return activity
+
+
+@dataclass
+class SyncHistory:
+    days: list[datetime.date]
+    pushes_ok: list[int]
+    pushes_failed: list[int]
+    pulls_changed: list[int]
+    pulls_unchanged: list[int]
+    conflicts: list[int]
+    secret_blocks: list[int]
+    capped: list[int]
+
+    def total(self, name: str) -> int:
+        return sum(getattr(self, name))
+
+
+def sync_history(events, days: list[datetime.date]) -> SyncHistory:
+    """Pushes, pulls, conflicts and files blocked for secrets per day (one query)."""
+    counts = {
+        "pushes_ok": Count("id", filter=Q(kind="sync_push", fields__success=True)),
+        "pushes_failed": Count("id", filter=Q(kind="sync_push") & ~Q(fields__success=True)),
+        "pulls_changed": Count("id", filter=Q(kind="sync_pull", fields__not_modified=False)),
+        "pulls_unchanged": Count("id", filter=Q(kind="sync_pull") & ~Q(fields__not_modified=False)),
+        "conflicts": Count("id", filter=Q(kind="conflict") & Q(fields__resolution__isnull=True)),
+        "secret_blocks": Sum(_json_int("file_count"), filter=Q(kind="secret_skipped")),
+        "capped": Sum(_json_int("dropped_count"), filter=Q(kind="entries_capped")),
+    }
+    rows = list(
+        events.filter(
+            kind__in=["sync_push", "sync_pull", "conflict", "secret_skipped", "entries_capped"]
+        )
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(**counts)
+        .order_by()
+    )
+    return SyncHistory(days, *(_per_day(rows, days, name) for name in counts))

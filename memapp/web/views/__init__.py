@@ -1,0 +1,2 @@
+"""Pages of the review UI, one module per area. Views stay thin: access rules live in
+`memapp.stores.access`, writes in `memapp.stores.actions`, queries on the models' managers."""

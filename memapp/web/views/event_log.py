@@ -1,0 +1,73 @@
+"""The events page: what happened (DESIGN §12), filtered, a page at a time.
+
+Everyone signed in has one; each sees only the events they may (`Event.objects.visible_to`):
+events about a private store reach its owner alone, staff included.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from memapp.stores.models import Event, Project
+from memapp.web.admin_forms import EventFilterForm, event_filter_users
+
+PAGE_SIZE = 50
+
+
+def _projects_for(user):
+    projects = Project.objects.order_by("key")
+    return projects if user.is_staff else projects.filter(members=user)
+
+
+def _filtered(events, data: dict):
+    if data.get("kind"):
+        events = events.filter(kind=data["kind"])
+    if data.get("project"):
+        events = events.filter(project_id=data["project"])
+    if data.get("user"):
+        events = events.filter(user_id=data["user"])
+    if data.get("since"):
+        events = events.filter(created_at__date__gte=data["since"])
+    if data.get("until"):
+        events = events.filter(created_at__date__lte=data["until"])
+    return events
+
+
+def _shown_fields(event: Event) -> list[tuple[str, str]]:
+    """The event's fields as text, lists joined, empty values left out."""
+    shown = []
+    for key, value in event.fields.items():
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(item) for item in value)
+        shown.append((key, str(value)))
+    return shown
+
+
+@login_required
+def event_list(request: HttpRequest) -> HttpResponse:
+    visible = Event.objects.visible_to(request.user)
+    form = EventFilterForm(
+        request.GET or None,
+        projects=_projects_for(request.user),
+        users=event_filter_users(visible),
+    )
+    data = form.cleaned_data if form.is_valid() else {}
+    events = _filtered(visible, data).select_related("project", "store", "user")
+    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = [(event, _shown_fields(event)) for event in page.object_list]
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "page": page,
+        "query": query.urlencode(),
+    }
+    template = (
+        "memapp/admin/partials/event_list.html" if request.htmx else "memapp/admin/events.html"
+    )
+    return render(request, template, context)

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import time
+from itertools import groupby
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memapp.stores.discovery import discover_local_stores, local_owner
+from memapp.stores.models import DAY_MS, MemoryFile, Store
+
+RECENT = 10
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    stores = list(
+        Store.objects.visible_to(request.user)
+        .select_related("project")
+        .order_by(F("project__key").asc(nulls_last=True), "kind", "mount", "agent_type")
+    )
+    groups = [(project, list(items)) for project, items in groupby(stores, lambda s: s.project)]
+    now_ms = int(time.time() * 1000)
+    memories = MemoryFile.objects.filter(store__in=stores).select_related("store")
+    stale_before = now_ms - settings.MEMHUB_STALE_DAYS * DAY_MS
+    owner = local_owner()
+    context = {
+        "groups": groups,
+        "store_count": len(stores),
+        "file_count": sum(store.file_count for store in stores),
+        "recent": memories.order_by("-mtime_ms")[:RECENT],
+        "stale": memories.filter(mtime_ms__lt=stale_before).order_by("mtime_ms")[:RECENT],
+        "stale_count": memories.filter(mtime_ms__lt=stale_before).count(),
+        "stale_days": settings.MEMHUB_STALE_DAYS,
+        "now_ms": now_ms,
+        "discover": settings.MEMHUB_DISCOVER,
+        "is_local_owner": owner is not None and owner.pk == request.user.pk,
+    }
+    return render(request, "memapp/home.html", context)
+
+
+@login_required
+@require_POST
+def rescan(request: HttpRequest) -> HttpResponse:
+    if not settings.MEMHUB_DISCOVER:
+        messages.error(request, "Discovery is off on this server (MEMHUB_DISCOVER=0).")
+        return redirect("home")
+    result = discover_local_stores()
+    messages.success(
+        request,
+        f"Rescanned: {result.found} memory director{'y' if result.found == 1 else 'ies'} found.",
+    )
+    return redirect("home")

@@ -1,0 +1,185 @@
+"""One memory: read it, edit it, create one, forget one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from memapp.memdir.freshness import memory_age, memory_header, staleness_note
+from memapp.memdir.frontmatter import FrontmatterError, parse_memory
+from memapp.memdir.keys import validate_key
+from memapp.memdir.lint import memory_warnings
+from memapp.stores.access import get_memory_for_user, get_store_for_user
+from memapp.stores.actions import (
+    EditConflict,
+    FileRejected,
+    do_forget_memory,
+    do_save_memory,
+    sha256_text,
+)
+from memapp.stores.models import MemoryFile, Store
+from memapp.web.forms import MemoryForm
+from memapp.web.markdown import render_markdown
+
+
+def _read(store: Store, path: str) -> bytes:
+    return validate_key(Path(store.path), path).read_bytes()
+
+
+def _memory_url(store: Store, path: str) -> str:
+    return reverse("memory", kwargs={"store_id": store.pk, "path": path})
+
+
+def _link_resolver(store: Store):
+    """Map `[[slug]]` to a memory of the same store by its name or its file name."""
+    targets = {}
+    for file in store.files.only("store", "path", "name"):
+        targets.setdefault(file.path.rsplit("/", 1)[-1].removesuffix(".md"), file.path)
+        if file.name:
+            targets[file.name] = file.path
+
+    def resolve(slug: str) -> str | None:
+        path = targets.get(slug)
+        return _memory_url(store, path) if path else None
+
+    return resolve
+
+
+def _backlinks(store: Store, file: MemoryFile) -> list[MemoryFile]:
+    names = {file.path.rsplit("/", 1)[-1].removesuffix(".md")} | (
+        {file.name} if file.name else set()
+    )
+    return [
+        other
+        for other in store.files.exclude(pk=file.pk).only("store", "path", "name", "links")
+        if names & set(other.links)
+    ]
+
+
+@login_required
+def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    store, file = get_memory_for_user(request.user, store_id, path)
+    memory = parse_memory(_read(store, path), path=path)
+    resolve = _link_resolver(store)
+    context = {
+        "store": store,
+        "file": file,
+        "memory": memory,
+        "html": render_markdown(memory.body, resolve_link=resolve),
+        "age": memory_age(file.mtime_ms),
+        # The staleness note an older header starts with is shown on its own, highlighted.
+        "header": memory_header(path, file.mtime_ms).rpartition("\n\n")[2],
+        "staleness": staleness_note(file.mtime_ms),
+        "links": [(slug, resolve(slug)) for slug in memory.links],
+        "backlinks": _backlinks(store, file),
+        "warnings": memory_warnings(memory.type, memory.body, memory.description),
+    }
+    return render(request, "memapp/memory.html", context)
+
+
+def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None):
+    """Save a valid form, or return the page that explains why not (warnings, conflict)."""
+    data = form.cleaned_data
+    warnings = memory_warnings(data["type"], data["body"], data["description"])
+    if warnings and "save_anyway" not in request.POST:
+        return None, warnings
+    try:
+        file = do_save_memory(
+            store,
+            request.user,
+            name=data["name"],
+            description=data["description"],
+            memory_type=data["type"],
+            body=data["body"],
+            path=path,
+            base_sha256=data["base_sha256"] or None,
+        )
+    except EditConflict as conflict:
+        mine = form.cleaned_data
+        return render(
+            request,
+            "memapp/conflict.html",
+            {
+                "store": store,
+                "path": path,
+                "mine": mine,
+                "disk_text": conflict.disk_text,
+                "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
+            },
+            status=409,
+        ), []
+    except (FrontmatterError, FileRejected) as exc:
+        form.add_error(None, str(exc))
+        return None, []
+    messages.success(request, f"Saved {file.path}.")
+    return redirect(_memory_url(store, file.path)), []
+
+
+@login_required
+def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    store, file = get_memory_for_user(request.user, store_id, path)
+    warnings: list[str] = []
+    if request.method == "POST":
+        form = MemoryForm(request.POST)
+        if form.is_valid():
+            response, warnings = _save(request, store, form, path)
+            if response is not None:
+                return response
+    else:
+        data = _read(store, path)
+        memory = parse_memory(data, path=path)
+        form = MemoryForm(
+            initial={
+                "name": memory.name or "",
+                "description": memory.description or "",
+                "type": memory.type or "",
+                "body": memory.body,
+                "base_sha256": sha256_text(data),
+            }
+        )
+    context = {"store": store, "file": file, "form": form, "warnings": warnings}
+    return render(request, "memapp/edit.html", context)
+
+
+@login_required
+def memory_create(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = get_store_for_user(request.user, store_id)
+    warnings: list[str] = []
+    if request.method == "POST":
+        form = MemoryForm(request.POST)
+        if form.is_valid():
+            response, warnings = _save(request, store, form, None)
+            if response is not None:
+                return response
+    else:
+        form = MemoryForm(initial={"type": request.GET.get("type", "")})
+    return render(request, "memapp/edit.html", {"store": store, "form": form, "warnings": warnings})
+
+
+@login_required
+@require_POST
+def memory_lint(request: HttpRequest, store_id: int) -> HttpResponse:
+    """Live warnings for the edit form (htmx)."""
+    get_store_for_user(request.user, store_id)
+    warnings = memory_warnings(
+        request.POST.get("type") or None,
+        request.POST.get("body", ""),
+        request.POST.get("description", ""),
+    )
+    return render(request, "memapp/partials/warnings.html", {"warnings": warnings})
+
+
+@login_required
+def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    store, file = get_memory_for_user(request.user, store_id, path)
+    if request.method == "POST":
+        do_forget_memory(store, request.user, path)
+        messages.success(request, f"Forgot {path}: the file and its index line are gone.")
+        return redirect("store", store_id=store.pk)
+    return render(request, "memapp/forget.html", {"store": store, "file": file})

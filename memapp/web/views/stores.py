@@ -1,0 +1,135 @@
+"""A store: its index as an agent receives it, its memories, its health."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memapp.memdir.index import index_health, load_index
+from memapp.memdir.lint import near_duplicates
+from memapp.stores.access import get_store_for_user
+from memapp.stores.actions import do_rebuild_index_entries
+from memapp.stores.flags import get_flag
+from memapp.stores.locks import store_lock
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import MemoryFile, Store
+from memapp.web.forms import FilterForm
+
+PAGE_SIZE = 50
+
+
+def _filtered(request: HttpRequest, memories):
+    form = FilterForm(request.GET)
+    filters = form.cleaned_data if form.is_valid() else {}
+    now_ms = int(time.time() * 1000)
+    memories = memories.matching(filters, now_ms, settings.MEMHUB_STALE_DAYS)
+    page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return form, page, query.urlencode(), now_ms
+
+
+@login_required
+def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = get_store_for_user(request.user, store_id)
+    form, page, query, now_ms = _filtered(request, store.files.all())
+    context = {
+        "store": store,
+        "form": form,
+        "page": page,
+        "query": query,
+        "now_ms": now_ms,
+        "stale_days": settings.MEMHUB_STALE_DAYS,
+    }
+    if request.htmx:
+        return render(request, "memapp/partials/memory_list.html", context)
+    max_lines = get_flag("index_max_lines", store.project)
+    max_bytes = get_flag("index_max_bytes", store.project)
+    truncation = load_index(store.path, max_lines, max_bytes)
+    context.update(
+        index=truncation,
+        # The warning the client appends, shown where it is seen without scrolling the index.
+        index_warning=truncation.content.rpartition("\n\n")[2] if truncation.was_truncated else "",
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+        line_pct=min(100, round(100 * truncation.line_count / max_lines)),
+        byte_pct=min(100, round(100 * truncation.byte_count / max_bytes)),
+    )
+    return render(request, "memapp/store.html", context)
+
+
+@login_required
+def search(request: HttpRequest) -> HttpResponse:
+    """Every memory the user may see, across stores, with the same filters."""
+    form, page, query, now_ms = _filtered(
+        request, MemoryFile.objects.visible_to(request.user).select_related("store__project")
+    )
+    context = {
+        "form": form,
+        "page": page,
+        "query": query,
+        "now_ms": now_ms,
+        "across": True,
+        "stale_days": settings.MEMHUB_STALE_DAYS,
+    }
+    template = "memapp/partials/memory_list.html" if request.htmx else "memapp/search.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def store_rescan(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = get_store_for_user(request.user, store_id)
+    with store_lock(store):
+        result = rescan_store(store)
+    messages.success(
+        request,
+        f"Rescanned: {result.added} new, {result.changed} changed, {result.removed} removed, "
+        f"{result.unchanged} unchanged.",
+    )
+    return redirect("store", store_id=store.pk)
+
+
+@login_required
+def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
+    store = get_store_for_user(request.user, store_id)
+    health = index_health(
+        Path(store.path),
+        exclude=tuple(store.exclude),
+        max_lines=get_flag("index_max_lines", store.project),
+        max_bytes=get_flag("index_max_bytes", store.project),
+    )
+    files = store.files.all()
+    described = [(f.path, f.description) for f in files if f.description]
+    context = {
+        "store": store,
+        "health": health,
+        "duplicates": near_duplicates(described),
+        "relative": files.exclude(relative_dates=[]),
+        "why_how": files.filter(type__in=["feedback", "project"]).exclude(missing_sections=[]),
+        "broken": files.exclude(problem=""),
+        "dangling": files.exclude(dangling_links=[]),
+    }
+    return render(request, "memapp/health.html", context)
+
+
+@login_required
+@require_POST
+def rebuild_index(request: HttpRequest, store_id: int) -> HttpResponse:
+    store: Store = get_store_for_user(request.user, store_id)
+    added = do_rebuild_index_entries(store, request.user)
+    if added:
+        messages.success(
+            request, f"Added {len(added)} index entr{'y' if len(added) == 1 else 'ies'}."
+        )
+    else:
+        messages.info(request, "Every memory already has an index entry.")
+    return redirect("store_health", store_id=store.pk)

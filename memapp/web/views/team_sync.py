@@ -1,0 +1,86 @@
+"""Team sync pages: status and history, blocked files, conflicts to resolve."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memapp.stores.models import Event, Store
+from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
+from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
+
+SYNC_EVENTS = [
+    "sync_pull",
+    "sync_push",
+    "push_suppressed",
+    "secret_skipped",
+    "entries_capped",
+    "conflict",
+]
+
+
+def _team_stores(user):
+    return Store.objects.visible_to(user).filter(kind=Store.Kind.TEAM).select_related("project")
+
+
+@login_required
+def sync_status(request: HttpRequest) -> HttpResponse:
+    stores = list(_team_stores(request.user))
+    events = (
+        Event.objects.filter(kind__in=SYNC_EVENTS)
+        .filter(Q(store__in=stores) | Q(store__isnull=True))
+        .select_related("store__project", "user")
+    )
+    context = {
+        "status": TeamSyncStatus.get(),
+        "remote": team_remote_display(),
+        "stores": [(store, folder_for(store)) for store in stores],
+        "blocked": BlockedFile.objects.filter(store__in=stores).select_related("store__project"),
+        "conflicts": TeamConflict.objects.filter(
+            store__in=stores, resolved_at__isnull=True
+        ).select_related("store__project"),
+        "page": Paginator(events, 25).get_page(request.GET.get("page")),
+    }
+    return render(request, "teamsync/status.html", context)
+
+
+@login_required
+@require_POST
+def sync_now(request: HttpRequest) -> HttpResponse:
+    request_sync()
+    messages.success(request, "Sync requested: the sync worker runs it within a few seconds.")
+    return redirect("sync")
+
+
+def _conflict_for(user, conflict_id: int) -> TeamConflict:
+    conflict = (
+        TeamConflict.objects.filter(pk=conflict_id, store__in=_team_stores(user))
+        .select_related("store__project")
+        .first()
+    )
+    if conflict is None:
+        raise Http404("No such conflict.")
+    return conflict
+
+
+@login_required
+def conflict_detail(request: HttpRequest, conflict_id: int) -> HttpResponse:
+    conflict = _conflict_for(request.user, conflict_id)
+    if request.method == "POST" and conflict.resolved_at is None:
+        choice = request.POST.get("choice", "")
+        merged = request.POST.get("merged")
+        if choice == "merged" and merged is not None:
+            merged = merged.replace("\r\n", "\n")
+        try:
+            resolve_conflict(conflict, request.user, choice, merged)
+        except ValueError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Resolved {conflict.key}: kept {choice}.")
+            return redirect("sync")
+    return render(request, "teamsync/conflict.html", {"conflict": conflict})

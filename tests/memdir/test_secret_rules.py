@@ -1,0 +1,433 @@
+"""The fast secret rule set: one planted fake token per rule is caught on the right line, the
+value never appears in a hit, and 500+ realistic clean memory files give no hit at all.
+
+Every token here is generated at test time from the provider's documented shape (random
+characters, never a real credential), so nothing secret-shaped is committed to the repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+import time
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memapp.memdir import secret_rules as secretscan
+from memapp.memdir.secret_rules import RULES, SecretHit, SecretScanCache, scan_text
+
+HEX = "0123456789abcdef"
+ALNUM = string.ascii_letters + string.digits
+B64URL = ALNUM + "_-"
+
+DESIGN_RULE_IDS = [
+    "aws-access-token", "gcp-api-key", "azure-ad-client-secret", "digitalocean-pat",
+    "digitalocean-access-token", "anthropic-api-key", "anthropic-admin-api-key",
+    "openai-api-key", "huggingface-access-token", "github-pat", "github-fine-grained-pat",
+    "github-app-token", "github-oauth", "github-refresh-token", "gitlab-pat",
+    "gitlab-deploy-token", "slack-bot-token", "slack-user-token", "slack-app-token",
+    "twilio-api-key", "sendgrid-api-token", "npm-access-token", "pypi-upload-token",
+    "databricks-api-token", "hashicorp-tf-api-token", "pulumi-api-token", "postman-api-token",
+    "grafana-api-key", "grafana-cloud-api-token", "grafana-service-account-token",
+    "sentry-user-token", "sentry-org-token", "stripe-access-token", "shopify-access-token",
+    "shopify-shared-secret", "private-key",
+]  # fmt: skip
+
+
+# --- fake tokens, one per rule, in each provider's documented shape -------------------------
+
+
+def _pick(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def fake_tokens(seed: int = 7) -> dict[str, str]:
+    """A fresh fake token per rule id (deterministic for a seed, random-looking)."""
+    rng = random.Random(seed)
+
+    def pick(alphabet: str, n: int) -> str:
+        return _pick(rng, alphabet, n)
+
+    def digits(n: int) -> str:
+        return pick(string.digits, n)
+
+    grafana_key = json.dumps(
+        {"k": pick(ALNUM, 32), "n": "ci-deploy", "id": 1}, separators=(",", ":")
+    )
+    grafana_cloud = json.dumps(
+        {"o": digits(6), "n": "stack-481-hm-read", "k": pick(ALNUM, 32), "m": {"r": "eu"}},
+        separators=(",", ":"),
+    )
+    sentry_claims = json.dumps(
+        {
+            "iat": 1712345678.1,
+            "url": "https://sentry.io",
+            "region_url": "https://de.sentry.io",
+            "org": "acme",
+        },
+        separators=(",", ":"),
+    )
+    pem_body = _b64(rng.randbytes(600))
+    pem_lines = "\n".join(pem_body[i : i + 64] for i in range(0, len(pem_body), 64))
+    hf = pick(string.ascii_lowercase, 17) + pick(string.ascii_uppercase, 17)
+    return {
+        "aws-access-token": "AKIA" + pick(string.ascii_uppercase + "234567", 16),
+        "gcp-api-key": "AIza" + pick(B64URL, 35),
+        "azure-ad-client-secret": pick(ALNUM, 3) + digits(1) + "Q~" + pick(ALNUM + "_~.-", 34),
+        "digitalocean-pat": "dop_v1_" + pick(HEX, 64),
+        "digitalocean-access-token": "doo_v1_" + pick(HEX, 64),
+        "anthropic-api-key": "sk-ant-api03-" + pick(B64URL, 93) + "AA",
+        "anthropic-admin-api-key": "sk-ant-admin01-" + pick(B64URL, 93) + "AA",
+        "openai-api-key": "sk-proj-" + pick(B64URL, 74) + "T3BlbkFJ" + pick(B64URL, 74),
+        "huggingface-access-token": "hf_" + "".join(rng.sample(hf, len(hf))),
+        "github-pat": "ghp_" + pick(ALNUM, 36),
+        "github-fine-grained-pat": "github_pat_" + pick(ALNUM, 22) + "_" + pick(ALNUM, 59),
+        "github-app-token": "ghs_" + pick(ALNUM, 36),
+        "github-oauth": "gho_" + pick(ALNUM, 36),
+        "github-refresh-token": "ghr_" + pick(ALNUM, 36),
+        "gitlab-pat": "glpat-" + pick(B64URL, 20),
+        "gitlab-deploy-token": "gldt-" + pick(B64URL, 20),
+        "slack-bot-token": f"xoxb-{digits(12)}-{digits(13)}-{pick(ALNUM, 24)}",
+        "slack-user-token": f"xoxp-{digits(12)}-{digits(12)}-{digits(13)}-{pick(HEX, 32)}",
+        "slack-app-token": f"xapp-1-A0{pick(string.ascii_uppercase + string.digits, 9)}"
+        f"-{digits(13)}-{pick(HEX, 64)}",
+        "twilio-api-key": "SK" + pick(HEX, 32),
+        "sendgrid-api-token": f"SG.{pick(B64URL, 22)}.{pick(B64URL, 43)}",
+        "npm-access-token": "npm_" + pick(ALNUM, 36),
+        "pypi-upload-token": "pypi-AgEIcHlwaS5vcmc" + pick(B64URL, 160),
+        "databricks-api-token": "dapi" + pick(HEX, 32),
+        "hashicorp-tf-api-token": f"{pick(ALNUM, 14)}.atlasv1.{pick(ALNUM + '_-', 67)}",
+        "pulumi-api-token": "pul-" + pick(HEX, 40),
+        "postman-api-token": f"PMAK-{pick(HEX, 24)}-{pick(HEX, 34)}",
+        "grafana-api-key": _b64(grafana_key.encode()).rstrip("="),
+        "grafana-cloud-api-token": "glc_" + _b64(grafana_cloud.encode()),
+        "grafana-service-account-token": f"glsa_{pick(ALNUM, 32)}_{pick(HEX, 8)}",
+        "sentry-user-token": "sntryu_" + pick(HEX, 64),
+        "sentry-org-token": f"sntrys_{_b64(sentry_claims.encode())}_{pick(ALNUM + '+/', 43)}",
+        "stripe-access-token": "sk_live_" + pick(ALNUM, 99),
+        "shopify-access-token": "shpat_" + pick(HEX, 32),
+        "shopify-shared-secret": "shpss_" + pick(HEX, 32),
+        "private-key": f"-----BEGIN RSA PRIVATE KEY-----\n{pem_lines}\n"
+        "-----END RSA PRIVATE KEY-----",
+    }
+
+
+# How a token might sit on a line in a memory an agent wrote.
+PLANTINGS = [
+    "export {name}={token}",
+    "- The CI job reads `{token}` from the runner's env ({name}).",
+    '{{"{name}": "{token}"}}',
+    "{name}: {token}",
+    "curl -H 'Authorization: Bearer {token}' https://api.internal.example/v1/health",
+]
+
+
+# --- a corpus of realistic, clean memory files -------------------------------------------
+
+_TOPICS = [
+    ("deploy pipeline", "project"), ("flaky integration tests", "feedback"),
+    ("database migrations", "project"), ("code review preferences", "feedback"),
+    ("release checklist", "reference"), ("on-call runbook", "reference"),
+    ("caching layer", "project"), ("frontend build", "project"),
+    ("python style", "feedback"), ("user's role", "user"), ("API pagination", "reference"),
+    ("search ranking", "project"), ("secrets handling policy", "feedback"),
+    ("token rotation", "reference"), ("observability dashboards", "reference"),
+]  # fmt: skip
+_SERVICES = ["billing-api", "memhub", "ingest-worker", "auth-gateway", "search", "web"]
+_PEOPLE = ["Priya", "Tomasz", "Aiko", "Mateo", "Fatima", "Oskar", "Lin", "Grace"]
+_PHRASES = [
+    "the retry loop backs off exponentially and gives up after five attempts",
+    "we pin the base image so rebuilds are reproducible across runners",
+    "keep migrations small and reversible because rollbacks happen under pressure",
+    "prefer explicit timeouts on every outbound call including health checks",
+    "the nightly job compacts the index and rotates the logs before the backup",
+    "reviewers want one logical change per pull request with a short rationale",
+    "feature flags are read once per request and cached for the rest of it",
+]
+_WORDS = [word for phrase in _PHRASES for word in phrase.split()]
+
+
+def _sentence(rng: random.Random) -> str:
+    words = rng.sample(_WORDS, rng.randint(8, 16))
+    return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+
+def _sha256(rng: random.Random) -> str:
+    return rng.randbytes(32).hex()
+
+
+def _git_sha(rng: random.Random) -> str:
+    return rng.randbytes(20).hex()
+
+
+def _clean_line(rng: random.Random) -> str:
+    svc = rng.choice(_SERVICES)
+    who = rng.choice(_PEOPLE)
+    sha, commit = _sha256(rng), _git_sha(rng)
+    version = f"{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}"
+    uid = uuid.UUID(bytes=rng.randbytes(16), version=4)
+    n = rng.randint(100, 9999)
+    choices = [
+        lambda: _sentence(rng),
+        lambda: f"The release tarball checksum is `{sha}` (sha256, verified by {who}).",
+        lambda: f"Pinned digest: `image: ghcr.io/acme/{svc}@sha256:{sha}`",
+        lambda: f'checksum = "{sha}"',
+        lambda: f"Fixed in {commit[:7]} (full `{commit}`), see PR #{n}.",
+        lambda: f"Request id {uid} reproduces the 502 in staging.",
+        lambda: f"Upgraded `{svc}` to v{version}; Django==5.2.{rng.randint(0, 19)} stays.",
+        lambda: f"Docs: https://docs.example.com/{svc}/guide?page={rng.randint(1, 9)}#retries",
+        lambda: f"PR: https://github.com/acme/{svc}/pull/{n} (merged by {who})",
+        lambda: f"Logs live in `/var/log/{svc}/{svc}.log`; config in `~/.config/{svc}/app.toml`.",
+        lambda: f"Run `git rebase -i HEAD~{rng.randint(2, 9)}` then `git push --force-with-lease`.",
+        lambda: f"The api_key for {svc} comes from `settings.{svc.upper().replace('-', '_')}_KEY`.",
+        lambda: "Password reset emails are rate limited to 3 per hour per account.",
+        lambda: "Never paste a secret into memory; reference the vault path instead.",
+        lambda: "GitHub tokens start with `ghp_` or `github_pat_`; rotate them from Settings.",
+        lambda: "AWS docs use the placeholder key `AKIAIOSFODNN7EXAMPLE` in every sample.",
+        lambda: "Public key for webhook signatures begins with `-----BEGIN PUBLIC KEY-----`.",
+        lambda: f"TASK-{n} and SKU-{n} were closed; see the DISK usage alert for {svc}.",
+        lambda: f"DATABASE_URL=postgres://app@db.internal:5432/{svc.replace('-', '_')}",
+        lambda: f"integrity sha512-{_b64(rng.randbytes(64))} for left-pad@{version}",
+        lambda: f"Call `hf_hub_download(repo_id='acme/{svc}-embeddings')` once at startup.",
+        lambda: f"Set `npm_config_cache=/tmp/npm-{n}` in CI to avoid cache poisoning.",
+        lambda: f"The Slack channel #{svc}-alerts gets the pager summaries at {n % 24:02d}:00.",
+        lambda: f'ETag was `"sha256:{sha}"` before the migration and changed after.',
+        lambda: f"Export with `AWS_PROFILE=staging aws s3 cp s3://acme-{svc}/dump-{n}.gz .`",
+        lambda: f"{who} prefers squash merges; the merge commit `{commit[:12]}` shows why.",
+        lambda: f"Token expiry is {rng.randint(5, 60)} minutes; refresh happens in the client.",
+        lambda: "The secret name in the vault is `kv/memhub/prod/anthropic`, not the value.",
+        lambda: f"Grafana dashboard: https://grafana.example.com/d/{uid.hex[:9]}/{svc}-latency",
+    ]
+    return rng.choice(choices)()
+
+
+def _code_block(rng: random.Random) -> list[str]:
+    kind = rng.randrange(4)
+    if kind == 0:  # a base64 blob, e.g. an inline icon or a fixture
+        blob = _b64(rng.randbytes(rng.randint(60, 180)))
+        return ["```text", *[blob[i : i + 76] for i in range(0, len(blob), 76)], "```"]
+    if kind == 1:
+        svc = rng.choice(_SERVICES)
+        return [
+            "```python",
+            f"client = httpx.Client(base_url='https://{svc}.internal', timeout=5.0)",
+            "api_key = os.environ['ANTHROPIC_API_KEY']",
+            "headers = {'Authorization': f'Bearer {api_key}'}",
+            "```",
+        ]
+    if kind == 2:
+        sha = _sha256(rng)
+        return ["```console", "$ sha256sum dist/app.tar.gz", f"{sha}  dist/app.tar.gz", "```"]
+    return [
+        "```yaml",
+        "env:",
+        "  DJANGO_SETTINGS_MODULE: memapp.settings",
+        "  ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}",
+        f"  CACHE_KEY: deps-{_sha256(rng)[:16]}",
+        "```",
+    ]
+
+
+def clean_memory_file(rng: random.Random) -> str:
+    topic, kind = rng.choice(_TOPICS)
+    lines = [
+        "---",
+        f"name: {topic}",
+        f"description: what we learned about {topic} in {rng.choice(_SERVICES)}",
+        f"type: {kind}",
+        "---",
+        "",
+    ]
+    while sum(len(line) + 1 for line in lines) < 1900:
+        roll = rng.random()
+        if roll < 0.12:
+            lines += ["", f"## {rng.choice(['Context', 'Why', 'How to apply', 'Notes'])}", ""]
+        elif roll < 0.22:
+            lines += [*_code_block(rng), ""]
+        elif roll < 0.3:
+            lines.append(f"**Why:** {_sentence(rng)}")
+        else:
+            lines.append(("- " if rng.random() < 0.4 else "") + _clean_line(rng))
+    return "\n".join(lines) + "\n"
+
+
+def clean_memory_files(count: int = 600, seed: int = 2024) -> list[str]:
+    rng = random.Random(seed)
+    return [clean_memory_file(rng) for _ in range(count)]
+
+
+def plant(text: str, token: str, rng: random.Random, name: str = "API_TOKEN") -> tuple[str, int]:
+    """``text`` with ``token`` put on a new line somewhere in the body; returns (text, line)."""
+    lines = text.split("\n")
+    at = rng.randint(6, len(lines) - 1)  # after the frontmatter
+    lines[at:at] = rng.choice(PLANTINGS).format(name=name, token=token).split("\n")
+    return "\n".join(lines), at + 1
+
+
+# --- tests ---------------------------------------------------------------------------------
+
+
+def test_the_rule_set_is_exactly_the_designed_one():
+    assert list(RULES) == DESIGN_RULE_IDS
+    assert all(label.strip() for label in RULES.values())
+    assert len(set(RULES.values())) == len(RULES)
+
+
+def test_every_rule_has_a_planted_example():
+    assert set(fake_tokens()) == set(RULES)
+
+
+@pytest.mark.parametrize("rule_id", DESIGN_RULE_IDS)
+def test_it_catches_each_planted_token_on_its_line(rule_id):
+    rng = random.Random(rule_id)
+    for seed in range(3):
+        token = fake_tokens(seed)[rule_id]
+        text, line = plant(clean_memory_file(rng), token, rng)
+        assert scan_text(text) == [SecretHit(rule_id, RULES[rule_id], line)]
+
+
+@pytest.mark.parametrize("rule_id", DESIGN_RULE_IDS)
+def test_a_hit_never_contains_the_value(rule_id):
+    token = fake_tokens()[rule_id]
+    hits = scan_text(f"x\n{token}\n")
+    assert [hit.rule_id for hit in hits] == [rule_id]
+    secret_part = token.split("\n")[1] if rule_id == "private-key" else token
+    shown = repr(hits) + str(hits[0]) + "".join(map(str, vars(hits[0]).values()))
+    assert secret_part not in shown
+    assert secret_part[-10:] not in shown
+    assert str(hits[0]) == f"line 2: {RULES[rule_id]} ({rule_id})"
+
+
+def test_it_finds_every_secret_in_a_file_holding_all_of_them():
+    tokens = fake_tokens(11)
+    text = "# dump\n" + "\n".join(f"{rule_id} -> {tokens[rule_id]}" for rule_id in RULES)
+    hits = scan_text(text)
+    assert {hit.rule_id for hit in hits} == set(RULES)
+    assert hits == sorted(hits, key=lambda hit: (hit.line, hit.rule_id))
+    assert hits[0].line == 2
+
+
+def test_one_hit_per_rule_and_line():
+    token = fake_tokens()["github-pat"]
+    assert scan_text(f"{token} and again {token}") == [
+        SecretHit("github-pat", RULES["github-pat"], 1)
+    ]
+
+
+def test_a_private_key_inside_a_json_string_is_caught():
+    key = fake_tokens()["private-key"].replace("\n", "\\n")
+    text = f'{{\n  "type": "service_account",\n  "private_key": "{key}"\n}}\n'
+    assert scan_text(text) == [SecretHit("private-key", RULES["private-key"], 3)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AWS docs: AKIAIOSFODNN7EXAMPLE",
+        "placeholder ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "placeholder AKIAXXXXXXXXXXXXXXXX",
+        "-----BEGIN OPENSSH PRIVATE KEY----- is how the file starts",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA...(redacted)\n-----END RSA PRIVATE KEY"
+        "-----",
+        "Anthropic keys look like sk-ant-api03-... and live in the vault.",
+        "hf_hub_download_with_retries_and_backoff_xyz",
+        "static void GLC_CreateLightmapTextureArray(void);",
+        "sk_test_mode_is_enabled_for_this_environment",
+        "the UPPERCASE_HEX SK0123456789ABCDEF0123456789ABCDEF0 is one char too long",
+    ],
+)
+def test_placeholders_and_near_misses_are_not_hits(text):
+    assert scan_text(text) == []
+
+
+def test_clean_memory_files_give_no_false_positives():
+    files = clean_memory_files()
+    assert len(files) >= 500
+    assert 1500 < sum(map(len, files)) / len(files) < 2600
+    false_positives = [(i, hit) for i, text in enumerate(files) for hit in scan_text(text)]
+    assert false_positives == []
+
+
+@given(st.text(alphabet=st.sampled_from(list("aQ~_-\nAKIghpsktx0123456789./+= ")), max_size=400))
+def test_any_text_scans_without_error_into_well_formed_hits(text):
+    hits = scan_text(text)
+    assert all(hit.rule_id in RULES and 1 <= hit.line <= text.count("\n") + 1 for hit in hits)
+    assert hits == sorted(set(hits), key=lambda hit: (hit.line, hit.rule_id))
+
+
+def test_long_runs_of_token_markers_stay_linear():
+    markers = {keyword for rule in secretscan._RULES for keyword in rule.keywords}
+    start = time.perf_counter()
+    for marker in markers:
+        scan_text(marker * 20_000)
+        scan_text((marker + "a" * 79 + "-") * 2_000)
+    assert time.perf_counter() - start < 5  # about 0.2 s; a quadratic pattern takes minutes
+
+
+def test_the_cache_scans_unchanged_content_once():
+    calls = []
+
+    def counting_scanner(text):
+        calls.append(len(text))
+        return scan_text(text)
+
+    cache = SecretScanCache(counting_scanner)
+    token = fake_tokens()["gitlab-pat"]
+    first = cache.scan(f"a\n{token}\n")
+    second = cache.scan(f"a\n{token}\n")
+    assert first == second == [SecretHit("gitlab-pat", RULES["gitlab-pat"], 2)]
+    assert len(calls) == 1
+    cache.scan("something else")
+    assert len(calls) == 2
+    assert len(cache) == 2
+
+
+def test_the_cache_forgets_the_least_recently_used_entry():
+    calls = []
+    cache = SecretScanCache(lambda text: calls.append(text) or [], maxsize=2)
+    cache.scan("a")
+    cache.scan("b")
+    cache.scan("a")  # a is now the most recent
+    cache.scan("c")  # evicts b
+    cache.scan("a")
+    cache.scan("b")
+    assert calls == ["a", "b", "c", "b"]
+
+
+def test_the_cache_keeps_digests_not_text():
+    cache = SecretScanCache()
+    token = fake_tokens()["npm-access-token"]
+    cache.scan(token)
+    assert token not in repr(vars(cache))
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_a_lone_surrogate_does_not_break_the_scan():
+    cache = SecretScanCache()
+    assert cache.scan("broken \ud800 text") == []
+
+
+def test_throughput_of_the_fast_rules(capsys):
+    files = clean_memory_files(1000, seed=99)
+    rng = random.Random(5)
+    tokens = list(fake_tokens(3).values())
+    for i in range(0, 1000, 11):  # ~90 planted secrets, as in the dependency benchmark
+        files[i], _ = plant(files[i], tokens[i % len(tokens)], rng)
+    start = time.perf_counter()
+    hits = sum(len(scan_text(text)) for text in files)
+    elapsed = time.perf_counter() - start
+    rate = len(files) / elapsed
+    with capsys.disabled():
+        print(f"\nfast rules: {rate:,.0f} files/s ({len(files)} files of ~2 KB, {hits} hits)")
+    assert hits == len(range(0, 1000, 11))
+    assert rate >= 1_000  # typically well over 10x this

@@ -1,0 +1,103 @@
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from memapp.memdir.memory_dirs import discover_memory_dirs
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.models import Event, Store
+from tests.conftest import write_memory
+
+
+def test_it_finds_private_team_and_agent_directories(memory_base):
+    found = discover_memory_dirs(memory_base)
+    assert [(f.kind, f.path.relative_to(memory_base).as_posix(), f.exclude) for f in found] == [
+        ("private", "projects/-home-alice-app/memory", ("team", "logs")),
+        ("team", "projects/-home-alice-app/memory/team", ()),
+        ("agent", "agent-memory/code-reviewer", ()),
+    ]
+    assert found[0].project_dirname == "-home-alice-app"
+    assert found[2].agent_type == "code-reviewer"
+
+
+def test_team_mounts_with_their_own_index_are_stores_of_their_own(memory_base):
+    team = memory_base / "projects" / "-home-alice-app" / "memory" / "team"
+    write_memory(team / "backend", "api.md", "API", "API conventions", "project")
+    (team / "backend" / "MEMORY.md").write_text("- [API](api.md) — conventions\n")
+    stores = [f for f in discover_memory_dirs(memory_base) if f.kind == "team"]
+    assert [(s.mount, s.exclude) for s in stores] == [("", ("backend",)), ("backend", ())]
+
+
+def test_missing_directories_are_not_errors(tmp_path):
+    assert discover_memory_dirs(tmp_path / "nowhere") == []
+    (tmp_path / "projects" / "-p").mkdir(parents=True)  # a project without memory yet
+    assert discover_memory_dirs(tmp_path) == []
+
+
+def test_symlinked_directories_are_not_followed(memory_base, tmp_path):
+    outside = tmp_path / "outside"
+    write_memory(outside / "memory", "x.md", "X", "elsewhere", "user")
+    (memory_base / "projects" / "-evil").symlink_to(outside)
+    assert all("-evil" not in str(f.path) for f in discover_memory_dirs(memory_base))
+
+
+@pytest.mark.django_db
+def test_discovered_stores_belong_to_the_first_superuser(memory_base, alice, bob):
+    result = discover_local_stores(memory_base)
+    assert (result.found, result.removed) == (3, 0)
+    private = Store.objects.get(kind="private")
+    assert private.owner == alice and private.file_count == 2  # team/ is a store of its own
+    team = Store.objects.get(kind="team")
+    assert team.owner is None and team.file_count == 1
+    assert list(team.project.members.all()) == [alice]
+    assert Store.objects.get(kind="agent").agent_scope == "user"
+    assert list(
+        Store.objects.visible_to(alice).order_by("kind").values_list("kind", flat=True)
+    ) == ["agent", "private", "team"]
+    assert not Store.objects.visible_to(bob).exists()
+    assert Event.objects.get(kind="stores_discovered").fields["found"] == 3
+
+
+@pytest.mark.django_db
+def test_memhub_local_owner_names_the_owner(memory_base, alice, bob, settings):
+    settings.MEMHUB_LOCAL_OWNER = "bob"
+    discover_local_stores(memory_base)
+    assert Store.objects.get(kind="private").owner == bob
+
+
+@pytest.mark.django_db
+def test_until_an_owner_exists_discovered_stores_are_shown_to_nobody(memory_base, bob):
+    discover_local_stores(memory_base)
+    assert Store.objects.get(kind="private").owner is None
+    assert not Store.objects.visible_to(bob).exists()
+
+
+@pytest.mark.django_db
+def test_a_rescan_picks_up_new_files_and_drops_vanished_directories(memory_base, alice):
+    discover_local_stores(memory_base)
+    private = Path(Store.objects.get(kind="private").path)
+    write_memory(private, "project_new.md", "New", "A new memory", "project")
+    (memory_base / "agent-memory" / "code-reviewer" / "reference_style.md").unlink()
+    (memory_base / "agent-memory" / "code-reviewer").rmdir()
+    result = discover_local_stores(memory_base)
+    assert result.removed == 1
+    assert Store.objects.get(kind="private").file_count == 3
+    assert not Store.objects.filter(kind="agent").exists()
+    assert private.joinpath("project_new.md").exists()  # disk is never touched
+
+
+@pytest.mark.django_db
+def test_the_discover_command_lists_what_it_found(memory_base, alice, capsys):
+    call_command("discover")
+    out = capsys.readouterr().out
+    assert f"Looking for memory directories under {memory_base}" in out
+    assert "Found 3 memory directories." in out
+    assert "2 files" in out
+
+
+@pytest.mark.django_db
+def test_discovery_can_be_turned_off(memory_base, alice, settings, capsys):
+    settings.MEMHUB_DISCOVER = False
+    call_command("discover")
+    assert "Discovery is off (MEMHUB_DISCOVER=0)." in capsys.readouterr().out
+    assert not Store.objects.exists()
