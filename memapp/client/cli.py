@@ -15,34 +15,18 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from memapp.client.config import Config, config_dir, load_config, normalize_url, save_config
-from memapp.client.http import ApiError, Backoff, Client, Unreachable
+from memapp.client.commands import (
+    INTERACTIVE,
+    PROG,
+    CommandError,
+    connect,
+    current_project,
+)
+from memapp.client.config import Config, config_dir, normalize_url, save_config
+from memapp.client.http import ApiError, Unreachable
 
 __all__ = ["main"]
-
-PROG = "memhub-agent"
-# Someone waits on these at the terminal: a few quick retries, not the sync's patient ones.
-INTERACTIVE = Backoff(attempts=3)
-NOT_LOGGED_IN = f"not logged in: run `{PROG} login URL --token -` (or set MEMHUB_URL/MEMHUB_TOKEN)"
-
-
-class CommandError(Exception):
-    """A failure to report on stderr (exit status 1)."""
-
-
-def _client(config: Config | None = None, **options) -> Client:
-    config = config or load_config()
-    if config is None:
-        raise CommandError(NOT_LOGGED_IN)
-    return Client(config.url, config.token, **options)
-
-
-def _project(cwd: str | None):
-    from memapp.client.project import find_project
-
-    return find_project(cwd or Path.cwd())
 
 
 def _read_token(value: str | None) -> str:
@@ -62,7 +46,7 @@ def cmd_login(args: argparse.Namespace) -> int:
     if not token:
         raise CommandError("no token given")
     config = Config(url, token)
-    client = _client(config, timeout=15.0, backoff=INTERACTIVE)
+    client = connect(config, timeout=15.0, backoff=INTERACTIVE)
     try:
         answer = client.get("/api/v1/stores/")
     except ApiError as exc:
@@ -78,10 +62,10 @@ def cmd_login(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     from memapp.client.sync import SyncBusy, sync_project
 
-    project = _project(args.cwd)
+    project = current_project(args.cwd)
     try:
         report = sync_project(
-            _client(),
+            connect(),
             project,
             config_dir() / "sync",
             dry_run=args.dry_run,
@@ -104,7 +88,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def _recall_body(args: argparse.Namespace) -> dict:
-    project = _project(args.cwd)
+    project = current_project(args.cwd)
     tools = [name.strip() for name in (args.tools or "").split(",") if name.strip()]
     body = {
         **project.fields(),
@@ -120,7 +104,7 @@ def _recall_body(args: argparse.Namespace) -> dict:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    answer = _client(backoff=INTERACTIVE).post("/api/v1/recall", _recall_body(args))
+    answer = connect(backoff=INTERACTIVE).post("/api/v1/recall", _recall_body(args))
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     elif answer.get("rendered"):
@@ -129,9 +113,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    project = _project(args.cwd)
+    project = current_project(args.cwd)
     body = {**project.fields(), "memory_dir": str(project.memory_dir)}
-    answer = _client(backoff=INTERACTIVE).post("/api/v1/prompt", body)
+    answer = connect(backoff=INTERACTIVE).post("/api/v1/prompt", body)
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     elif answer.get("text"):

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from memapp.client.cli import INTERACTIVE, CommandError, _client, _project
+from memapp.client.commands import INTERACTIVE, CommandError, connect, current_project
 from memapp.client.http import ApiError, Client
 from memapp.memdir.agent_snapshots import (
     MARKER_FILENAME,
@@ -103,7 +103,7 @@ def _api_path(project_ref: str, agent_type: str) -> str:
 
 
 def _push(client: Client, cwd: str | None, agent_type: str) -> tuple[dict, list[str]]:
-    project = _project(cwd)
+    project = current_project(cwd)
     snapshot, dirs = _agent_dirs(repo_root(cwd or Path.cwd()), agent_type)
     skipped: list[str] = []
     body = {
@@ -123,7 +123,7 @@ def _describe(scope: dict) -> str:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    answer, skipped = _push(_client(backoff=INTERACTIVE), args.cwd, args.agent)
+    answer, skipped = _push(connect(backoff=INTERACTIVE), args.cwd, args.agent)
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
     print(f"pushed {answer['agent_type']} of {answer['project']}")
@@ -149,8 +149,8 @@ def _carry_out(decision: dict, snapshot: Path, memory_dir: Path):
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    client = _client(backoff=INTERACTIVE)
-    project = _project(args.cwd)
+    client = connect(backoff=INTERACTIVE)
+    project = current_project(args.cwd)
     snapshot, dirs = _agent_dirs(repo_root(args.cwd or Path.cwd()), args.agent)
     try:
         answer = client.get(_api_path(project.ref, snapshot.name) + "?origin=upload")

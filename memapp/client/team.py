@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from memapp.client.commands import CommandError, connect, current_project
 from memapp.client.config import config_dir, private_dir, read_json, write_private
 from memapp.client.http import ApiError, Client, Unreachable
 from memapp.client.sync import (
@@ -576,16 +577,15 @@ def _watch(sync: TeamSync, interval: float) -> int:
 
 
 def cmd_team_sync(args: argparse.Namespace) -> int:
-    from memapp.client.cli import CommandError, _client, _project
 
-    project = _project(args.cwd)
+    project = current_project(args.cwd)
     repo = repo_slug_for(Path(args.cwd or Path.cwd()))
     if repo is None:
         raise CommandError(
             "team memory needs a git checkout whose origin names an owner/repo "
             "(e.g. git@github.com:owner/repo.git)"
         )
-    sync = TeamSync(_client(), repo, project.memory_dir / "team", config_dir() / "team")
+    sync = TeamSync(connect(), repo, project.memory_dir / "team", config_dir() / "team")
     try:
         with sync.locked():
             report = sync.run()

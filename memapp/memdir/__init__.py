@@ -18,7 +18,6 @@ from memapp.memdir.frontmatter import (
     MEMORY_TYPES,
     FrontmatterError,
     Memory,
-    detect_type_form,
     parse_memory,
     render_memory,
 )
@@ -57,7 +56,13 @@ from memapp.memdir.paths import (
     sanitize_path,
 )
 from memapp.memdir.prompt import PromptRequest, PromptResult, assemble_prompt, choose_mode
-from memapp.memdir.scan import MemoryHeader, ScanCache, format_manifest, scan_memory_files
+from memapp.memdir.scan import (
+    MemoryHeader,
+    ScanCache,
+    detect_type_form,
+    format_manifest,
+    scan_memory_files,
+)
 from memapp.memdir.secret_rules import RULES as SECRET_RULES
 from memapp.memdir.secret_rules import SecretHit, SecretScanCache, scan_text
 

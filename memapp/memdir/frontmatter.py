@@ -54,7 +54,6 @@ __all__ = [
     "WIKILINK_RE",
     "TypeForm",
     "decode_bytes",
-    "detect_type_form",
     "extract_links",
     "parse_header",
     "parse_memory",
@@ -478,24 +477,3 @@ def _dump(mapping: dict[Any, Any], flow_nested: bool) -> str:
     finally:
         dumper.dispose()
     return stream.getvalue()
-
-
-def detect_type_form(directory: str) -> TypeForm:
-    """The type form new memories in ``directory`` should use (DESIGN §2).
-
-    The form most of the topic files directly in ``directory`` use, reading only their header
-    lines; on a tie, the form of the newest of them; ``"top"`` when none has a type.
-    """
-    from .scan import scan_memory_files  # scan builds on this module
-
-    counts = {"top": 0, "metadata": 0}
-    newest: TypeForm | None = None
-    for header in scan_memory_files(directory, limit=None):
-        if "/" not in header.path and header.type_form is not None:
-            counts[header.type_form] += 1
-            newest = newest or header.type_form
-    if counts["metadata"] > counts["top"]:
-        return "metadata"
-    if counts["metadata"] == counts["top"] and newest == "metadata":
-        return "metadata"
-    return "top"

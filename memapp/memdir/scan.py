@@ -38,6 +38,7 @@ from .frontmatter import (
 
 __all__ = [
     "MAX_HEAD_BYTES",
+    "detect_type_form",
     "MemoryHeader",
     "ScanCache",
     "format_manifest",
@@ -363,3 +364,22 @@ def settled_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
     if time.time_ns() - st.st_ctime_ns < SETTLED_NS:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def detect_type_form(directory: str) -> TypeForm:
+    """The type form new memories in ``directory`` should use (DESIGN §2).
+
+    The form most of the topic files directly in ``directory`` use, reading only their header
+    lines; on a tie, the form of the newest of them; ``"top"`` when none has a type.
+    """
+    counts = {"top": 0, "metadata": 0}
+    newest: TypeForm | None = None
+    for header in scan_memory_files(directory, limit=None):
+        if "/" not in header.path and header.type_form is not None:
+            counts[header.type_form] += 1
+            newest = newest or header.type_form
+    if counts["metadata"] > counts["top"]:
+        return "metadata"
+    if counts["metadata"] == counts["top"] and newest == "metadata":
+        return "metadata"
+    return "top"

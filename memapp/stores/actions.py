@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memapp.memdir.atomic import delete_file, write_atomic
-from memapp.memdir.frontmatter import Memory, detect_type_form, parse_memory, render_memory
+from memapp.memdir.frontmatter import Memory, parse_memory, render_memory
 from memapp.memdir.index import (
     INDEX_FILENAME,
     add_or_update_index_entry,
@@ -19,12 +19,13 @@ from memapp.memdir.index import (
     remove_from_index,
 )
 from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.scan import detect_type_form
 from memapp.memdir.secret_rules import scan_text
+from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
-from teamsync.service import commit_team_change
 
 
 class EditConflict(Exception):
@@ -193,7 +194,7 @@ def do_save_memory(
         write_atomic(target, text)
         add_or_update_index_entry(root, path, format_index_entry(name, path, description))
         rescan_store(store)
-    commit_team_change(store, user, {path, INDEX_FILENAME})
+    announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
 
@@ -206,7 +207,7 @@ def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
         delete_file(target, missing_ok=True)
         remove_from_index(root, path)
         rescan_store(store)
-    commit_team_change(store, user, {path, INDEX_FILENAME})
+    announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_forgotten", store=store, user=user, path=path, via=via)
 
 
@@ -222,7 +223,7 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             hook = file.description if file else ""
             add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
         rescan_store(store)
-    commit_team_change(store, user, {INDEX_FILENAME})
+    announce_change(store, user, {INDEX_FILENAME})
     return list(health.unindexed)
 
 
@@ -277,7 +278,7 @@ def do_put_files(
         if result["written"] or result["deleted"]:
             rescan_store(store)
     if result["written"] or result["deleted"]:
-        commit_team_change(store, user, set(result["written"] + result["deleted"]))
+        announce_change(store, user, set(result["written"] + result["deleted"]))
     for key in result["written"]:
         record_event(
             "memory_written", store=store, user=user, path=key, via=via, created=key in created

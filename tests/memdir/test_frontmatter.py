@@ -1,5 +1,4 @@
 import datetime
-import os
 from dataclasses import replace
 
 import pytest
@@ -14,7 +13,6 @@ from memapp.memdir.frontmatter import (
     FrontmatterError,
     Memory,
     decode_bytes,
-    detect_type_form,
     extract_links,
     parse_header,
     parse_memory,
@@ -518,42 +516,3 @@ def test_parsing_any_bytes_never_raises(data):
 @given(st.lists(st.sampled_from(["---", "name: n", "a: [", "- x", "", "k: v: w", "@", "\r"])))
 def test_parsing_header_like_text_never_raises(lines):
     parse_memory("\n".join(lines))
-
-
-# --- the form a directory uses --------------------------------------------------------------------
-
-
-def write(path, text, mtime):
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.utime(path, (mtime, mtime))
-
-
-def test_a_new_directory_uses_the_top_level_form(tmp_path):
-    assert detect_type_form(str(tmp_path)) == "top"
-    assert detect_type_form(str(tmp_path / "missing")) == "top"
-
-
-def test_the_form_most_files_use_wins(tmp_path):
-    write(tmp_path / "a.md", header_of("metadata: {type: user}"), 1000)
-    write(tmp_path / "b.md", header_of("metadata:", "  type: project"), 1001)
-    write(tmp_path / "c.md", header_of("type: user"), 1002)
-    write(tmp_path / "d.md", header_of("name: untyped"), 1003)
-    assert detect_type_form(str(tmp_path)) == "metadata"
-
-
-def test_on_a_tie_the_newest_file_decides(tmp_path):
-    write(tmp_path / "a.md", header_of("metadata: {type: user}"), 1000)
-    write(tmp_path / "b.md", header_of("type: user"), 2000)
-    assert detect_type_form(str(tmp_path)) == "top"
-    write(tmp_path / "a.md", header_of("metadata: {type: user}"), 3000)
-    assert detect_type_form(str(tmp_path)) == "metadata"
-
-
-def test_files_in_subdirectories_do_not_count(tmp_path):
-    (tmp_path / "team").mkdir()
-    write(tmp_path / "team" / "a.md", header_of("metadata: {type: user}"), 1000)
-    write(tmp_path / "team" / "b.md", header_of("metadata: {type: user}"), 1000)
-    write(tmp_path / "c.md", header_of("type: user"), 1000)
-    assert detect_type_form(str(tmp_path)) == "top"
-    assert detect_type_form(str(tmp_path / "team")) == "metadata"

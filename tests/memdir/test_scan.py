@@ -9,6 +9,7 @@ from memapp.memdir.scan import (
     MAX_HEAD_BYTES,
     MemoryHeader,
     ScanCache,
+    detect_type_form,
     format_manifest,
     format_mtime,
     scan_memory_files,
@@ -456,3 +457,46 @@ def test_an_empty_manifest_is_empty():
 )
 def test_times_are_utc_iso_8601_with_milliseconds(mtime_ms, text):
     assert format_mtime(mtime_ms) == text
+
+
+# --- the form a directory uses --------------------------------------------------------------------
+
+
+def write_at(path, text, mtime):
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.utime(path, (mtime, mtime))
+
+
+def header_of(*lines: str) -> str:
+    return "---\n" + "".join(f"{line}\n" for line in lines) + "---\nbody\n"
+
+
+def test_a_new_directory_uses_the_top_level_form(tmp_path):
+    assert detect_type_form(str(tmp_path)) == "top"
+    assert detect_type_form(str(tmp_path / "missing")) == "top"
+
+
+def test_the_form_most_files_use_wins(tmp_path):
+    write_at(tmp_path / "a.md", header_of("metadata: {type: user}"), 1000)
+    write_at(tmp_path / "b.md", header_of("metadata:", "  type: project"), 1001)
+    write_at(tmp_path / "c.md", header_of("type: user"), 1002)
+    write_at(tmp_path / "d.md", header_of("name: untyped"), 1003)
+    assert detect_type_form(str(tmp_path)) == "metadata"
+
+
+def test_on_a_tie_the_newest_file_decides(tmp_path):
+    write_at(tmp_path / "a.md", header_of("metadata: {type: user}"), 1000)
+    write_at(tmp_path / "b.md", header_of("type: user"), 2000)
+    assert detect_type_form(str(tmp_path)) == "top"
+    write_at(tmp_path / "a.md", header_of("metadata: {type: user}"), 3000)
+    assert detect_type_form(str(tmp_path)) == "metadata"
+
+
+def test_files_in_subdirectories_do_not_count(tmp_path):
+    (tmp_path / "team").mkdir()
+    write_at(tmp_path / "team" / "a.md", header_of("metadata: {type: user}"), 1000)
+    write_at(tmp_path / "team" / "b.md", header_of("metadata: {type: user}"), 1000)
+    write_at(tmp_path / "c.md", header_of("type: user"), 1000)
+    assert detect_type_form(str(tmp_path)) == "top"
+    assert detect_type_form(str(tmp_path / "team")) == "metadata"
