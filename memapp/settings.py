@@ -53,15 +53,15 @@ CSRF_TRUSTED_ORIGINS = [
     origin.strip() for origin in env_str("MEMHUB_CSRF_TRUSTED_ORIGINS").split(",") if origin.strip()
 ]
 
-# Discovery of the local user's agent memory (DESIGN §1, §3).
+# Discovery of the local user's agent memory (docs/design.md §1, §3).
 MEMHUB_DISCOVER = env_bool("MEMHUB_DISCOVER", True)
 MEMHUB_LOCAL_OWNER = env_str("MEMHUB_LOCAL_OWNER")
 
-# Team sync (DESIGN §1, §10): the default remote is a bare repository inside the data dir.
+# Team sync (docs/design.md §17): the default remote is a bare repository inside the data dir.
 # Empty means the embedded default: a bare repository `team-remote.git` in the data dir.
 MEMHUB_TEAM_REMOTE = env_str("MEMHUB_TEAM_REMOTE")
 
-# Recall (DESIGN §7): without a key memhub recalls offline.
+# Recall (docs/design.md §7): without a key memhub recalls offline.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
@@ -156,7 +156,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# Agent API bodies up to 5 MB (DESIGN §15).
+# Agent API bodies up to 5 MB (docs/design.md §15).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

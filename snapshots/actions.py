@@ -34,7 +34,7 @@ from snapshots.models import Checkout, SnapshotDecision, upload_root
 from snapshots.targets import SCOPES, Target, snapshot_agents
 
 Decision = SnapshotDecision.Decision
-# What a person may decide for each status (DESIGN §13).
+# What a person may decide for each status (docs/design.md §13).
 ALLOWED = {
     "initialize": (Decision.INITIALIZE, Decision.DISMISS),
     "update_available": (Decision.MERGE, Decision.KEEP, Decision.REPLACE, Decision.DISMISS),
@@ -132,7 +132,7 @@ def do_rescan_checkout(checkout: Checkout) -> list[Store]:
 
 def _project_for(user, slug: str | None, dirname: str) -> Project:
     """The project of a checkout, by slug or directory name; a project first known by its
-    directory name is linked to the slug (DESIGN §1)."""
+    directory name is linked to the slug (docs/design.md §1)."""
     project = (find_project(slug) if slug else None) or find_project(dirname)
     if project is None:
         return Project.objects.create(key=slug or dirname)

@@ -48,7 +48,7 @@ class Checkout(models.Model):
         return Path(self.path)
 
     def memory_dir(self, agent_type: str, scope: str) -> Path:
-        """The agent's memory dir of `scope` as seen from this checkout (DESIGN §13).
+        """The agent's memory dir of `scope` as seen from this checkout (docs/design.md §13).
 
         User scope is the host's memory base for a host checkout, and the uploader's own
         (uploaded) user-scope dir for an uploaded one.

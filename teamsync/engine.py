@@ -1,7 +1,7 @@
 """The git side of team sync, with no Django: one working clone of the shared repository, and
 the three-way exchange between a team store directory and its folder in that clone.
 
-Each team store maps to a folder of the shared repository (`owner/repo/`, DESIGN §1). The
+Each team store maps to a folder of the shared repository (`owner/repo/`, docs/design.md §17). The
 *base* of a store is the checksum of each key as it was last synced (kept by the caller). From
 it each side's changes are known:
 
@@ -44,7 +44,7 @@ GITATTRIBUTES = (
 )
 MAX_PUSH_ATTEMPTS = 3
 
-# Failures that will not pass by themselves: retrying only hammers the remote (DESIGN §10).
+# Failures that will not pass by themselves: retrying only hammers the remote (docs/design.md §17).
 # HTTP statuses only as git reports them: a bare "401" also matches a path or a port.
 _PERMANENT = re.compile(
     r"authentication failed|permission denied|could not read username|repository not found"

@@ -100,7 +100,7 @@ def sam(django_user_model):
 def write_memory(
     directory: Path, filename: str, name: str, description: str, type_: str, body: str = "Body.\n"
 ) -> Path:
-    """A topic file in the DESIGN §2 format."""
+    """A topic file in the format of docs/design.md §2."""
     path = directory / filename
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(

@@ -1,4 +1,5 @@
-"""One error shape for the whole API: `{"error": {"code", "message", "details"}}` (DESIGN §15)."""
+"""One error shape for the whole API: `{"error": {"code", "message", "details"}}`
+(docs/design.md §15)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def error_body(code: str, message: str, details=None) -> dict:
 
 
 def api_exception_handler(exc, context):
-    """Every API error as `{"error": {"code", "message", "details"}}` (DESIGN §15)."""
+    """Every API error as `{"error": {"code", "message", "details"}}` (docs/design.md §15)."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, PermissionDenied):

@@ -1,4 +1,4 @@
-"""The team memory protocol of Claude Code's client (DESIGN §10, §15), served by memhub.
+"""The team memory protocol of Claude Code's client (docs/design.md §10, §15), served by memhub.
 
 `/api/claude_code/team_memory?repo=owner%2Frepo` with memhub API tokens as Bearer tokens. A PUT
 is an upsert through the same write path as every other change (so it becomes a commit authored
@@ -109,7 +109,7 @@ def _meta(store: Store, sums: dict[str, str]) -> dict:
 
 
 @extend_schema(
-    summary="Claude Code's team memory protocol (DESIGN §10)",
+    summary="Claude Code's team memory protocol (docs/design.md §10)",
     parameters=[
         OpenApiParameter("repo", str, required=True, description="owner/repo"),
         OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
@@ -222,8 +222,8 @@ def _refusal(
             max_entries=flags["team_max_entries"],
             received_entries=len(topics),
         )
-    # Both layers of DESIGN §10a: what the protocol accepts is served to every member at once,
-    # so a file the push gate would quarantine must not get in either.
+    # Both layers of docs/design.md §10a: what the protocol accepts is served to every member at
+    # once, so a file the push gate would quarantine must not get in either.
     blocked = scan_for_push(entries)
     if blocked:
         hits = [

@@ -1,10 +1,10 @@
 """Claude Code hooks: the memory section at session start, recalled memories on each prompt.
 
 A hook runs on every session start and every prompt a person sends, so it must never slow the
-agent down or get in its way (DESIGN §15, §16): the whole answer, reading stdin included, runs
-in a worker thread that gets a fixed time budget, and the hook prints nothing and exits 0 when
-it is not logged in, when the budget runs out, or on any error. There are no retries: a short
-connect/read timeout bounded by the budget, and one attempt.
+agent down or get in its way (docs/design.md §15, §16): the whole answer, reading stdin
+included, runs in a worker thread that gets a fixed time budget, and the hook prints nothing and
+exits 0 when it is not logged in, when the budget runs out, or on any error. There are no
+retries: a short connect/read timeout bounded by the budget, and one attempt.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def hook_budget(env: Mapping[str, str] | None = None) -> float:
 
 
 def hook_output(event: str, text: str) -> str:
-    """The hook's stdout for `text` (DESIGN §16)."""
+    """The hook's stdout for `text` (docs/design.md §16)."""
     output = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
     return json.dumps(output)
 

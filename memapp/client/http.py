@@ -1,10 +1,10 @@
 """A small JSON client for memhub's agent API, on `urllib.request`.
 
 Transient failures (connection errors, timeouts, 5xx, 429) are retried with exponential
-backoff as DESIGN §10 asks of a sync client: 500 ms doubling to a cap of 32 s, ±25 % jitter, a
-bounded number of attempts. Everything else is raised at once as `ApiError` carrying the API's
-error shape (`{"error": {"code", "message", "details"}}`). Redirects are not followed, so the
-token is never sent to a host it was not meant for.
+backoff as docs/design.md §10 asks of a sync client: 500 ms doubling to a cap of 32 s, ±25 %
+jitter, a bounded number of attempts. Everything else is raised at once as `ApiError` carrying
+the API's error shape (`{"error": {"code", "message", "details"}}`). Redirects are not
+followed, so the token is never sent to a host it was not meant for.
 """
 
 from __future__ import annotations

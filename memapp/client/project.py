@@ -1,4 +1,5 @@
-"""The project an agent works in, found from a working directory with DESIGN §3's rules."""
+"""The project an agent works in, found from a working directory by the rules of
+docs/design.md §3."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`memhub-agent snapshot push|apply|publish <agent type>`: agent memory snapshots (DESIGN §13).
+"""`memhub-agent snapshot push|apply|publish <agent type>`: agent memory snapshots
+(docs/design.md §13).
 
 - `push` uploads this checkout's snapshot of the agent and the agent's memory dirs (user scope,
   and project and local scope when they exist) so a person can review the update in memhub.

@@ -1,5 +1,5 @@
 """`memhub-agent team sync [--watch]`: a project's team memory through the team memory protocol,
-as Claude Code's own client speaks it (DESIGN §10).
+as Claude Code's own client speaks it (docs/design.md §10).
 
 The local side is the agent's team directory, `<memory dir>/team/`; the remote side is
 `/api/claude_code/team_memory?repo=owner%2Frepo`, the slug coming from the checkout's git
@@ -7,7 +7,7 @@ The local side is the agent's team directory, `<memory dir>/team/`; the remote s
 
 - **pull** GETs the whole team memory (`If-None-Match` with the checksum last seen: a 304 means
   nothing changed) and writes, atomically, only the entries whose content differs here. Every
-  key is validated first (DESIGN §4, Markdown only); entries over 250,000 bytes are skipped.
+  key is validated first (docs/design.md §4, Markdown only); entries over 250,000 bytes are skipped.
 - **push** uploads only the keys changed here since the last sync whose checksum differs from
   the server's, in batches whose JSON body stays under 200,000 bytes, each with `If-Match` set
   to the checksum of the last fetch. A 412 (someone wrote meanwhile) fetches `view=hashes` and

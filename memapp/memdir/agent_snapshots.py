@@ -1,4 +1,4 @@
-"""Agent memory snapshots committed to a repository (DESIGN §13).
+"""Agent memory snapshots committed to a repository (docs/design.md §13).
 
 A project may commit a snapshot of an agent's memory so every teammate's agent starts from it::
 
@@ -89,10 +89,10 @@ __all__ = [
 SNAPSHOTS_FOLDER = "agent-memory-snapshots"
 SNAPSHOT_JSON = "snapshot.json"
 MARKER_FILENAME = ".snapshot-synced.json"
-# A snapshot file larger than a team memory entry may be (DESIGN §10) is refused.
+# A snapshot file larger than a team memory entry may be (docs/design.md §10) is refused.
 MAX_SNAPSHOT_FILE_BYTES = 250_000
 MAX_JSON_BYTES = 64 * 1024
-# Caps an agent applies when it loads memory (DESIGN §5, §6, §7): reported, not enforced.
+# Caps an agent applies when it loads memory (docs/design.md §5, §6, §7): reported, not enforced.
 SURFACED_BYTES = 4_096
 SCAN_FILES = 200
 
@@ -269,7 +269,8 @@ class SnapshotStatus:
 def snapshot_status(
     snapshot: str | os.PathLike[str], memory_dir: str | os.PathLike[str]
 ) -> SnapshotStatus:
-    """DESIGN §13's decision for ``memory_dir`` against the snapshot dir ``snapshot``."""
+    """The decision of docs/design.md §13 for ``memory_dir`` against the snapshot dir
+    ``snapshot``."""
     meta = read_snapshot_meta(snapshot)
     if not meta.valid:
         return SnapshotStatus("none", meta.problem or "")

@@ -1,4 +1,4 @@
-"""Memory files: YAML frontmatter plus a Markdown body (DESIGN §2).
+"""Memory files: YAML frontmatter plus a Markdown body (docs/design.md §2).
 
 A topic file looks like::
 
@@ -69,10 +69,11 @@ BINARY_FILE = "binary file"
 
 TypeForm = Literal["top", "metadata"]
 
-# libyaml's parser is 5-7x faster than the pure-Python one (DEPENDENCIES.md); both are "safe".
+# libyaml's parser is 5-7x faster than the pure-Python one (measured); both are "safe".
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# Retry rule of DESIGN §2: a simple top-level `key: value` line whose value holds one of these.
+# Retry rule of docs/design.md §2: a simple top-level `key: value` line whose value holds one of
+# these.
 _RETRY_LINE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*):[ \t]+(.*?)[ \t\r]*$", re.MULTILINE)
 _YAML_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
 
@@ -152,7 +153,7 @@ def parse_header(text: str) -> Header:
 def _load_mapping(
     yaml_text: str, start_line: int
 ) -> tuple[dict[Any, Any] | None, dict[str, str], str | None]:
-    """Load the header YAML, retrying once with special values quoted (DESIGN §2).
+    """Load the header YAML, retrying once with special values quoted (docs/design.md §2).
 
     Returns ``(mapping or None, raw text of typed name/description scalars, problem)``.
     """

@@ -1,4 +1,4 @@
-"""Path security: validating memory keys and configured directory overrides (DESIGN §4).
+"""Path security: validating memory keys and configured directory overrides (docs/design.md §4).
 
 A *key* is the relative path of a file inside a store, as it arrives from a request, a git tree or
 a snapshot. `validate_key` is the only way from a key to a path on disk: it either returns the
@@ -166,7 +166,7 @@ def _real_path(path: str, key: object) -> str:
 
 
 def validate_key(root: str | os.PathLike[str], key: str) -> Path:
-    """Check `key` against every rule of DESIGN §4 and return `root / key`.
+    """Check `key` against every rule of docs/design.md §4 and return `root / key`.
 
     The returned path is absolute and lexically inside `root` (symlinks are *not* resolved in
     it, so callers see the path they asked for), and its real path is inside the real root.
@@ -241,7 +241,8 @@ def memory_dir_override_problem(
 def validate_memory_dir_override(
     raw: object, env: Mapping[str, str] | None = None, *, expand_tilde: bool = True
 ) -> Path | None:
-    """A configured memory directory, normalised, or None when it must be ignored (DESIGN §4).
+    """A configured memory directory, normalised, or None when it must be ignored
+    (docs/design.md §4).
 
     Accepted: an absolute path of at least 3 characters (after lexical normalisation), with no
     NUL, that is not a drive root, not UNC (`//server`, `\\\\server`), and neither the home

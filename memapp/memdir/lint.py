@@ -1,4 +1,4 @@
-"""Memory-quality checks shown in the review UI (DESIGN §2).
+"""Memory-quality checks shown in the review UI (docs/design.md §2).
 
 A memory's edit form shows warnings for it (`memory_warnings`), and a store's health page lists
 problems across memories (`relative_dates`, `missing_why_how`, `near_duplicates`). None of these
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 STRUCTURED_TYPES = ("feedback", "project")
-"""Memory types whose bodies should carry **Why:** and **How to apply:** (DESIGN §2)."""
+"""Memory types whose bodies should carry **Why:** and **How to apply:** (docs/design.md §2)."""
 
 # --- code masking --------------------------------------------------------------------------
 

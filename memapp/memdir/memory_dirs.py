@@ -1,4 +1,4 @@
-"""Finding the local agent memory directories under a memory base (DESIGN §1, §3, §13)."""
+"""Finding the local agent memory directories under a memory base (docs/design.md §1, §3, §13)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline recall: which memories fit a query, without a language model (DESIGN §7).
+"""Offline recall: which memories fit a query, without a language model (docs/design.md §7).
 
 The candidates are the newest-first manifest of a scan (at most 200 files). Each is scored with
 BM25F over four fields: its name, its description, its path and its body, weighted in that
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 RECALL_LIMIT = 5
-CANDIDATES = 200  # DESIGN §7: the candidates are the manifest, the newest 200 files
+CANDIDATES = 200  # docs/design.md §7: the candidates are the manifest, the newest 200 files
 MAX_BODY_BYTES = 32 * 1024  # bodies beyond this add little to a ranking that weighs them lightly
 
 # -- scoring constants --------------------------------------------------------------------------
@@ -678,7 +678,7 @@ def recall_offline(
     now_ms: float | None = None,
 ) -> list[MemoryHeader]:
     """The memories of ``directory`` that fit ``query``: at most ``limit``, best first, ``[]``
-    when nothing fits (DESIGN §7, offline selector).
+    when nothing fits (docs/design.md §7, offline selector).
 
     Candidates are the scan's newest 200 files (``exclude`` as in :func:`scan_memory_files`).
     Paths in the result and in ``already_surfaced`` are relative to ``directory``

@@ -1,4 +1,4 @@
-"""Where memory directories are, computed exactly as the coding agent does (DESIGN §3, §13).
+"""Where memory directories are, computed exactly as the coding agent does (docs/design.md §3, §13).
 
 Every function that reads the environment takes an optional `env` mapping; when given it
 replaces `os.environ` entirely, including `$HOME` for `~` (without `HOME` in it, the account's
@@ -406,7 +406,7 @@ def _env_flag(value: str | None) -> bool | None:
 def auto_memory_enabled(
     env: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None
 ) -> bool:
-    """Whether auto memory is on (DESIGN §3).
+    """Whether auto memory is on (docs/design.md §3).
 
     `CLAUDE_CODE_DISABLE_AUTO_MEMORY` truthy (`1,true,yes,on`, any case, stripped) turns it
     off; a defined falsy value (`0,false,no,off`) forces it on, over everything below. Then a
@@ -431,7 +431,7 @@ def agent_memory_dir(
     env: Mapping[str, str] | None = None,
     repo: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """An agent's memory dir (DESIGN §13); `:` in the agent type becomes `-`.
+    """An agent's memory dir (docs/design.md §13); `:` in the agent type becomes `-`.
 
     `user`: `<memory base>/agent-memory/<agent>`; `project`: `<repo>/.claude/agent-memory/
     <agent>`; `local`: `<repo>/.claude/agent-memory-local/<agent>`. Raises ValueError for an

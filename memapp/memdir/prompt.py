@@ -1,4 +1,4 @@
-"""The memory section of an agent's system prompt (DESIGN §9).
+"""The memory section of an agent's system prompt (docs/design.md §9).
 
 One function, `assemble_prompt`, builds it for a mode: `disabled` (nothing), `individual` (one
 directory), `combined` (a private and a team directory) or `daily-log` (append-only daily logs,

@@ -1,4 +1,4 @@
-"""Scanning a memory directory: the headers of its topic files, newest first (DESIGN §6).
+"""Scanning a memory directory: the headers of its topic files, newest first (docs/design.md §6).
 
 A scan never writes: files and directories are opened read-only with ``O_NOATIME`` where the
 kernel allows it (our own files, or as root), so neither mtimes nor atimes change (mtimes order
@@ -334,7 +334,7 @@ def format_mtime(mtime_ms: int) -> str:
 
 
 def format_manifest(headers: Sequence[MemoryHeader]) -> str:
-    """The manifest an agent's recall sees: one line per header (DESIGN §6).
+    """The manifest an agent's recall sees: one line per header (docs/design.md §6).
 
     ``- [type] relative/path.md (2026-03-28T10:30:00.000Z): description``; the type tag and the
     description are left out when absent or empty. Line breaks in a description become spaces so
@@ -367,7 +367,7 @@ def settled_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
 
 
 def detect_type_form(directory: str) -> TypeForm:
-    """The type form new memories in ``directory`` should use (DESIGN §2).
+    """The type form new memories in ``directory`` should use (docs/design.md §2).
 
     The form most of the topic files directly in ``directory`` use, reading only their header
     lines; on a tie, the form of the newest of them; ``"top"`` when none has a type.

@@ -1,4 +1,4 @@
-"""The secret gate before a push: the fast rules plus detect-secrets (DESIGN §10a).
+"""The secret gate before a push: the fast rules plus detect-secrets (docs/design.md §10a).
 
 :func:`scan_for_push` takes the entries about to leave (key → text) and returns the ones that
 must not, with each hit's rule, label and line, never the value. Hits from detect-secrets get

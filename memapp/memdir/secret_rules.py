@@ -1,4 +1,5 @@
-"""The fast secret rule set: high-confidence token shapes, checked on every save (DESIGN §10a).
+"""The fast secret rule set: high-confidence token shapes, checked on every save
+(docs/design.md §10a).
 
 Each rule is one provider's documented token format (rule ids as in gitleaks). A hit names the
 rule, its label and the line, never the value: a :class:`SecretHit` is safe to log, show, store

@@ -62,12 +62,12 @@ class SecretDetected(FileRejected):
 
 
 def checksum(data: bytes) -> str:
-    """`sha256:<hex>` as the team memory protocol writes it (DESIGN §10)."""
+    """`sha256:<hex>` as the team memory protocol writes it (docs/design.md §10)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def store_file_path(store: Store, key: str) -> Path:
-    """The one safe-path check for a key of a store: the core's rules (DESIGN §4), Markdown
+    """The one safe-path check for a key of a store: the core's rules (docs/design.md §4), Markdown
     files only, and never inside a top-level entry that is a store of its own (`team/`)."""
     try:
         path = validate_key(Path(store.path), key)

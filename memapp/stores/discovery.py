@@ -1,4 +1,4 @@
-"""Turning the local user's memory directories into stores (DESIGN §1 ownership rules)."""
+"""Turning the local user's memory directories into stores (ownership rules: docs/design.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recording events (DESIGN §12) through one function.
+"""Recording events (docs/design.md §12) through one function.
 
 Each kind has a closed set of fields, the ones the client reports. An unknown kind or field is
 a programming error and raises, so nothing unplanned (a secret, a memory's content) can slip
@@ -48,7 +48,7 @@ EVENT_FIELDS: dict[str, frozenset[str]] = {
 
 
 class UnknownEventError(ValueError):
-    """An event kind or field that DESIGN §12 does not define."""
+    """An event kind or field that docs/design.md §12 does not define."""
 
 
 def record_event(kind: str, project=None, user=None, *, store=None, **fields) -> Event:

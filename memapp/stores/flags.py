@@ -1,4 +1,4 @@
-"""Admin flags (DESIGN §11): typed values with defaults, global with per-project overrides.
+"""Admin flags (docs/design.md §11): typed values with defaults, global with per-project overrides.
 
 Every flag is declared once in FLAGS. Read through `get_flag(name, project=None)`; change through
 `set_flag(...)`, which validates and audits the change as a `flag_changed` event.

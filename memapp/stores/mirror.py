@@ -1,4 +1,4 @@
-"""Keeping the database mirror in step with the directories on disk (DESIGN §1).
+"""Keeping the database mirror in step with the directories on disk (docs/design.md §1, §20).
 
 Disk is the truth. A rescan stats every file (the core's scan cache makes an unchanged file cost
 one stat), re-reads only files whose mtime or size changed, and drops rows of files that are

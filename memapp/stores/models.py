@@ -1,4 +1,4 @@
-"""The database is a mirror of what is on disk (DESIGN §1), plus flags and events."""
+"""The database is a mirror of what is on disk (docs/design.md §1), plus flags and events."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ class Project(models.Model):
     key = models.CharField(max_length=255, unique=True)
     name = models.CharField(max_length=255, blank=True)
     repo_slug = models.CharField(
-        max_length=255, blank=True, db_index=True, help_text="owner/repo, once known (DESIGN §3)"
+        max_length=255,
+        blank=True,
+        db_index=True,
+        help_text="owner/repo, once known (docs/design.md §3)",
     )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="memhub_projects"
@@ -266,7 +269,8 @@ class EventQuerySet(models.QuerySet):
 
 
 class Event(models.Model):
-    """Something that happened (DESIGN §12); fields are whitelisted per kind in `stores.events`."""
+    """Something that happened (docs/design.md §12); fields are whitelisted per kind in
+    `stores.events`."""
 
     kind = models.CharField(max_length=32, db_index=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

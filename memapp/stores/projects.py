@@ -1,4 +1,4 @@
-"""Finding a project and a user's store in it from what an agent knows (DESIGN §1, §3)."""
+"""Finding a project and a user's store in it from what an agent knows (docs/design.md §1, §3)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from memapp.stores.models import Project, Store
 # A repo slug names the project's folder in the shared team repository, so `..`, `.` and an
 # owner starting with a dot (`.git/…`) would put it outside that repository or in its metadata.
 REPO_SLUG_RE = re.compile(r"(?![.])[^/\\\s\x00-\x1f\x7f]+/(?!\.\.?$)[^/\\\s\x00-\x1f\x7f]+")
-# A sanitized memory directory name (DESIGN §3) is made of letters, digits and dashes only.
+# A sanitized memory directory name (docs/design.md §3) is made of letters, digits and dashes only.
 DIRNAME_RE = re.compile(r"[A-Za-z0-9-]+")
 
 

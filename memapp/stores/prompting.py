@@ -1,4 +1,5 @@
-"""The memory section of an agent's system prompt, with the mode chosen by flags (DESIGN §9)."""
+"""The memory section of an agent's system prompt, with the mode chosen by flags
+(docs/design.md §9)."""
 
 from __future__ import annotations
 

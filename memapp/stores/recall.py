@@ -1,4 +1,5 @@
-"""Recall for agents (DESIGN §7–§8): which few memories fit a query, rendered for the prompt.
+"""Recall for agents (docs/design.md §7–§8): which few memories fit a query, rendered for the
+prompt.
 
 The candidates are each store's newest files (the manifest). With an Anthropic API key the
 selection is made by a model through the real `anthropic` SDK; without one, by flag, or on any
@@ -195,7 +196,7 @@ def select_with_model(
     picked = []
     for path in selected:
         if isinstance(path, str) and path in by_path and by_path[path] not in picked:
-            picked.append(by_path[path])  # unknown names are dropped (DESIGN §7)
+            picked.append(by_path[path])  # unknown names are dropped (docs/design.md §7)
     return picked[:limit]
 
 

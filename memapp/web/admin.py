@@ -1,4 +1,5 @@
-"""Django admin: metadata only. Memory contents and private stores' details stay out (DESIGN §1)."""
+"""Django admin: metadata only. Memory contents and private stores' details stay out
+(docs/design.md §1)."""
 
 from django.contrib import admin
 

@@ -1,4 +1,5 @@
-"""The LLM selector of recall (DESIGN §7), through the real `anthropic` SDK and a fake server.
+"""The LLM selector of recall (docs/design.md §7), through the real `anthropic` SDK and a fake
+server.
 
 The fake Messages API runs on 127.0.0.1 (tests/api/fake_anthropic.py); memhub reaches it through
 `ANTHROPIC_BASE_URL`, exactly as it would reach the real API.
@@ -239,7 +240,7 @@ def test_unknown_names_in_the_answer_are_dropped(alice_api, fake, stores):
 
 
 def test_an_answer_of_only_unknown_names_recalls_nothing(alice_api, fake, stores):
-    # Unknown names are dropped (DESIGN §7); the model answered, so this is not an error and
+    # Unknown names are dropped (docs/design.md §7); the model answered, so this is not an error and
     # offline recall is not asked for a second opinion.
     fake.answer(["hallucinated.md", "team/also_missing.md"])
     body = recall(alice_api, query="integration tests real database")

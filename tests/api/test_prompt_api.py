@@ -1,4 +1,4 @@
-"""`GET|POST /api/v1/prompt`: the memory section of an agent's system prompt (DESIGN §9)."""
+"""`GET|POST /api/v1/prompt`: the memory section of an agent's system prompt (docs/design.md §9)."""
 
 from __future__ import annotations
 

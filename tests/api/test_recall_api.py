@@ -1,4 +1,4 @@
-"""`POST /api/v1/recall` with offline recall (DESIGN §7–§8): what an agent is shown."""
+"""`POST /api/v1/recall` with offline recall (docs/design.md §7–§8): what an agent is shown."""
 
 from __future__ import annotations
 

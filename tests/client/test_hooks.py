@@ -19,7 +19,7 @@ SESSION = "5f1c3a52-0d7e-4b9a-9c1e-3f7a2b8d6e01"
 
 
 def payload(machine: Machine, event: str, prompt: str = "how do we test the database?") -> dict:
-    """What Claude Code 2.1.328 sends on stdin (DESIGN §16)."""
+    """What Claude Code 2.1.328 sends on stdin (docs/design.md §16)."""
     common = {
         "session_id": SESSION,
         "transcript_path": str(machine.home / ".claude" / "transcript.jsonl"),

@@ -1,5 +1,5 @@
-"""Agent memory snapshots (DESIGN §13): the decision rule, the review, each action's exact effect
-on disk, malformed snapshots and hostile file names."""
+"""Agent memory snapshots (docs/design.md §13): the decision rule, the review, each action's
+exact effect on disk, malformed snapshots and hostile file names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path security rules of DESIGN §4: memory keys and configured directory overrides."""
+"""Path security rules of docs/design.md §4: memory keys and configured directory overrides."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where memory directories are (DESIGN §3, §13), checked against real git repositories."""
+"""Where memory directories are (docs/design.md §3, §13), checked against real git repositories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The team memory protocol served at /api/claude_code/team_memory (DESIGN §10, §15).
+"""The team memory protocol served at /api/claude_code/team_memory (docs/design.md §10, §15).
 
 alice is the admin (staff), bob a teammate, charlie an outsider, sam staff without projects.
 """

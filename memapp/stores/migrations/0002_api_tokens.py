@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 db_index=True,
-                help_text="owner/repo, once known (DESIGN §3)",
+                help_text="owner/repo, once known (docs/design.md §3)",
                 max_length=255,
             ),
         ),

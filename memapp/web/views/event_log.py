@@ -1,4 +1,4 @@
-"""The events page: what happened (DESIGN §12), filtered, a page at a time.
+"""The events page: what happened (docs/design.md §12), filtered, a page at a time.
 
 Everyone signed in has one; each sees only the events they may (`Event.objects.visible_to`):
 events about a private store reach its owner alone, staff included.

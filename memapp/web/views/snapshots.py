@@ -25,7 +25,8 @@ RECENT = 20
 
 
 def _may_register(user) -> bool:
-    """Paths on this host are the local owner's (DESIGN §1): nobody else may register one."""
+    """Paths on this host are the local owner's (docs/design.md §1): nobody else may register
+    one."""
     owner = local_owner()
     return owner is not None and owner.pk == user.pk
 

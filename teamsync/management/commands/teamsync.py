@@ -16,7 +16,7 @@ from memapp.stores.flags import get_flag
 from teamsync.models import TeamSyncStatus
 from teamsync.service import SyncReport, sync_team, team_remote_display
 
-PUSH_DEBOUNCE = timedelta(seconds=2)  # DESIGN §10: push 2 s after the last change
+PUSH_DEBOUNCE = timedelta(seconds=2)  # docs/design.md §17: push 2 s after the last change
 SUPPRESSED_RETRY = timedelta(minutes=5)  # a push that cannot succeed is retried rarely
 FAILED_RETRY = timedelta(seconds=30)  # after a failure that may pass (no network), not every tick
 PRUNE_EVERY = timedelta(days=1)  # old events are pruned at most daily

@@ -1,4 +1,4 @@
-"""Discover the local agent memory directories (DESIGN §1) and mirror them as stores."""
+"""Discover the local agent memory directories (docs/design.md §1) and mirror them as stores."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
