@@ -128,3 +128,17 @@ def memory_base(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base))
     monkeypatch.delenv("CLAUDE_CODE_REMOTE_MEMORY_DIR", raising=False)
     return base
+
+
+def background_tick() -> list:
+    """One tick of the background clock (memapp.background), then the task worker runs, on
+    the database backend, every task it enqueued: the return values of the tasks that ran."""
+    from django.core.management import call_command
+    from django_tasks_db.models import DBTaskResult
+
+    from memapp.background import Clock
+
+    before = set(DBTaskResult.objects.values_list("id", flat=True))
+    Clock().tick()
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload")
+    return [row.return_value for row in DBTaskResult.objects.exclude(id__in=before)]
