@@ -147,6 +147,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
+    # Tests get a file too (not SQLite's shared-cache memory database, whose table locks fail
+    # at once where the file's WAL lets a reader and a writer in different threads proceed).
+    DATABASES["default"]["TEST"] = {"NAME": str(MEMHUB_DATA_DIR / "test-memhub.sqlite3")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", 60)  # one connection per worker, not per request
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

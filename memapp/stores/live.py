@@ -156,7 +156,7 @@ class LiveMirror:
                     debounce=1_000,
                     step=50,
                     stop_event=stop,
-                    rust_timeout=WAIT_FOR_BASE_S * 1000,
+                    rust_timeout=int(WAIT_FOR_BASE_S * 1000),
                     yield_on_timeout=True,
                     raise_interrupt=False,
                     ignore_permission_denied=True,
