@@ -25,6 +25,27 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With MEMHUB_TEST_DATABASE_ONLY=1 (the PostgreSQL run of scripts/test) only the tests
+    that touch the database run, browser tests aside (they test pages, not the database)."""
+    if os.environ.get("MEMHUB_TEST_DATABASE_ONLY") != "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if (uses_db or item.get_closest_marker("django_db")) and not item.get_closest_marker(
+            "browser"
+        ):
+            keep.append(item)
+        else:
+            drop.append(item)
+    items[:] = keep
+    config.hook.pytest_deselected(items=drop)
+
+
 def pytest_unconfigure(config):
     """Events a live server buffered during the last tests refer to rows that are gone now."""
     from memapp.stores.events import discard_buffered_events

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.locks import store_lock
@@ -137,6 +137,12 @@ class LiveMirror:
 
     def watch(self, stop: threading.Event) -> None:
         """Apply every change under the base until `stop` is set; never raises."""
+        try:
+            self._watch(stop)
+        finally:
+            connections.close_all()  # this thread's connections
+
+    def _watch(self, stop: threading.Event) -> None:
         from watchfiles import watch  # its Rust extension loads only in the watching process
 
         while not stop.is_set():

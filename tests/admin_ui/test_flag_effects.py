@@ -367,6 +367,7 @@ def test_secrets_entropy_plugins_turn_on_the_entropy_checks_before_a_push(
     }
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_sync_interval_seconds_decides_when_the_worker_pulls(alice, acme):
     def run_once() -> int:
         TeamSyncStatus.objects.update_or_create(

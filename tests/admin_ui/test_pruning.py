@@ -68,6 +68,7 @@ def test_the_command_keeps_everything_when_retention_is_zero(settings):
     assert "events are kept" in out.getvalue() and Event.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_the_background_clock_prunes_when_it_starts(settings, alice):
     settings.MEMHUB_EVENT_RETENTION_DAYS = 7
     old = event_aged(8)

@@ -397,6 +397,7 @@ def test_a_file_over_250000_bytes_is_blocked_as_too_large(team_store, remote):
 # --- a push that cannot succeed ---------------------------------------------------------------
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 @pytest.mark.parametrize("broken", ["missing", "not_a_repository"])
 def test_a_push_that_cannot_succeed_is_suppressed_once_and_resumes_when_fixed(
     team_store, alice, settings, tmp_path, broken

@@ -44,7 +44,7 @@ def _tick() -> list[dict]:
 # --- when the worker syncs ---------------------------------------------------------------------
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_a_sync_runs_as_a_task_when_sync_now_was_pressed(team_store, dora, remote):
     dora.write("reference_oncall.md", "Dora carries the pager.\n")
     dora.sync()
@@ -64,7 +64,7 @@ def test_a_sync_runs_as_a_task_when_sync_now_was_pressed(team_store, dora, remot
     assert TeamSyncStatus.get().queued_task_id == ""  # done: the next one may be enqueued
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_changes_are_pushed_once_they_are_two_seconds_old(team_store, alice, remote):
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
@@ -103,7 +103,7 @@ def test_due_runs_the_periodic_pull_without_pushing_a_suppressed_remote():
     assert due(stopped, now, 60) == (True, True)  # or at once when a person asks
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_the_worker_never_prints_credentials_of_the_remote(settings, capsys):
     token = fake_tokens(14)["gitlab-pat"]
     settings.MEMHUB_TEAM_REMOTE = f"https://oauth2:{token}@127.0.0.1:9/acme/team-memory.git"
@@ -133,7 +133,7 @@ def test_due_waits_a_little_after_a_failure_that_may_pass():
     assert due(failed, now, 60) == (True, True)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_an_unreachable_remote_is_not_retried_on_every_tick(
     team_store, alice, settings, tmp_path, monkeypatch
 ):
