@@ -7,9 +7,6 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.cache import caches
-from django.core.cache.backends.db import DatabaseCache
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 
@@ -27,8 +24,6 @@ class Command(BaseCommand):
     def handle(self, *args, workers, no_background, **options):
         host, port = settings.MEMHUB_BIND
         bind = f"{host}:{port}"
-        if isinstance(caches["default"], DatabaseCache):
-            call_command("createcachetable", verbosity=0)  # idempotent
         logs = settings.MEMHUB_DATA_DIR / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         manage = str(settings.BASE_DIR / "manage.py")
