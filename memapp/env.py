@@ -110,7 +110,12 @@ def env_cache(name: str, default: str, env: Mapping[str, str] | None = None) -> 
         table = rest.strip("/") or "memhub_cache"
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", table):
             raise ImproperlyConfigured(f"{name}={value!r}: {table!r} is not a table name")
-        return {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": table}
+        return {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": table,
+            # Django's default of 300 entries would evict live sessions' budgets.
+            "OPTIONS": {"MAX_ENTRIES": 50_000},
+        }
     if sep and scheme in ("redis", "rediss") and rest:
         return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": value}
     if sep and scheme == "locmem":

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -31,18 +30,20 @@ _POLL_S = 0.002
 @contextlib.contextmanager
 def locked(key: str) -> Iterator[None]:
     """Hold the cache lock of `key` for the duration of the block."""
-    lock_key, token = f"{key}:lock", secrets.token_hex(8)
-    deadline = time.monotonic() + LOCK_WAIT_S
-    held = cache.add(lock_key, token, LOCK_HOLD_S)
+    lock_key = f"{key}:lock"
+    start = time.monotonic()
+    deadline = start + LOCK_WAIT_S
+    held = cache.add(lock_key, 1, LOCK_HOLD_S)
     while not held and time.monotonic() < deadline:
         time.sleep(_POLL_S)
-        held = cache.add(lock_key, token, LOCK_HOLD_S)
+        held = cache.add(lock_key, 1, LOCK_HOLD_S)
     if not held:
         log.warning("shared state %s: lock not taken within %.1f s, going ahead", key, LOCK_WAIT_S)
     try:
         yield
     finally:
-        if held and cache.get(lock_key) == token:
+        # Held for milliseconds: well inside LOCK_HOLD_S, so the lock is still ours to drop.
+        if held and time.monotonic() - start < LOCK_HOLD_S:
             cache.delete(lock_key)
 
 
