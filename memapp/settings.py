@@ -139,7 +139,13 @@ _SQLITE_DEFAULT = {
     "NAME": MEMHUB_DATA_DIR / "memhub.sqlite3",
 }
 DATABASE_URL = env_str("DATABASE_URL")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL) if DATABASE_URL else _SQLITE_DEFAULT}
+# One connection per worker, not per request (a new PostgreSQL connection costs milliseconds),
+# checked before reuse so a restarted database server costs one failed request, not many.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    if DATABASE_URL
+    else _SQLITE_DEFAULT
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers proceed during a write; IMMEDIATE avoids "database is locked" upgrades.
     DATABASES["default"]["OPTIONS"] = {
@@ -150,7 +156,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests get a file too (not SQLite's shared-cache memory database, whose table locks fail
     # at once where the file's WAL lets a reader and a writer in different threads proceed).
     DATABASES["default"]["TEST"] = {"NAME": str(MEMHUB_DATA_DIR / "test-memhub.sqlite3")}
-DATABASES["default"].setdefault("CONN_MAX_AGE", 60)  # one connection per worker, not per request
+DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared state of the API (throttles, each session's recall budget and surfaced memories) lives
@@ -166,7 +172,7 @@ if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
     MEMHUB_RQ_URL = env_str("MEMHUB_RQ_URL")
     if not MEMHUB_RQ_URL:
         raise ImproperlyConfigured("MEMHUB_TASKS=rq needs MEMHUB_RQ_URL (e.g. redis://host:6379/0)")
-    INSTALLED_APPS.append("django_rq")
+    INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
     RQ_QUEUES = {"default": {"URL": MEMHUB_RQ_URL}}
 # Seconds between fallback rescans of every store (the watcher catches changes within a second
 # or two; this catches what it cannot see: network file systems, a base that appeared later).

@@ -21,6 +21,7 @@ start_postgres() {
     -o "-k $PG_DIR -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
   trap 'stop_postgres' EXIT
   PG_CTL=("${run[@]}" "$bin/pg_ctl" -D "$PG_DIR/data")
+  "$bin/createdb" -h "$PG_DIR" -U memhub memhub
   export DATABASE_URL="postgres://memhub@/memhub?host=$PG_DIR"
 }
 
