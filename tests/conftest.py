@@ -63,6 +63,19 @@ def no_buffered_events():
 
 
 @pytest.fixture(autouse=True)
+def fresh_cache(request):
+    """The shared cache (a database table, as in production) starts empty: a test's own rows
+    go with its transaction, and a test that commits starts by clearing what others left."""
+    marker = request.node.get_closest_marker("django_db")
+    commits = marker is not None and marker.kwargs.get("transaction")
+    if commits or {"transactional_db", "live_server"} & set(request.fixturenames):
+        from django.core.cache import cache
+
+        request.getfixturevalue("transactional_db")
+        cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def data_dir(tmp_path_factory):
     """Each test gets its own memhub data dir (managed stores, locks), outside its tmp_path.
 

@@ -52,10 +52,11 @@ class Server:
     def token(self) -> str:
         return self.manage("create_api_token", "admin").strip().splitlines()[-1]
 
-    def get(self, path: str, token: str) -> tuple[int, dict]:
-        request = urllib.request.Request(
-            self.url + path, headers={"Authorization": f"Bearer {token}"}
-        )
+    def get(self, path: str, token: str, body: dict | None = None) -> tuple[int, dict]:
+        """GET `path` (POST `body` as JSON when given) with the token: (status, JSON answer)."""
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.load(response)
@@ -139,7 +140,7 @@ def _answers(url: str) -> bool:
 @pytest.fixture(scope="module")
 def server(serve) -> Server:
     """One memhub for the tests that need no settings of their own (each uses its own token)."""
-    return serve(MEMHUB_API_RATE="20/min")
+    return serve()
 
 
 def test_serve_discovers_at_start_and_shows_a_project_started_later(server):
@@ -152,7 +153,8 @@ def test_serve_discovers_at_start_and_shows_a_project_started_later(server):
     wait_until(lambda: private_stores(server, token).get("-home-admin-later") == 2, 15)
 
 
-def test_a_token_gets_its_rate_across_both_workers(server):
+def test_a_token_gets_its_rate_across_both_workers(serve):
+    server = serve(MEMHUB_API_RATE="20/min")
     token = server.token()
     with ThreadPoolExecutor(4) as pool:
         codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))
@@ -166,3 +168,33 @@ def test_with_a_cache_per_worker_the_rate_would_not_hold(serve):
     with ThreadPoolExecutor(4) as pool:
         codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))
     assert codes.count(200) > 20
+
+
+def test_a_session_budget_holds_across_both_workers(server):
+    """20 memories of about 3 KB each match the query; one session asks 8 times at once, spread
+    over both workers: it is shown each memory at most once and at most 60 KB in all."""
+    memory = server.base / "projects" / "-home-admin-budget" / "memory"
+    for i in range(20):
+        body = f"Deploy checklist step {i}: check the payments dashboard.\n" * 60
+        write_memory(
+            memory, f"deploy_{i:02}.md", f"Deploy {i}", "Deploy checklist", "project", body
+        )
+    token = server.token()
+    wait_until(lambda: private_stores(server, token).get("-home-admin-budget") == 20, 15)
+    ask = {
+        "project": "-home-admin-budget",
+        "query": "deploy checklist for payments",
+        "session_id": "s-1",
+    }
+
+    def recall(_):
+        status, answer = server.get("/api/v1/recall", token, ask)
+        assert status == 200, answer
+        return answer["memories"]
+
+    with ThreadPoolExecutor(4) as pool:
+        shown = [memory for answer in pool.map(recall, range(8)) for memory in answer]
+    paths = [memory["path"] for memory in shown]
+    assert len(paths) == len(set(paths))  # never the same memory twice in one session
+    used = sum(len(memory["content"].encode()) for memory in shown)
+    assert 50_000 < used <= 60 * 1024  # the whole budget is used, and not a byte more
