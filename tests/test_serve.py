@@ -41,6 +41,7 @@ class Server:
     env: dict[str, str]
     process: subprocess.Popen
     base: Path  # the Claude Code memory base it watches
+    log: Path | None = None  # what serve and its children printed
 
     def manage(self, *args: str) -> str:
         done = subprocess.run(
@@ -71,10 +72,12 @@ def private_stores(server: Server, token: str) -> dict[str, int]:
     return {s["project"]: s["file_count"] for s in body["stores"] if s["kind"] == "private"}
 
 
-def wait_until(check, seconds: float) -> float:
+def wait_until(check, seconds: float, server: Server | None = None) -> float:
     start = time.monotonic()
     while not check():
-        assert time.monotonic() - start < seconds, f"not true after {seconds} s"
+        if time.monotonic() - start > seconds:
+            output = server.log.read_text() if server and server.log else ""
+            raise AssertionError(f"not true after {seconds} s; serve printed:\n{output}")
         time.sleep(0.05)
     return time.monotonic() - start
 
@@ -109,13 +112,15 @@ def serve(tmp_path_factory) -> Iterator:
         server = Server(f"http://127.0.0.1:{port}", env, None, base)  # type: ignore[arg-type]
         server.manage("migrate", "--noinput")
         server.manage("ensure_admin")
-        server.process = subprocess.Popen(
-            [sys.executable, MANAGE, "serve", "--workers", "2"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        server.log = tmp_path / "serve.log"
+        with server.log.open("w") as log:
+            server.process = subprocess.Popen(
+                [sys.executable, MANAGE, "serve", "--workers", "2"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         started.append(server)
         wait_until(lambda: _answers(server.url), 30)
         return server
@@ -145,12 +150,12 @@ def server(serve) -> Server:
 
 def test_serve_discovers_at_start_and_shows_a_project_started_later(server):
     token = server.token()
-    wait_until(lambda: private_stores(server, token).get("-home-admin-app") == 1, 15)
+    wait_until(lambda: private_stores(server, token).get("-home-admin-app") == 1, 30, server)
 
     later = server.base / "projects" / "-home-admin-later" / "memory"
     write_memory(later, "project_deploy.md", "Deploy", "We deploy on Fridays", "project")
     write_memory(later, "feedback_tests.md", "Tests", "Real databases in tests", "feedback")
-    wait_until(lambda: private_stores(server, token).get("-home-admin-later") == 2, 15)
+    wait_until(lambda: private_stores(server, token).get("-home-admin-later") == 2, 30, server)
 
 
 def test_a_token_gets_its_rate_across_both_workers(serve):
@@ -180,7 +185,7 @@ def test_a_session_budget_holds_across_both_workers(server):
             memory, f"deploy_{i:02}.md", f"Deploy {i}", "Deploy checklist", "project", body
         )
     token = server.token()
-    wait_until(lambda: private_stores(server, token).get("-home-admin-budget") == 20, 15)
+    wait_until(lambda: private_stores(server, token).get("-home-admin-budget") == 20, 30, server)
     ask = {
         "project": "-home-admin-budget",
         "query": "deploy checklist for payments",

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 FLOOD = 20_000
 WAIT_FOR_BASE_S = 2.0  # how often a missing memory base is looked for again
 RETRY_WATCH_S = 5.0  # after the watcher failed, before it is started again
+RECHECK_S = 1.0  # after a new directory or a failure, when to catch up again
+WAKE_MS = 500  # the watcher hands back control at least this often, changes or not
 
 
 @dataclass
@@ -59,6 +61,7 @@ class LiveMirror:
         self.base = Path(base)
         self.rescan_every = rescan_every
         self._caught_up_at = time.monotonic()
+        self._recheck_at: float | None = None
         self._prefix = str(self.base.absolute()) + "/"
         self._roots: list[tuple[str, int, frozenset[str]]] = []
         self._logged: set[str] = set()
@@ -115,23 +118,34 @@ class LiveMirror:
             self.catch_up()
             return
         for store in Store.objects.filter(pk__in=plan.stores):
-            try:
-                with store_lock(store):
-                    rescan_store(store)
-            except OSError as exc:  # a store directory that vanished: discovery drops it
-                self._log_once(f"rescan:{store.pk}", "rescanning %s failed: %s", store.path, exc)
-                self.catch_up()
-                return
+            with store_lock(store):
+                rescan_store(store)
 
     def catch_up(self) -> None:
         """The fallback: discover every store under the base and rescan it."""
         close_old_connections()
         self._caught_up_at = time.monotonic()
+        self._recheck_at = None
         discover_local_stores(self.base)
         self.refresh()
 
-    def _fallback_due(self) -> bool:
-        return time.monotonic() - self._caught_up_at >= self.rescan_every
+    def _catch_up_when_due(self) -> None:
+        now = time.monotonic()
+        recheck = self._recheck_at is not None and now >= self._recheck_at
+        if recheck or now - self._caught_up_at >= self.rescan_every:
+            self._safely(self.catch_up)
+
+    def _recheck_soon(self) -> None:
+        """Catch up again shortly: files written into a new directory before the watcher
+        watched it sent no event, and changes whose handling failed must not be lost."""
+        self._recheck_at = time.monotonic() + RECHECK_S
+
+    def _safely(self, work, *args) -> None:
+        try:
+            work(*args)
+        except Exception as exc:  # a vanished directory, a locked database … never fatal
+            self._log_once(f"apply:{type(exc).__name__}", "updating the mirror failed: %s", exc)
+            self._recheck_soon()
 
     # -- the watcher --------------------------------------------------------------------------
 
@@ -148,13 +162,12 @@ class LiveMirror:
         while not stop.is_set():
             if not self.base.is_dir():
                 self._log_once("no-base", "memory base %s does not exist (yet)", self.base)
-                if self._fallback_due():
-                    self.catch_up()  # stores whose directories went with the base go too
+                self._catch_up_when_due()  # stores whose directories went with the base go too
                 stop.wait(WAIT_FOR_BASE_S)
                 continue
             if "no-base" in self._logged:
                 self._logged.discard("no-base")
-                self.catch_up()  # it appeared: whatever is in it now is new
+                self._safely(self.catch_up)  # it appeared: whatever is in it now is new
             try:
                 for changes in watch(
                     self.base,
@@ -162,24 +175,26 @@ class LiveMirror:
                     debounce=1_000,
                     step=50,
                     stop_event=stop,
-                    rust_timeout=int(WAIT_FOR_BASE_S * 1000),
+                    rust_timeout=WAKE_MS,
                     yield_on_timeout=True,
                     raise_interrupt=False,
                     ignore_permission_denied=True,
                 ):
                     if changes:
-                        self.apply(self.plan(changes))
-                    if self._fallback_due():
-                        self.catch_up()
+                        plan = self.plan(changes)
+                        if plan.discover or _any_new_directory(changes):
+                            self._recheck_soon()
+                        self._safely(self.apply, plan)
+                    self._catch_up_when_due()
                     if not self.base.is_dir():
                         break  # the base was removed: wait for it again
             except Exception as exc:  # an unreadable directory, a loop, a lost inotify watch …
                 self._log_once(
                     f"watch:{type(exc).__name__}", "watching %s failed: %s", self.base, exc
                 )
+                self._recheck_soon()
                 stop.wait(RETRY_WATCH_S)
-                if self._fallback_due():
-                    self.catch_up()
+                self._catch_up_when_due()
 
     def _relevant(self, _change: object, path: str) -> bool:
         """The watcher's filter: Markdown files and directories under the places stores live
@@ -204,3 +219,7 @@ def _where_a_store_could_be(rel: str) -> bool:
     if parts[0] == "projects":
         return len(parts) >= 3 and parts[2] == "memory"
     return parts[0] == "agent-memory" and len(parts) >= 2
+
+
+def _any_new_directory(changes: Iterable[tuple[object, str]]) -> bool:
+    return any(change == 1 and Path(path).is_dir() for change, path in changes)  # 1: added

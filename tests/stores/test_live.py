@@ -128,8 +128,9 @@ def watching(transactional_db, alice, tmp_path, monkeypatch) -> Iterator[LiveMir
     assert not thread.is_alive()
 
 
-def eventually(check: Callable[[], object], seconds: float = 10.0) -> float:
-    """Wait until `check()` is true; how long it took."""
+def eventually(check: Callable[[], object], seconds: float = 30.0) -> float:
+    """Wait until `check()` is true; how long it took. (Generous: a loaded CI machine is slow;
+    the benchmark, not this test, measures how fast the mirror follows.)"""
     start = time.monotonic()
     while not check():
         if time.monotonic() - start > seconds:
@@ -186,5 +187,14 @@ def test_a_burst_of_a_thousand_writes_is_a_few_rescans(watching, tmp_path, monke
     monkeypatch.setattr(live, "rescan_store", lambda store: rescans.append(1) or real(store))
     for i in range(1000):
         write_memory(memory, f"n{i:04}.md", f"N{i}", "burst", "project")
-    eventually(lambda: len(files_of(memory)) == 1001, seconds=30)
+    eventually(lambda: len(files_of(memory)) == 1001, seconds=60)
     assert len(rescans) <= 10
+
+
+def test_files_written_as_their_directory_appears_are_all_mirrored(watching, tmp_path):
+    """inotify watches a new directory only once it saw it appear: files written in between
+    send no event, so the live mirror catches up again a moment later."""
+    memory = tmp_path / "claude" / "projects" / "-fast" / "memory"
+    for i in range(50):
+        write_memory(memory, f"n{i:02}.md", f"N{i}", "written at once", "project")
+    eventually(lambda: len(files_of(memory)) == 50)
