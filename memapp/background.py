@@ -66,8 +66,7 @@ def run_background(stop: threading.Event) -> None:
     clock.start()
     if settings.MEMHUB_DISCOVER:
         live = LiveMirror(memory_base(), rescan_every=settings.MEMHUB_RESCAN_SECONDS)
-        live.catch_up()  # discover at start, then follow the changes
-        live.watch(stop)
+        live.watch(stop)  # discovers at start, then follows the changes
     else:
         stop.wait()
     clock.join()

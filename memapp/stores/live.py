@@ -135,10 +135,10 @@ class LiveMirror:
         if recheck or now - self._caught_up_at >= self.rescan_every:
             self._safely(self.catch_up)
 
-    def _recheck_soon(self) -> None:
+    def _recheck_soon(self, after: float = RECHECK_S) -> None:
         """Catch up again shortly: files written into a new directory before the watcher
         watched it sent no event, and changes whose handling failed must not be lost."""
-        self._recheck_at = time.monotonic() + RECHECK_S
+        self._recheck_at = time.monotonic() + after
 
     def _safely(self, work, *args) -> None:
         try:
@@ -150,7 +150,11 @@ class LiveMirror:
     # -- the watcher --------------------------------------------------------------------------
 
     def watch(self, stop: threading.Event) -> None:
-        """Apply every change under the base until `stop` is set; never raises."""
+        """Discover, then apply every change under the base until `stop` is set; never raises.
+
+        Each catch-up runs once the watcher is watching (at its first hand-back), so that a
+        change made while it runs is an event to apply, not a change missed in between."""
+        self._recheck_soon(0)
         try:
             self._watch(stop)
         finally:
@@ -162,12 +166,12 @@ class LiveMirror:
         while not stop.is_set():
             if not self.base.is_dir():
                 self._log_once("no-base", "memory base %s does not exist (yet)", self.base)
-                self._catch_up_when_due()  # stores whose directories went with the base go too
+                self._catch_up_when_due()  # stores whose directories went with the base go
                 stop.wait(WAIT_FOR_BASE_S)
                 continue
             if "no-base" in self._logged:
                 self._logged.discard("no-base")
-                self._safely(self.catch_up)  # it appeared: whatever is in it now is new
+                self._recheck_soon(0)  # it appeared: whatever is in it now is new
             try:
                 for changes in watch(
                     self.base,
