@@ -98,3 +98,45 @@ def env_bind(name: str, default: str, env: Mapping[str, str] | None = None) -> t
     if not 0 < port < 65536:
         raise ImproperlyConfigured(f"{name}={value!r}: port must be 1-65535")
     return match["host"], port
+
+
+def env_cache(name: str, default: str, env: Mapping[str, str] | None = None) -> dict:
+    """Django's CACHES entry for a cache URL: `db://` (a table in the database, the default:
+    shared by every worker and machine that shares the database), `redis://…` / `rediss://…`
+    (needs the `redis` extra), or `locmem://` (this process only: one worker, or tests)."""
+    value = env_str(name, default, env)
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme == "db":
+        table = rest.strip("/") or "memhub_cache"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", table):
+            raise ImproperlyConfigured(f"{name}={value!r}: {table!r} is not a table name")
+        return {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": table,
+            # Django's default of 300 entries would evict live sessions' budgets.
+            "OPTIONS": {"MAX_ENTRIES": 50_000},
+        }
+    if sep and scheme in ("redis", "rediss") and rest:
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": value}
+    if sep and scheme == "locmem":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": rest}
+    raise ImproperlyConfigured(
+        f"{name}={value!r} is not a cache URL (use db://, redis://host:6379/0 or locmem://)"
+    )
+
+
+TASK_BACKENDS = {
+    "database": "django_tasks_db.DatabaseBackend",
+    "rq": "django_tasks_rq.RQBackend",
+    "immediate": "django_tasks.backends.immediate.ImmediateBackend",
+}
+
+
+def env_tasks(name: str, default: str, env: Mapping[str, str] | None = None) -> dict:
+    """Django's TASKS entry for a backend name: `database` (the default: the `db_worker` that
+    `manage.py serve` starts runs them), `rq` (Redis, workers on any machine; needs the `redis`
+    extra and MEMHUB_RQ_URL) or `immediate` (run at once, in the process that asks)."""
+    value = env_str(name, default, env).lower()
+    if value not in TASK_BACKENDS:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(TASK_BACKENDS)}")
+    return {"BACKEND": TASK_BACKENDS[value], "QUEUES": ["default"]}

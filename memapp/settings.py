@@ -6,8 +6,18 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from memapp.env import env_bind, env_bool, env_float, env_int, env_path, env_str
+from memapp.env import (
+    env_bind,
+    env_bool,
+    env_cache,
+    env_float,
+    env_int,
+    env_path,
+    env_str,
+    env_tasks,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -84,6 +94,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "django_tasks",
+    "django_tasks_db",
+    "memapp",
     "memapp.stores",
     "memapp.web",
     "teamsync",
@@ -126,7 +139,13 @@ _SQLITE_DEFAULT = {
     "NAME": MEMHUB_DATA_DIR / "memhub.sqlite3",
 }
 DATABASE_URL = env_str("DATABASE_URL")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL) if DATABASE_URL else _SQLITE_DEFAULT}
+# One connection per worker, not per request (a new PostgreSQL connection costs milliseconds),
+# checked before reuse so a restarted database server costs one failed request, not many.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    if DATABASE_URL
+    else _SQLITE_DEFAULT
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers proceed during a write; IMMEDIATE avoids "database is locked" upgrades.
     DATABASES["default"]["OPTIONS"] = {
@@ -134,8 +153,30 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
-DATABASES["default"].setdefault("CONN_MAX_AGE", 60)  # one connection per worker, not per request
+    # Tests get a file too (not SQLite's shared-cache memory database, whose table locks fail
+    # at once where the file's WAL lets a reader and a writer in different threads proceed).
+    DATABASES["default"]["TEST"] = {"NAME": str(MEMHUB_DATA_DIR / "test-memhub.sqlite3")}
+DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Shared state of the API (throttles, each session's recall budget and surfaced memories) lives
+# in Django's cache: by default a table in the database, so every gunicorn worker (and every
+# machine that shares the database) sees the same counts. docs/scaling.md says when to use Redis.
+MEMHUB_CACHE_URL = env_str("MEMHUB_CACHE_URL", "db://")
+CACHES = {"default": env_cache("MEMHUB_CACHE_URL", "db://")}
+
+# Background jobs (team push and pull, pruning, extraction …) are Django tasks. The embedded
+# default keeps them in the database and `manage.py serve` starts the worker that runs them.
+TASKS = {"default": env_tasks("MEMHUB_TASKS", "database")}
+if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
+    MEMHUB_RQ_URL = env_str("MEMHUB_RQ_URL")
+    if not MEMHUB_RQ_URL:
+        raise ImproperlyConfigured("MEMHUB_TASKS=rq needs MEMHUB_RQ_URL (e.g. redis://host:6379/0)")
+    INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
+    RQ_QUEUES = {"default": {"URL": MEMHUB_RQ_URL}}
+# Seconds between fallback rescans of every store (the watcher catches changes within a second
+# or two; this catches what it cannot see: network file systems, a base that appeared later).
+MEMHUB_RESCAN_SECONDS = env_int("MEMHUB_RESCAN_SECONDS", 60, minimum=5)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

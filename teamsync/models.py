@@ -32,6 +32,10 @@ class TeamSyncStatus(models.Model):
     suppressed_reason = models.TextField(blank=True)
     suppressed_status = models.CharField(max_length=32, blank=True)
     suppressed_at = models.DateTimeField(null=True, blank=True)
+    queued_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The sync task waiting or running, if any."
+    )
+    queued_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return "team sync status"

@@ -25,6 +25,27 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With MEMHUB_TEST_DATABASE_ONLY=1 (the PostgreSQL run of scripts/test) only the tests
+    that touch the database run, browser tests aside (they test pages, not the database)."""
+    if os.environ.get("MEMHUB_TEST_DATABASE_ONLY") != "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if (uses_db or item.get_closest_marker("django_db")) and not item.get_closest_marker(
+            "browser"
+        ):
+            keep.append(item)
+        else:
+            drop.append(item)
+    items[:] = keep
+    config.hook.pytest_deselected(items=drop)
+
+
 def pytest_unconfigure(config):
     """Events a live server buffered during the last tests refer to rows that are gone now."""
     from memapp.stores.events import discard_buffered_events
@@ -39,6 +60,19 @@ def no_buffered_events():
     from memapp.stores.events import discard_buffered_events
 
     discard_buffered_events()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(request):
+    """The shared cache (a database table, as in production) starts empty: a test's own rows
+    go with its transaction, and a test that commits starts by clearing what others left."""
+    marker = request.node.get_closest_marker("django_db")
+    commits = marker is not None and marker.kwargs.get("transaction")
+    if commits or {"transactional_db", "live_server"} & set(request.fixturenames):
+        from django.core.cache import cache
+
+        request.getfixturevalue("transactional_db")
+        cache.clear()
 
 
 @pytest.fixture(autouse=True)
@@ -128,3 +162,17 @@ def memory_base(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base))
     monkeypatch.delenv("CLAUDE_CODE_REMOTE_MEMORY_DIR", raising=False)
     return base
+
+
+def background_tick() -> list:
+    """One tick of the background clock (memapp.background), then the task worker runs, on
+    the database backend, every task it enqueued: the return values of the tasks that ran."""
+    from django.core.management import call_command
+    from django_tasks_db.models import DBTaskResult
+
+    from memapp.background import Clock
+
+    before = set(DBTaskResult.objects.values_list("id", flat=True))
+    Clock().tick()
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload")
+    return [row.return_value for row in DBTaskResult.objects.exclude(id__in=before)]

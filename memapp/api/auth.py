@@ -8,6 +8,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.throttling import SimpleRateThrottle
 
+from memapp.stores.shared_state import locked
 from memapp.stores.tokens import authenticate_token
 
 
@@ -51,9 +52,17 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 class TokenRateThrottle(SimpleRateThrottle):
-    """Rate limit per API token (state in the Django cache: per process with the default cache)."""
+    """Rate limit per API token. The request history lives in the shared cache and is read and
+    written under its lock, so N gunicorn workers together allow the rate, not N times it."""
 
     scope = "token"
+
+    def allow_request(self, request, view) -> bool:
+        key = None if self.rate is None else self.get_cache_key(request, view)
+        if key is None:
+            return True
+        with locked(key):
+            return super().allow_request(request, view)
 
     def get_cache_key(self, request, view):
         if request.auth is None:

@@ -53,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--team-files", type=int, default=1000, help="--team: memory files pushed and pulled"
     )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="also measure the live mirror: a new file to the store page, idle CPU (Django)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -70,6 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
             )
             legends.append(web.LEGEND)
+        if args.live:
+            from memapp.bench import live, web  # Django is set up only when asked for
+
+            stack.enter_context(web.django_on_temp_data_dir())
+            sections.append(live.bench_live)
+            legends.append(live.LEGEND)
         rows = run(sizes, max(args.runs, 1), sections, progress=not args.quiet)
         if args.team:
             from memapp.bench import team  # Django and git only when asked for

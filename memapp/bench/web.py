@@ -231,13 +231,20 @@ def _setup_django(data_dir: Path) -> None:
             "MEMHUB_TEAM_REMOTE": "",  # the bare repository in the data dir, never a real one
         }
     )
-    os.environ.pop("DATABASE_URL", None)  # SQLite in the data dir, whatever the shell says
+    # SQLite in the data dir, whatever the shell says, unless a throwaway database is named.
+    bench_database = os.environ.get("MEMHUB_BENCH_DATABASE_URL", "")
+    if bench_database:
+        os.environ["DATABASE_URL"] = bench_database
+    else:
+        os.environ.pop("DATABASE_URL", None)
     django.setup()
 
     from django.core.management import call_command
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
+    if connection.vendor != "sqlite":
+        return
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")
         (mode,) = cursor.fetchone()

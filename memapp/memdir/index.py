@@ -522,6 +522,19 @@ class IndexHealth:
         )
 
 
+@functools.lru_cache(maxsize=16)
+def _entries_and_links(text: str) -> tuple[tuple[IndexEntry, ...], frozenset[str]]:
+    """An index's entries and every file its lines link to. Remembered by text: the live
+    mirror rescans a store after each burst of writes, mostly with the index unchanged."""
+    linked = frozenset(
+        path
+        for content, _ in _split_lines(text)
+        for _, target in _links(content)
+        if (path := _link_path(target)) is not None
+    )
+    return tuple(parse_index_entries(text)), linked
+
+
 def index_health(
     directory: str | os.PathLike[str],
     exclude: Iterable[str] = (),
@@ -549,7 +562,7 @@ def index_health(
             text = data.decode("utf-8", "replace")
             invalid_utf8 = True
     truncation = truncate_index(text, max_lines, max_bytes)
-    entries = tuple(parse_index_entries(text))
+    entries, linked = _entries_and_links(text)
 
     missing = tuple(
         entry
@@ -558,12 +571,6 @@ def index_health(
         and entry.path.endswith(".md")
         and not (root / entry.path).is_file()
     )
-    linked = {
-        path
-        for content, _ in _split_lines(text)
-        for _, target in _links(content)
-        if (path := _link_path(target)) is not None
-    }
     if files is None:
         files = (h.path for h in scan_memory_files(root, limit=None, exclude=tuple(exclude)))
     unindexed = tuple(

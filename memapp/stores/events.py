@@ -18,33 +18,38 @@ from django.utils import timezone
 
 from memapp.stores.models import Event
 
-EVENT_FIELDS: dict[str, frozenset[str]] = {
-    "sync_pull": frozenset({"success", "files_written", "not_modified", "duration_ms", "error"}),
-    "sync_push": frozenset(
-        {
-            "success",
-            "files_uploaded",
-            "conflict",
-            "conflict_retries",
-            "duration_ms",
-            "batches",
-            "error",
-        }
+# Each kind's fields, in the order a person reads them (the events page shows them so).
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "sync_pull": ("success", "files_written", "not_modified", "duration_ms", "error"),
+    "sync_push": (
+        "success",
+        "files_uploaded",
+        "conflict",
+        "conflict_retries",
+        "duration_ms",
+        "batches",
+        "error",
     ),
-    "push_suppressed": frozenset({"reason", "status"}),
-    "secret_skipped": frozenset({"file_count", "rule_ids"}),
-    "entries_capped": frozenset({"total_entries", "dropped_count", "max_entries"}),
-    "index_loaded": frozenset(
-        {"file_count", "line_count", "truncated_by_lines", "truncated_by_bytes"}
-    ),
-    "recall": frozenset({"candidates", "selected", "ages", "selector", "error"}),
-    "flag_changed": frozenset({"name", "scope", "old", "new", "note"}),
-    "snapshot_decision": frozenset({"agent_type", "scope", "decision", "updated_at"}),
-    "memory_written": frozenset({"path", "via", "created"}),
-    "memory_forgotten": frozenset({"path", "via"}),
-    "conflict": frozenset({"path", "reason", "resolution"}),
-    "stores_discovered": frozenset({"found", "removed", "duration_ms"}),
+    "push_suppressed": ("reason", "status"),
+    "secret_skipped": ("file_count", "rule_ids"),
+    "entries_capped": ("total_entries", "dropped_count", "max_entries"),
+    "index_loaded": ("file_count", "line_count", "truncated_by_lines", "truncated_by_bytes"),
+    "recall": ("candidates", "selected", "ages", "selector", "error"),
+    "flag_changed": ("name", "scope", "old", "new", "note"),
+    "snapshot_decision": ("agent_type", "scope", "decision", "updated_at"),
+    "memory_written": ("path", "via", "created"),
+    "memory_forgotten": ("path", "via"),
+    "conflict": ("path", "reason", "resolution"),
+    "stores_discovered": ("found", "removed", "duration_ms"),
 }
+
+
+def ordered_fields(event: Event) -> list[tuple[str, object]]:
+    """The event's fields in its kind's order (a database may keep JSON keys in any order),
+    any field the kind no longer lists last."""
+    order = EVENT_FIELDS.get(event.kind, ())
+    known = [(key, event.fields[key]) for key in order if key in event.fields]
+    return known + [(k, v) for k, v in event.fields.items() if k not in order]
 
 
 class UnknownEventError(ValueError):
@@ -63,7 +68,7 @@ def _event(kind: str, project, user, store, fields: dict) -> Event:
     allowed = EVENT_FIELDS.get(kind)
     if allowed is None:
         raise UnknownEventError(f"unknown event kind {kind!r}")
-    unknown = sorted(set(fields) - allowed)
+    unknown = sorted(set(fields) - set(allowed))
     if unknown:
         raise UnknownEventError(f"event {kind!r} has no field(s) {', '.join(unknown)}")
     json.dumps(fields)  # fail here, not inside the database driver, on unserialisable values

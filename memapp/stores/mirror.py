@@ -61,16 +61,6 @@ def _read_fields(root: Path, header: MemoryHeader) -> dict:
     }
 
 
-def _link_targets(files: list[MemoryFile]) -> set[str]:
-    """The names a `[[slug]]` can point at: each memory's name and its file name without `.md`."""
-    targets = set()
-    for file in files:
-        if file.name:
-            targets.add(file.name)
-        targets.add(posixpath.basename(file.path).removesuffix(".md"))
-    return targets
-
-
 def rescan_store(store: Store) -> RescanResult:
     """Bring the store's mirror rows and index stats up to date with its directory."""
     root = Path(store.path)
@@ -166,22 +156,21 @@ def _index_signature(root: Path) -> list[int] | None:
 
 
 def _refresh_cross_file_flags(store: Store, indexed: set[str]) -> None:
-    """`in_index` and `dangling_links` depend on other files, so they are recomputed together."""
-    files = list(
-        store.files.only("pk", "store", "path", "name", "links", "in_index", "dangling_links")
+    """`in_index` and `dangling_links` depend on other files, so they are recomputed together
+    (from plain rows: at 20,000 files, building model instances cost more than the rest)."""
+    rows = list(
+        store.files.values_list("pk", "path", "name", "links", "in_index", "dangling_links")
     )
-    targets = _link_targets(files)
-    stale = []
-    for file in files:
-        in_index = file.path in indexed
-        dangling = [slug for slug in file.links if slug not in targets]
-        if in_index != file.in_index or dangling != file.dangling_links:
-            file.in_index, file.dangling_links = in_index, dangling
-            stale.append(file)
+    # A `[[slug]]` can point at a memory's name or its file name without `.md`.
+    targets = {name for _, _, name, _, _, _ in rows if name}
+    targets.update(posixpath.basename(path).removesuffix(".md") for _, path, *_ in rows)
     # One UPDATE per distinct value (mostly one or two), not bulk_update's CASE per row.
     by_value: dict[tuple[bool, tuple[str, ...]], list[int]] = defaultdict(list)
-    for file in stale:
-        by_value[(file.in_index, tuple(file.dangling_links))].append(file.pk)
+    for pk, path, _name, links, was_in_index, was_dangling in rows:
+        in_index = path in indexed
+        dangling = [slug for slug in links if slug not in targets]
+        if in_index != was_in_index or dangling != was_dangling:
+            by_value[(in_index, tuple(dangling))].append(pk)
     for (in_index, dangling), pks in by_value.items():
         MemoryFile.objects.filter(pk__in=pks).update(
             in_index=in_index, dangling_links=list(dangling)

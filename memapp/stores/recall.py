@@ -40,6 +40,7 @@ from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
+from memapp.stores.shared_state import update
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,55 @@ def select_with_model(
 def _session_key(user, session_id: str) -> str:
     """Hashed: a session id is the client's text, and cache keys must be short and plain."""
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"memhub:recall-budget:{user.pk}:{digest}"
+    return f"memhub:recall-session:{user.pk}:{digest}"
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What one session has been shown so far, kept in the shared cache so that every worker
+    holds the session to one budget and never shows it the same memory twice."""
+
+    used_bytes: int = 0
+    paths: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A picked memory, read and cut to the per-memory budget."""
+
+    candidate: Candidate
+    text: str
+    truncated: bool
+
+    @property
+    def size(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+
+def _session(user, session_id: str | None) -> SessionState:
+    if not session_id:
+        return SessionState()
+    return cache.get(_session_key(user, session_id)) or SessionState()
+
+
+def _within_session_budget(user, session_id: str, shown: list[Shown], budget: int) -> list[Shown]:
+    """The memories that still fit the session's budget, in order (the first that does not fit
+    ends the list); what they use is added to the session's state in one locked update."""
+
+    def take(state: SessionState | None) -> tuple[SessionState, list[Shown]]:
+        state = state or SessionState()
+        kept, used = [], state.used_bytes
+        for item in shown:
+            if item.candidate.shown_path in state.paths:
+                continue  # another worker showed it meanwhile
+            if used + item.size > budget:
+                break
+            used += item.size
+            kept.append(item)
+        paths = state.paths | {item.candidate.shown_path for item in kept}
+        return SessionState(used, frozenset(paths)), kept
+
+    return update(_session_key(user, session_id), take, SESSION_TTL_S)
 
 
 def recall_for(
@@ -225,7 +274,7 @@ def recall_for(
         return RecallOutcome(selector="disabled")
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
-    surfaced_paths = set(already_surfaced)
+    surfaced_paths = set(already_surfaced) | _session(user, session_id).paths
     surfaced = set()
     candidates = []
     for store, index in indexes:
@@ -255,7 +304,18 @@ def recall_for(
             for store, header in select_offline(indexes, query, recent_tools, surfaced, limit)
             if (store.pk, header.path) in by_key
         ]
-    _surface(outcome, picked, query, flags, user, session_id, now_ms)
+    shown = _read(picked, flags["surface_max_bytes"])
+    if session_id:
+        shown = _within_session_budget(user, session_id, shown, flags["surface_session_bytes"])
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    outcome.memories = [_answer(item, query, outcome.selector, now_ms) for item in shown]
+    outcome.rendered = render_recalled(
+        [
+            RecalledMemory(i.candidate.shown_path, i.candidate.header.mtime_ms, i.text)
+            for i in shown
+        ],
+        now_ms,
+    )
     record_event_later(
         "recall",
         project=private.project,
@@ -269,46 +329,35 @@ def recall_for(
     return outcome
 
 
-def _surface(outcome, picked, query, flags, user, session_id, now_ms) -> None:
-    """Read, cut to budget and render the picked memories."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    budget_key = _session_key(user, session_id) if session_id else None
-    used = cache.get(budget_key, 0) if budget_key else 0
-    recalled = []
+def _read(picked: list[Candidate], max_bytes: int) -> list[Shown]:
+    """Each picked memory's text, cut to `max_bytes`; a file gone since the scan is skipped."""
+    shown = []
     for candidate in picked:
         try:
             content = (Path(candidate.store.path) / candidate.header.path).read_bytes()
         except OSError:
             continue
         text, truncated = truncate_for_surfacing(
-            content.decode("utf-8", "replace"),
-            candidate.shown_path,
-            max_bytes=flags["surface_max_bytes"],
+            content.decode("utf-8", "replace"), candidate.shown_path, max_bytes=max_bytes
         )
-        size = len(text.encode("utf-8"))
-        if budget_key and used + size > flags["surface_session_bytes"]:
-            break  # the session's budget is spent: nothing more is surfaced
-        used += size
-        header = candidate.header
-        recalled.append(RecalledMemory(candidate.shown_path, header.mtime_ms, text))
-        outcome.memories.append(
-            {
-                "path": candidate.shown_path,
-                "scope": candidate.scope,
-                "type": header.type,
-                "name": header.name,
-                "description": header.description,
-                "mtime_ms": header.mtime_ms,
-                "age": memory_age(header.mtime_ms, now_ms),
-                "age_days": memory_age_days(header.mtime_ms, now_ms),
-                "header": memory_header(candidate.shown_path, header.mtime_ms, now_ms),
-                "content": text,
-                "truncated": truncated,
-                "reason": "chosen by the model"
-                if outcome.selector == "llm"
-                else select_reason(header, query),
-            }
-        )
-    if budget_key:
-        cache.set(budget_key, used, SESSION_TTL_S)
-    outcome.rendered = render_recalled(recalled, now_ms)
+        shown.append(Shown(candidate, text, truncated))
+    return shown
+
+
+def _answer(item: Shown, query: str, selector: str, now_ms: int) -> dict:
+    """One recalled memory as the API returns it."""
+    header = item.candidate.header
+    return {
+        "path": item.candidate.shown_path,
+        "scope": item.candidate.scope,
+        "type": header.type,
+        "name": header.name,
+        "description": header.description,
+        "mtime_ms": header.mtime_ms,
+        "age": memory_age(header.mtime_ms, now_ms),
+        "age_days": memory_age_days(header.mtime_ms, now_ms),
+        "header": memory_header(item.candidate.shown_path, header.mtime_ms, now_ms),
+        "content": item.text,
+        "truncated": item.truncated,
+        "reason": "chosen by the model" if selector == "llm" else select_reason(header, query),
+    }

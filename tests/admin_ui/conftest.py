@@ -9,7 +9,6 @@ from html import unescape
 from types import SimpleNamespace
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 
 from memapp.stores.models import Project
@@ -18,11 +17,8 @@ from memapp.stores.projects import resolve_store
 
 @pytest.fixture(autouse=True)
 def offline(settings):
-    """No Anthropic key unless a test sets one; recall budgets start empty."""
+    """No Anthropic key unless a test sets one."""
     settings.ANTHROPIC_API_KEY = ""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

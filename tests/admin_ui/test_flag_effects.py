@@ -4,7 +4,6 @@ through the API, the protocol, the UI or a command, the way an agent or a person
 from __future__ import annotations
 
 import datetime
-import io
 import os
 import random
 import re
@@ -12,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -24,7 +22,7 @@ from teamsync.models import BlockedFile, TeamSyncStatus
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
 from tests.api.fake_anthropic import FakeAnthropic
-from tests.conftest import write_memory
+from tests.conftest import background_tick, write_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -369,12 +367,13 @@ def test_secrets_entropy_plugins_turn_on_the_entropy_checks_before_a_push(
     }
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_sync_interval_seconds_decides_when_the_worker_pulls(alice, acme):
     def run_once() -> int:
         TeamSyncStatus.objects.update_or_create(
             pk=1, defaults={"last_pull_at": timezone.now() - datetime.timedelta(seconds=120)}
         )
-        call_command("teamsync", "run", "--once", stdout=io.StringIO())
+        background_tick()
         return Event.objects.filter(kind="sync_pull").count()
 
     settings_post(alice, "sync_interval_seconds", "600")

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memapp.stores.events import prune_events, record_event
 from memapp.stores.models import Event
+from tests.conftest import background_tick
 
 pytestmark = pytest.mark.django_db
 
@@ -67,10 +68,11 @@ def test_the_command_keeps_everything_when_retention_is_zero(settings):
     assert "events are kept" in out.getvalue() and Event.objects.count() == 1
 
 
-def test_the_sync_worker_prunes_when_it_starts(settings, alice):
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_the_background_clock_prunes_when_it_starts(settings, alice):
     settings.MEMHUB_EVENT_RETENTION_DAYS = 7
     old = event_aged(8)
-    call_command("teamsync", "run", "--once", stdout=io.StringIO())
+    background_tick()
     assert not Event.objects.filter(pk=old.pk).exists()
 
 

@@ -1,4 +1,6 @@
 import pytest
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from rest_framework.test import APIClient
 
 from memapp.stores.tokens import do_create_api_token
@@ -24,3 +26,14 @@ def bob_api(bob):
 @pytest.fixture
 def sam_api(sam):
     return api_client(sam)
+
+
+@pytest.fixture
+def in_process_requests():
+    """Requests go straight to the WSGI app: like Django's test client, keep the request
+    signals from closing the test's connection (inside its transaction) after each one."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)

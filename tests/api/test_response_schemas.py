@@ -132,7 +132,7 @@ def test_real_recall_and_prompt_answers_have_exactly_the_schemas_fields(
         assert [set(index) for index in prompt["indexes"]] == [index_fields, index_fields]
 
 
-def test_every_answer_of_the_agent_api_conforms_to_its_schema(alice, memories):
+def test_every_answer_of_the_agent_api_conforms_to_its_schema(alice, memories, in_process_requests):
     """Each operation called for real (in-process, same database), its answer checked against
     the schema's status codes and response body by schemathesis."""
     schema = schemathesis.openapi.from_wsgi("/api/schema/", application)

@@ -49,7 +49,7 @@ def test_the_schema_describes_every_agent_operation_and_not_the_catch_all():
 
 
 @pytest.fixture
-def auth(alice, settings):
+def auth(alice, settings, in_process_requests):
     settings.ANTHROPIC_API_KEY = ""  # never reach out to a model from a fuzz test
     store = resolve_store(alice, "acme/app", "private")
     write_memory(Path(store.path), "feedback_db.md", "Real DB", "Tests hit a real DB", "feedback")

@@ -14,8 +14,10 @@ from tests.teamsync.gitutil import Member, make_bare
 
 @pytest.fixture(autouse=True)
 def keep_signal_handlers():
-    """`teamsync run` installs SIGTERM/SIGINT handlers; give pytest its own back."""
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    """The task worker (`db_worker`) installs SIGTERM/SIGINT/SIGQUIT handlers; give pytest its
+    own back."""
+    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+    saved = {sig: signal.getsignal(sig) for sig in signals}
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)

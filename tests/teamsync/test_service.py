@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -25,9 +24,10 @@ from memapp.stores.flags import set_flag
 from memapp.stores.models import Event
 from memapp.stores.tokens import do_create_api_token
 from teamsync.engine import TeamClone
-from teamsync.management.commands.teamsync import due
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
+from teamsync.scheduling import due
 from teamsync.service import commit_team_change, resolve_conflict, sync_team, team_clone
+from tests.conftest import background_tick
 from tests.memdir.test_secret_gate import DS, detect_secrets_kinds
 from tests.memdir.test_secret_rules import clean_memory_file, clean_memory_files, fake_tokens, plant
 from tests.teamsync.gitutil import MARKERS, authors, git, history, make_bare, memory, tip_files
@@ -397,6 +397,7 @@ def test_a_file_over_250000_bytes_is_blocked_as_too_large(team_store, remote):
 # --- a push that cannot succeed ---------------------------------------------------------------
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 @pytest.mark.parametrize("broken", ["missing", "not_a_repository"])
 def test_a_push_that_cannot_succeed_is_suppressed_once_and_resumes_when_fixed(
     team_store, alice, settings, tmp_path, broken
@@ -419,7 +420,7 @@ def test_a_push_that_cannot_succeed_is_suppressed_once_and_resumes_when_fixed(
     later = timezone.now() + timedelta(seconds=30)
     assert due(TeamSyncStatus.get(), later, 60) == (False, False)
     for _ in range(5):
-        call_command("teamsync", "run", "--once")
+        background_tick()
     assert len(events("sync_pull")) == 1
     sync_team()
     assert len(events("push_suppressed")) == 1

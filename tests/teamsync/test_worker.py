@@ -1,6 +1,7 @@
-"""The sync worker: `manage.py teamsync run --once` runs a sync when "Sync now" was pressed or
-changes are older than the 2 s debounce; a `teamsync push` killed with SIGKILL at any step
-loses nothing, tears nothing, leaves no lock held, and the next run completes."""
+"""Team sync in the background: the clock enqueues a sync task when "Sync now" was pressed or
+changes are older than the 2 s debounce, and the task worker (`db_worker`, on the database
+backend) runs it; a `teamsync push` killed with SIGKILL at any step loses nothing, tears
+nothing, leaves no lock held, and the next run completes."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from django.utils import timezone
 
 from memapp.stores.actions import do_save_memory
 from memapp.stores.models import Event
-from teamsync.management.commands.teamsync import due
 from teamsync.models import TeamSyncStatus
+from teamsync.scheduling import due
+from tests.conftest import background_tick
 from tests.memdir.test_secret_rules import clean_memory_file, fake_tokens
 from tests.teamsync.gitutil import git, make_bare, tip_files
 from tests.teamsync.instance import Instance
@@ -34,39 +36,46 @@ def _syncs() -> int:
     return Event.objects.filter(kind="sync_pull").count()
 
 
+def _tick() -> list[dict]:
+    """The team sync results of one background tick."""
+    return [r for r in background_tick() if isinstance(r, dict) and "pushed" in r]
+
+
 # --- when the worker syncs ---------------------------------------------------------------------
 
 
-@pytest.mark.django_db
-def test_run_once_syncs_when_sync_now_was_pressed(team_store, dora, remote, capsys):
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_a_sync_runs_as_a_task_when_sync_now_was_pressed(team_store, dora, remote):
     dora.write("reference_oncall.md", "Dora carries the pager.\n")
     dora.sync()
     _set_status(last_pull_at=timezone.now())  # the periodic pull is not due
-    call_command("teamsync", "run", "--once")
+    assert _tick() == []
     assert _syncs() == 0
     assert not (Path(team_store.path) / "reference_oncall.md").exists()
 
     _set_status(requested_at=timezone.now())
-    call_command("teamsync", "run", "--once")
+    (result,) = _tick()
     assert _syncs() == 1
     assert (Path(team_store.path) / "reference_oncall.md").read_text() == (
         "Dora carries the pager.\n"
     )
     assert TeamSyncStatus.get().requested_at is None
-    assert "written 1" in capsys.readouterr().out
+    assert result["written"] == 1 and result["error"] is None
+    assert TeamSyncStatus.get().queued_task_id == ""  # done: the next one may be enqueued
 
 
-@pytest.mark.django_db
-def test_run_once_pushes_changes_older_than_two_seconds(team_store, alice, remote):
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_changes_are_pushed_once_they_are_two_seconds_old(team_store, alice, remote):
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
     _set_status(last_pull_at=timezone.now())
-    call_command("teamsync", "run", "--once")
+    assert _tick() == []
     assert git(remote, "for-each-ref") == ""  # debounced: the last change is too recent
 
     _set_status(dirty_at=timezone.now() - timedelta(seconds=2.5))
-    call_command("teamsync", "run", "--once")
+    (result,) = _tick()
+    assert result["pushed"] is True
     assert "project_deploy.md" in tip_files(remote, "acme/app")
     status = TeamSyncStatus.get()
     assert status.dirty_at is None and status.last_push_at is not None
@@ -94,12 +103,13 @@ def test_due_runs_the_periodic_pull_without_pushing_a_suppressed_remote():
     assert due(stopped, now, 60) == (True, True)  # or at once when a person asks
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_the_worker_never_prints_credentials_of_the_remote(settings, capsys):
     token = fake_tokens(14)["gitlab-pat"]
     settings.MEMHUB_TEAM_REMOTE = f"https://oauth2:{token}@127.0.0.1:9/acme/team-memory.git"
     _set_status(last_pull_at=timezone.now(), requested_at=timezone.now())
-    call_command("teamsync", "run", "--once")
+    (result,) = _tick()
+    assert token not in str(result)
     with pytest.raises(SystemExit):
         call_command("teamsync", "pull")
     out, err = capsys.readouterr()
@@ -123,7 +133,7 @@ def test_due_waits_a_little_after_a_failure_that_may_pass():
     assert due(failed, now, 60) == (True, True)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_an_unreachable_remote_is_not_retried_on_every_tick(
     team_store, alice, settings, tmp_path, monkeypatch
 ):
@@ -142,7 +152,7 @@ def test_an_unreachable_remote_is_not_retried_on_every_tick(
     assert not calls.exists()  # the commit itself never touched the network
     _set_status(dirty_at=timezone.now() - timedelta(seconds=3), last_pull_at=timezone.now())
     for _ in range(5):
-        call_command("teamsync", "run", "--once")
+        _tick()
     # (git first runs `ssh -G` to learn which ssh it is: not a connection.)
     connections = [line for line in calls.read_text().splitlines() if " -G " not in line]
     assert len(connections) == 1

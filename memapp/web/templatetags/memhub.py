@@ -5,6 +5,7 @@ import time
 from django import template
 
 from memapp.memdir.freshness import memory_age, memory_age_days
+from memapp.stores.events import ordered_fields
 
 register = template.Library()
 
@@ -22,3 +23,9 @@ def is_stale(mtime_ms: int, stale_days: int) -> bool:
 @register.filter
 def percent(part: int, whole: int) -> int:
     return min(100, round(100 * part / whole)) if whole else 0
+
+
+@register.filter
+def event_fields(event) -> list[tuple[str, object]]:
+    """An event's fields in its kind's order, whatever order the database keeps them in."""
+    return ordered_fields(event)

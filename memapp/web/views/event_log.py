@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from memapp.stores.events import ordered_fields
 from memapp.stores.models import Event, Project
 from memapp.web.admin_forms import EventFilterForm, event_filter_users
 
@@ -39,7 +40,7 @@ def _filtered(events, data: dict):
 def _shown_fields(event: Event) -> list[tuple[str, str]]:
     """The event's fields as text, lists joined, empty values left out."""
     shown = []
-    for key, value in event.fields.items():
+    for key, value in ordered_fields(event):
         if value is None or value == "" or value == []:
             continue
         if isinstance(value, list):

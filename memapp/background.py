@@ -1,0 +1,72 @@
+"""The background process `manage.py serve` starts beside gunicorn and the task worker.
+
+It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
+fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
+team sync's own policy) and the daily pruning of events. The tasks themselves run in the task
+worker (`manage.py db_worker`, or RQ workers on other machines), never here.
+
+Run one background process per deployment: two clocks would each enqueue the daily tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from memapp.memdir.paths import memory_base
+from memapp.stores.live import LiveMirror
+from memapp.stores.tasks import prune_events_task
+from teamsync.scheduling import enqueue_due_sync
+
+__all__ = ["Clock", "run_background"]
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY = timedelta(days=1)
+TICK_S = 1.0
+
+
+class Clock:
+    """Enqueues periodic tasks; :meth:`tick` is one look at what is due."""
+
+    def __init__(self) -> None:
+        self.pruned_at: datetime | None = None
+
+    def tick(self, now: datetime | None = None) -> list[str]:
+        """Enqueue what is due at `now`; the names of what was enqueued."""
+        now = now or timezone.now()
+        enqueued = []
+        if enqueue_due_sync(now):
+            enqueued.append("team sync")
+        if self.pruned_at is None or now - self.pruned_at >= PRUNE_EVERY:
+            self.pruned_at = now
+            prune_events_task.enqueue()
+            enqueued.append("prune events")
+        return enqueued
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick every second until `stop` is set; a failing tick is logged, never fatal."""
+        while not stop.is_set():
+            close_old_connections()
+            try:
+                self.tick()
+            except Exception:
+                log.exception("the background clock failed; trying again in a second")
+            stop.wait(TICK_S)
+
+
+def run_background(stop: threading.Event) -> None:
+    """The clock in a thread and, when discovery is on, the live mirror in this one."""
+    clock = threading.Thread(target=Clock().run, args=(stop,), name="clock", daemon=True)
+    clock.start()
+    if settings.MEMHUB_DISCOVER:
+        live = LiveMirror(memory_base(), rescan_every=settings.MEMHUB_RESCAN_SECONDS)
+        live.watch(stop)  # discovers at start, then follows the changes
+    else:
+        stop.wait()
+    clock.join()

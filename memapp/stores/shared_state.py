@@ -1,0 +1,56 @@
+"""State every worker must agree on (a token's request count, a session's recall budget), kept
+in Django's cache and changed one writer at a time.
+
+The cache is shared (`MEMHUB_CACHE_URL`: a database table by default, or Redis), but a
+read-modify-write from two gunicorn workers at once would lose one of the writes, so each
+update holds a lock taken with `cache.add`, which is atomic in every backend memhub supports
+(an INSERT on the table's primary key, Redis `SET NX`, a locked dict in-process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from django.core.cache import cache
+
+__all__ = ["locked", "update"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+LOCK_HOLD_S = 5  # a holder that died lets go after this long
+LOCK_WAIT_S = 2.0  # then the update goes ahead unlocked rather than fail the request
+_POLL_S = 0.002
+
+
+@contextlib.contextmanager
+def locked(key: str) -> Iterator[None]:
+    """Hold the cache lock of `key` for the duration of the block."""
+    lock_key = f"{key}:lock"
+    start = time.monotonic()
+    deadline = start + LOCK_WAIT_S
+    held = cache.add(lock_key, 1, LOCK_HOLD_S)
+    while not held and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        held = cache.add(lock_key, 1, LOCK_HOLD_S)
+    if not held:
+        log.warning("shared state %s: lock not taken within %.1f s, going ahead", key, LOCK_WAIT_S)
+    try:
+        yield
+    finally:
+        # Held for milliseconds: well inside LOCK_HOLD_S, so the lock is still ours to drop.
+        if held and time.monotonic() - start < LOCK_HOLD_S:
+            cache.delete(lock_key)
+
+
+def update(key: str, change: Callable[[Any], tuple[Any, T]], timeout: float, default=None) -> T:
+    """Apply `change` to the value of `key` (or `default`) under its lock; `change` returns
+    (the new value, what to return). The new value lives `timeout` seconds."""
+    with locked(key):
+        value, result = change(cache.get(key, default))
+        cache.set(key, value, timeout)
+    return result

@@ -1,0 +1,205 @@
+"""`manage.py serve` as a person runs it: gunicorn with two workers, the task worker and the
+background process, on a fresh data dir and a Claude Code memory base in temp dirs.
+
+What it must do: discover at start; show a project Claude Code starts later by itself; hold a
+token to its rate across both workers (the throttle's state is in the shared cache); stop every
+process it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_memory
+
+ROOT = Path(__file__).resolve().parent.parent
+MANAGE = str(ROOT / "manage.py")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    env: dict[str, str]
+    process: subprocess.Popen
+    base: Path  # the Claude Code memory base it watches
+    log: Path | None = None  # what serve and its children printed
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, MANAGE, *args], env=self.env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def token(self) -> str:
+        return self.manage("create_api_token", "admin").strip().splitlines()[-1]
+
+    def get(self, path: str, token: str, body: dict | None = None) -> tuple[int, dict]:
+        """GET `path` (POST `body` as JSON when given) with the token: (status, JSON answer)."""
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"{}")
+
+
+def private_stores(server: Server, token: str) -> dict[str, int]:
+    """Project key → file count of the admin's private stores, as the API lists them."""
+    status, body = server.get("/api/v1/stores/", token)
+    assert status == 200, body
+    return {s["project"]: s["file_count"] for s in body["stores"] if s["kind"] == "private"}
+
+
+def wait_until(check, seconds: float, server: Server | None = None) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > seconds:
+            output = server.log.read_text() if server and server.log else ""
+            raise AssertionError(f"not true after {seconds} s; serve printed:\n{output}")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory) -> Iterator:
+    """Start `manage.py serve --workers 2` with `extra` settings (a data dir and a memory base
+    of its own each time); all are stopped after the module's tests."""
+    started: list[Server] = []
+
+    def start(**extra: str) -> Server:
+        tmp_path = tmp_path_factory.mktemp("serve")
+        port = free_port()
+        base = tmp_path / "claude"
+        write_memory(
+            base / "projects" / "-home-admin-app" / "memory",
+            "user_role.md",
+            "Role",
+            "The admin is a backend engineer",
+            "user",
+        )
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "MEMHUB_DATA_DIR": str(tmp_path / "data"),
+            "CLAUDE_CONFIG_DIR": str(base),
+            "MEMHUB_BIND": f"127.0.0.1:{port}",
+            "MEMHUB_ADMIN_PASSWORD": "correct horse battery staple",
+            "MEMHUB_RESCAN_SECONDS": "3600",  # only the watcher can make a late project appear
+            **extra,
+        }
+        server = Server(f"http://127.0.0.1:{port}", env, None, base)  # type: ignore[arg-type]
+        server.manage("migrate", "--noinput")
+        server.manage("ensure_admin")
+        server.log = tmp_path / "serve.log"
+        with server.log.open("w") as log:
+            server.process = subprocess.Popen(
+                [sys.executable, MANAGE, "serve", "--workers", "2"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        started.append(server)
+        wait_until(lambda: _answers(server.url), 30)
+        return server
+
+    yield start
+    for server in started:
+        os.killpg(server.process.pid, signal.SIGTERM)
+        server.process.wait(timeout=20)
+        time.sleep(0.5)
+        gone = subprocess.run(["pgrep", "-g", str(server.process.pid)], capture_output=True)
+        assert gone.stdout == b"", "serve left processes running"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/login/", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server(serve) -> Server:
+    """One memhub for the tests that need no settings of their own (each uses its own token)."""
+    return serve()
+
+
+def test_serve_discovers_at_start_and_shows_a_project_started_later(server):
+    token = server.token()
+    wait_until(lambda: private_stores(server, token).get("-home-admin-app") == 1, 30, server)
+
+    later = server.base / "projects" / "-home-admin-later" / "memory"
+    write_memory(later, "project_deploy.md", "Deploy", "We deploy on Fridays", "project")
+    write_memory(later, "feedback_tests.md", "Tests", "Real databases in tests", "feedback")
+    wait_until(lambda: private_stores(server, token).get("-home-admin-later") == 2, 30, server)
+
+
+def test_a_token_gets_its_rate_across_both_workers(serve):
+    server = serve(MEMHUB_API_RATE="20/min")
+    token = server.token()
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))
+    assert codes.count(200) == 20 and codes.count(429) == 20
+
+
+def test_with_a_cache_per_worker_the_rate_would_not_hold(serve):
+    """The control for the test above: per-process caches let each worker allow the rate."""
+    server = serve(MEMHUB_API_RATE="20/min", MEMHUB_CACHE_URL="locmem://")
+    token = server.token()
+    with ThreadPoolExecutor(4) as pool:
+        codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))
+    assert codes.count(200) > 20
+
+
+def test_a_session_budget_holds_across_both_workers(server):
+    """20 memories of about 3 KB each match the query; one session asks 8 times at once, spread
+    over both workers: it is shown each memory at most once and at most 60 KB in all."""
+    memory = server.base / "projects" / "-home-admin-budget" / "memory"
+    for i in range(20):
+        body = f"Deploy checklist step {i}: check the payments dashboard.\n" * 60
+        write_memory(
+            memory, f"deploy_{i:02}.md", f"Deploy {i}", "Deploy checklist", "project", body
+        )
+    token = server.token()
+    wait_until(lambda: private_stores(server, token).get("-home-admin-budget") == 20, 30, server)
+    ask = {
+        "project": "-home-admin-budget",
+        "query": "deploy checklist for payments",
+        "session_id": "s-1",
+    }
+
+    def recall(_):
+        status, answer = server.get("/api/v1/recall", token, ask)
+        assert status == 200, answer
+        return answer["memories"]
+
+    with ThreadPoolExecutor(4) as pool:
+        shown = [memory for answer in pool.map(recall, range(8)) for memory in answer]
+    paths = [memory["path"] for memory in shown]
+    assert len(paths) == len(set(paths))  # never the same memory twice in one session
+    used = sum(len(memory["content"].encode()) for memory in shown)
+    assert 50_000 < used <= 60 * 1024  # the whole budget is used, and not a byte more
