@@ -1,0 +1,278 @@
+"""Editing a memory: the file and its index line on disk, warnings, conflicts. The test client
+submits forms as a browser without JavaScript does."""
+
+from __future__ import annotations
+
+import pytest
+
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Store
+from tests.web.memory_pages import INDEX, base_sha256, pre, root, sha256, text, url
+
+pytestmark = pytest.mark.django_db
+
+
+def edit(client, store: Store, path: str, **fields):
+    form = client.get(url("memory_edit", store, path))
+    data = {"base_sha256": base_sha256(form), **fields}
+    return client.post(url("memory_edit", store, path), data)
+
+
+def test_the_edit_form_starts_from_the_file_on_disk(client, stores, alice):
+    client.force_login(alice)
+    response = client.get(url("memory_edit", stores.private, "feedback_tests.md"))
+    html = response.content.decode()
+    assert 'name="name" value="Real DB"' in html
+    assert 'name="description" value="Tests hit a real database"' in html
+    assert '<option value="feedback" selected>feedback</option>' in html
+    assert ">\nBody.\n</textarea>" in html
+    assert base_sha256(response) == sha256(root(stores.private) / "feedback_tests.md")
+
+
+def test_saving_rewrites_the_file_its_index_line_and_the_mirror(client, stores, alice):
+    directory = root(stores.private)
+    target = directory / "feedback_tests.md"
+    inode = target.stat().st_ino
+    client.force_login(alice)
+    body = "Use the real database.\n\n**Why:** mocks hid a bug.\n**How to apply:** always.\n"
+    response = edit(
+        client,
+        stores.private,
+        "feedback_tests.md",
+        name="Real DB",
+        description="Integration tests hit a real database",
+        type="feedback",
+        body=body,
+    )
+    assert response.status_code == 302
+    assert response["Location"] == url("memory", stores.private, "feedback_tests.md")
+    assert target.read_text() == (
+        "---\nname: Real DB\ndescription: Integration tests hit a real database\n"
+        f"type: feedback\n---\n{body}"
+    )
+    assert target.stat().st_ino != inode  # a new file renamed over the old one
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "MEMORY.md",
+        "feedback_tests.md",
+        "team",
+        "user_role.md",
+    ]
+    assert (directory / "MEMORY.md").read_text() == INDEX.replace(
+        "- [Real DB](feedback_tests.md) — no mocks",
+        "- [Real DB](feedback_tests.md) — Integration tests hit a real database",
+    )
+    row = stores.private.files.get(path="feedback_tests.md")
+    assert row.description == "Integration tests hit a real database"
+    assert row.sha256 == sha256(target)
+    assert row.missing_sections == []
+    page = client.get(response["Location"])
+    assert "Saved feedback_tests.md." in text(page)
+    assert "Integration tests hit a real database" in text(page)
+
+
+def test_saving_keeps_the_metadata_form_a_file_was_written_in(client, stores, alice):
+    directory = root(stores.private)
+    target = directory / "real-db.md"
+    target.write_text(
+        "---\nname: real-db\ndescription: Tests hit a real database\n"
+        "metadata:\n  type: feedback\nsource: session-42\n---\nOld body.\n"
+    )
+    rescan_store(stores.private)
+    client.force_login(alice)
+    body = "No mocks.\n\n**Why:** a bug.\n**How to apply:** always.\n"
+    response = edit(
+        client,
+        stores.private,
+        "real-db.md",
+        name="real-db",
+        description="Tests hit a real database, never mocks",
+        type="feedback",
+        body=body,
+    )
+    assert response.status_code == 302
+    assert target.read_text() == (
+        "---\nname: real-db\ndescription: Tests hit a real database, never mocks\n"
+        f"metadata:\n  type: feedback\nsource: session-42\n---\n{body}"
+    )
+    assert (directory / "MEMORY.md").read_text() == INDEX + (
+        "- [real-db](real-db.md) — Tests hit a real database, never mocks\n"
+    )
+
+
+def test_a_body_typed_in_a_browser_keeps_unix_line_endings(client, stores, alice):
+    client.force_login(alice)
+    response = edit(
+        client,
+        stores.private,
+        "user_role.md",
+        name="Role",
+        description="Alice is a backend engineer",
+        type="user",
+        body="Line one.\r\nLine two.\r\n",
+    )
+    assert response.status_code == 302
+    assert (
+        (root(stores.private) / "user_role.md")
+        .read_bytes()
+        .endswith(b"---\nLine one.\nLine two.\n")
+    )
+
+
+def test_warnings_hold_back_the_first_save_and_save_anyway_saves(client, stores, alice):
+    team = stores.team
+    target = root(team) / "project_release.md"
+    before = target.read_bytes()
+    client.force_login(alice)
+    fields = {
+        "name": "Release",
+        "description": "Release freeze",
+        "type": "project",
+        "body": "The freeze starts next Tuesday.\n",
+    }
+    response = edit(client, team, "project_release.md", **fields)
+    assert response.status_code == 200
+    page = text(response)
+    assert (
+        "Missing **Why:** — project memories should say why (an incident, a preference). "
+        "Missing **How to apply:** — project memories should say when and where it applies. "
+        'Relative date "next Tuesday": project memories must use absolute dates (e.g. 2026-03-05).'
+    ) in page
+    assert "Save anyway" in page
+    assert target.read_bytes() == before
+    # The form keeps what was typed.
+    assert "The freeze starts next Tuesday." in page
+
+    response = client.post(
+        url("memory_edit", team, "project_release.md"),
+        {**fields, "base_sha256": base_sha256(response), "save_anyway": "1"},
+    )
+    assert response.status_code == 302
+    assert target.read_text().endswith("---\nThe freeze starts next Tuesday.\n")
+    assert team.files.get(path="project_release.md").relative_dates == ["next Tuesday"]
+
+
+def test_a_user_memory_saves_without_warnings(client, stores, alice):
+    client.force_login(alice)
+    response = edit(
+        client,
+        stores.private,
+        "user_role.md",
+        name="Role",
+        description="Alice leads the backend team",
+        type="user",
+        body="She started next Tuesday.\n",  # relative dates only matter in project memories
+    )
+    assert response.status_code == 302
+
+
+def test_a_file_changed_on_disk_after_the_form_opened_is_not_overwritten(client, stores, alice):
+    target = root(stores.private) / "feedback_tests.md"
+    client.force_login(alice)
+    form = client.get(url("memory_edit", stores.private, "feedback_tests.md"))
+    theirs = (
+        "---\nname: Real DB\ndescription: Tests hit a real database\ntype: feedback\n---\n"
+        "An agent added this line.\n"
+    )
+    target.write_text(theirs)
+    mine = {
+        "name": "Real DB",
+        "description": "Tests hit a real database (edited)",
+        "type": "feedback",
+        "body": "My edit.\n\n**Why:** x.\n**How to apply:** y.\n",
+        "base_sha256": base_sha256(form),
+    }
+    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), mine)
+    assert response.status_code == 409
+    assert target.read_text() == theirs
+    assert pre(response, 'class="version" id="mine"') == mine["body"]
+    assert pre(response, 'class="version" id="theirs"') == theirs
+    page = text(response)
+    assert "Nothing was overwritten." in page
+    assert "Description Tests hit a real database (edited)" in page
+    html = response.content.decode()
+    keep_disk = url("memory", stores.private, "feedback_tests.md")
+    assert f'<a class="button secondary" href="{keep_disk}">Keep the version on disk</a>' in html
+    assert (root(stores.private) / "MEMORY.md").read_text() == INDEX
+
+    # "Keep mine" submits the conflict page's form, which is based on the version on disk now.
+    assert base_sha256(response) == sha256(target)
+    resolved = client.post(
+        url("memory_edit", stores.private, "feedback_tests.md"),
+        {**mine, "base_sha256": base_sha256(response), "save_anyway": "1"},
+    )
+    assert resolved.status_code == 302
+    assert target.read_text().endswith(f"---\n{mine['body']}")
+    assert "description: Tests hit a real database (edited)\n" in target.read_text()
+
+
+def test_a_conflict_page_is_not_a_licence_to_overwrite_a_second_change(client, stores, alice):
+    target = root(stores.private) / "feedback_tests.md"
+    client.force_login(alice)
+    form = client.get(url("memory_edit", stores.private, "feedback_tests.md"))
+    target.write_text(target.read_text() + "First change.\n")
+    mine = {"name": "Real DB", "description": "Mine", "type": "user", "body": "Mine.\n"}
+    conflict = client.post(
+        url("memory_edit", stores.private, "feedback_tests.md"),
+        {**mine, "base_sha256": base_sha256(form)},
+    )
+    target.write_text(target.read_text() + "Second change.\n")
+    again = client.post(
+        url("memory_edit", stores.private, "feedback_tests.md"),
+        {**mine, "base_sha256": base_sha256(conflict), "save_anyway": "1"},
+    )
+    assert again.status_code == 409
+    assert target.read_text().endswith("First change.\nSecond change.\n")
+
+
+def test_a_file_whose_header_is_not_closed_is_not_given_a_second_one(client, stores, alice):
+    target = root(stores.private) / "user_long.md"
+    original = "---\nname: Long\n" + "".join(f"k{n}: v\n" for n in range(40)) + "---\nBody.\n"
+    target.write_text(original)
+    rescan_store(stores.private)
+    client.force_login(alice)
+    form = client.get(url("memory_edit", stores.private, "user_long.md"))
+    assert f">\n{original}</textarea>" in form.content.decode()  # the whole file is the body
+    response = edit(
+        client,
+        stores.private,
+        "user_long.md",
+        name="Long",
+        description="A long header",
+        type="user",
+        body=original,
+    )
+    assert response.status_code == 200
+    assert (
+        "user_long.md: header not closed within the first 30 lines; fix the file by hand rather "
+        "than adding a second header"
+    ) in text(response)
+    assert target.read_text() == original
+
+
+def test_the_form_rejects_a_multi_line_description_and_an_unknown_type(client, stores, alice):
+    target = root(stores.private) / "user_role.md"
+    before = target.read_bytes()
+    client.force_login(alice)
+    response = edit(
+        client, stores.private, "user_role.md", name="Role", description="one\ntwo", type="boss"
+    )
+    assert response.status_code == 200
+    page = text(response)
+    assert "Keep this to one line: recall reads it as a one-line hook." in page
+    assert "Select a valid choice. boss is not one of the available choices." in page
+    assert target.read_bytes() == before
+
+
+def test_live_warnings_come_back_as_a_fragment(client, stores, alice):
+    client.force_login(alice)
+    response = client.post(
+        url("memory_lint", stores.private),
+        {"type": "feedback", "body": "**Why:** x", "description": "d"},
+    )
+    html = response.content.decode()
+    assert html.startswith('<div id="warnings" class="warnings">')
+    assert text(response) == (
+        "Missing **How to apply:** — feedback memories should say when and where it applies."
+    )
+    quiet = client.post(url("memory_lint", stores.private), {"type": "user", "description": "d"})
+    assert text(quiet) == ""

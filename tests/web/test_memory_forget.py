@@ -1,0 +1,34 @@
+"""Forgetting a memory: asked first, then the file and its index line go."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.web.memory_pages import INDEX, root, text, url
+
+pytestmark = pytest.mark.django_db
+
+
+def test_forgetting_asks_first(client, stores, alice):
+    client.force_login(alice)
+    response = client.get(url("memory_forget", stores.private, "user_role.md"))
+    page = text(response)
+    assert "Forget “Role”?" in page
+    assert f"This deletes user_role.md from {stores.private.path}" in page
+    assert (root(stores.private) / "user_role.md").exists()
+
+
+def test_forgetting_deletes_the_file_and_its_index_line(client, stores, alice):
+    directory = root(stores.private)
+    client.force_login(alice)
+    response = client.post(url("memory_forget", stores.private, "user_role.md"), follow=True)
+    assert response.redirect_chain == [(reverse("store", args=[stores.private.pk]), 302)]
+    assert "Forgot user_role.md: the file and its index line are gone." in text(response)
+    assert not (directory / "user_role.md").exists()
+    assert (directory / "MEMORY.md").read_text() == INDEX.replace(
+        "- [Role](user_role.md) — who Alice is\n", ""
+    )
+    assert list(stores.private.files.values_list("path", flat=True)) == ["feedback_tests.md"]
+    assert client.get(url("memory", stores.private, "user_role.md")).status_code == 404
+    assert "Lines 4 / 200" in text(response)  # the meter follows (it was 5)
