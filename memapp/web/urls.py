@@ -5,6 +5,7 @@ from memapp.web.views import (
     dashboard,
     event_log,
     home,
+    lifecycle,
     memories,
     settings_page,
     snapshots,
@@ -55,6 +56,15 @@ urlpatterns = [
         snapshots.snapshot_review,
         name="snapshot_review",
     ),
+    path("proposals/", lifecycle.proposal_list, name="proposals"),
+    path("proposals/<int:proposal_id>/", lifecycle.proposal_detail, name="proposal"),
+    path(
+        "proposals/changes/<int:change_id>/rebase/", lifecycle.change_rebase, name="change_rebase"
+    ),
+    path("sessions/", lifecycle.session_list, name="sessions"),
+    path("sessions/search/", lifecycle.past_context, name="past_context"),
+    path("sessions/<int:session_pk>/", lifecycle.session_detail, name="session"),
+    path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]
