@@ -273,7 +273,7 @@ class RecallResultSerializer(serializers.Serializer):
 
 class SessionEntriesSerializer(PromptSerializer):
     entries = serializers.ListField(
-        child=serializers.JSONField(),
+        child=serializers.JSONField(allow_null=True),
         max_length=10_000,
         help_text="Transcript entries after the session's cursor, as the JSONL file holds them.",
     )

@@ -99,6 +99,9 @@ def _classes(token: str) -> int:
 
 
 def _quoted_password(value: str) -> bool:
+    # A path (`pwd = "/home/Ana/src2"`) or a URL is not a password.
+    if value.startswith(("/", "~/", "./", "../")) or "://" in value:
+        return False
     return _not_a_placeholder(value) and _classes(value) >= 3
 
 
@@ -377,8 +380,8 @@ _RULES: tuple[_Rule, ...] = (
         "url-query-credential",
         "Credential in a URL query string",
         ("token=", "key=", "Key=", "KEY=", "secret=", "password=", "pwd=", "sig=", "ignature="),
-        r"[?&](?i:(?:[a-z0-9]+[_.-])*(?:token|key|apikey|secret|password|passwd|pwd|sig"
-        r"|signature|auth))=(?P<value>[A-Za-z0-9_.~%+/=-]{12,})",
+        r"[?&](?i:[a-z0-9_.-]{0,40}?(?:token|key|secret|password|passwd|pwd|sig|signature"
+        r"|auth))=(?P<value>[A-Za-z0-9_.~%+/=-]{12,})",
         mixed=True,
         check=_not_a_placeholder,
         group="value",
@@ -390,7 +393,7 @@ _RULES: tuple[_Rule, ...] = (
         "quoted-password",
         "Password in quotes",
         ("password", "Password", "PASSWORD", "passwd", "Passwd", "PASSWD", "pwd", "PWD"),
-        r"(?i:[a-z0-9_.-]*(?:password|passwd|pwd))[\"']?\s*(?::=|=>|[:=])\s*(?P<q>[\"'])"
+        r"(?i:password|passwd|pwd)[\"']?[ \t]{0,20}(?::=|=>|[:=])[ \t]{0,20}(?P<q>[\"'])"
         r"(?P<value>[!#$%&()*+,./:;<=>?@\[\]^_`{|}~-][^\s\"'\\]{7,127})(?P=q)",
         min_entropy=2.5,
         check=_quoted_password,
