@@ -67,7 +67,7 @@ def test_every_word_must_match_and_the_last_is_a_prefix(alice, history):
     assert {h.seq for h in search_past_context(alice, "migra").sessions} == {1, 2}
     assert search_past_context(alice, "deploy billing").empty
     hits = search_past_context(alice, "billing").sessions
-    assert [h.agent_session_id for h in hits] == [history["other"].session_id]
+    assert {h.agent_session_id for h in hits} == {history["other"].session_id}
 
 
 def test_bob_never_sees_alices_sessions_or_private_memories(bob, alice, history):
