@@ -37,3 +37,52 @@ def check_accessibility(page, where: str = "") -> None:
     violations = accessibility_violations(page)
     label = where or page.url
     assert not violations, f"axe on {label}:\n{describe(violations)}"
+
+
+_CHART_FILLS = """() => {
+  const names = new Set();
+  for (const sheet of document.styleSheets) {
+    for (const rule of sheet.cssRules) {
+      for (const part of (rule.selectorText || "").split(",")) {
+        const m = part.trim().match(/^\\.(c-[a-z]+)$/);
+        if (m) names.add(m[1]);
+      }
+    }
+  }
+  const card = document.querySelector(".card");
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  card.appendChild(svg);
+  const fills = {};
+  for (const name of names) {
+    const rect = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+    rect.setAttribute("class", name);
+    svg.appendChild(rect);
+    fills[name] = getComputedStyle(rect).fill;
+  }
+  svg.remove();
+  return {background: getComputedStyle(card).backgroundColor, fills};
+}"""
+
+
+def _luminance(css_colour: str) -> float:
+    """WCAG relative luminance of an `rgb(r, g, b)` colour as the browser computes it."""
+    red, green, blue = (
+        int(part) for part in css_colour[css_colour.index("(") + 1 : -1].split(",")[:3]
+    )
+
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
+
+
+def contrast(first: str, second: str) -> float:
+    lighter, darker = sorted((_luminance(first), _luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def chart_colour_contrasts(page) -> dict[str, float]:
+    """Each chart colour class (`.c-*` in the page's CSS) against the card it is drawn on."""
+    found = page.evaluate(_CHART_FILLS)
+    return {name: contrast(fill, found["background"]) for name, fill in found["fills"].items()}

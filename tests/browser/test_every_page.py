@@ -21,7 +21,7 @@ from memapp.web import urls as web_urls
 from snapshots.actions import do_register_checkout
 from snapshots.models import Checkout
 from teamsync.models import BlockedFile, TeamConflict
-from tests.browser.accessibility import accessibility_violations, describe
+from tests.browser.accessibility import accessibility_violations, chart_colour_contrasts, describe
 from tests.conftest import ARTIFACTS, PASSWORD, write_memory
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, write_files, write_snapshot
 
@@ -179,4 +179,38 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, scheme, scre
             problems.append(f"axe on {name}:\n{describe(violations)}")
         if not fits_the_screen(page):
             problems.append(f"{name} is wider than the {screen} screen")
+        if name == "dashboard":
+            contrasts = chart_colour_contrasts(page)
+            assert len(contrasts) >= 8, contrasts  # admin.css's chart classes were found
+            faint = {c: round(r, 2) for c, r in contrasts.items() if r < 3}
+            if faint:
+                problems.append(f"chart colours under 3:1 against the card: {faint}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
+def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, site, javascript):
+    context = browser.new_context(viewport=SCREENS["phone"], java_script_enabled=javascript)
+    page = context.new_page()
+    try:
+        log_in(page, live_server)
+        nav = page.locator("nav[aria-label=Main]")
+        assert not nav.is_visible()
+        page.click("summary:has-text('Menu')")
+        assert nav.is_visible()
+        assert page.locator(".nav-list a").all_inner_texts()[:3] == ["Home", "Search", "Team sync"]
+        page.screenshot(
+            path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
+        )
+        page.click(".nav-list a:has-text('Dashboard')")
+        page.wait_for_url("**/dashboard/")
+        assert fits_the_screen(page)
+    finally:
+        context.close()
+
+
+def test_the_desktop_shows_the_navigation_without_a_menu_button(live_server, page, site):
+    page.set_viewport_size(SCREENS["desktop"])
+    log_in(page, live_server)
+    assert page.locator("nav[aria-label=Main]").is_visible()
+    assert not page.locator("summary:has-text('Menu')").is_visible()
