@@ -117,6 +117,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "memapp.urls"
+CSRF_FAILURE_VIEW = "memapp.web.views.errors.csrf_failure"
 WSGI_APPLICATION = "memapp.wsgi.application"
 
 TEMPLATES = [

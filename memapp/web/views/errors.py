@@ -20,6 +20,11 @@ PAGES = {
         "This page does not exist, or it is not yours to see. Memories of other people "
         "and of projects you are not a member of are not shown.",
     ),
+    "csrf": (
+        "This form has expired",
+        "The page it came from is too old, or your browser did not send its cookie. Go back, "
+        "reload the page and send the form again: nothing was changed.",
+    ),
     500: (
         "Something went wrong on our side",
         "memhub could not show this page. Nothing you wrote was lost; the error is in the "
@@ -28,8 +33,8 @@ PAGES = {
 }
 
 
-def error_page(request: HttpRequest, status: int) -> HttpResponse:
-    heading, explanation = PAGES[status]
+def error_page(request: HttpRequest, status: int, page: int | str | None = None) -> HttpResponse:
+    heading, explanation = PAGES[page or status]
     context = {"status": status, "heading": heading, "explanation": explanation}
     template = loader.get_template("error.html")
     try:
@@ -44,6 +49,10 @@ def error_page(request: HttpRequest, status: int) -> HttpResponse:
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     return error_page(request, 403)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    return error_page(request, 403, "csrf")
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
