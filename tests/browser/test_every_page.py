@@ -14,6 +14,7 @@ import pytest
 from django.urls import URLPattern, reverse
 
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
+from memapp.memdir.paths import sanitize_path
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Store
@@ -47,9 +48,18 @@ SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "h
 
 @pytest.fixture
 def site(memory_base, alice, tmp_path, monkeypatch):
-    """Alice's discovered stores with something on every page: a link to a memory not
-    written yet, a conflict and a blocked file in team sync, a pending snapshot update."""
-    private = memory_base / "projects" / "-home-alice-app" / "memory"
+    """Alice's discovered stores with something on every page: a project named by its
+    checkout's repo, a link to a memory not written yet, a conflict and a blocked file in
+    team sync, a pending snapshot update."""
+    app = tmp_path / "src" / "app"
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(
+        ["git", "-C", str(app), "remote", "add", "origin", "git@github.com:acme/app.git"],
+        check=True,
+    )
+    project_dir = memory_base / "projects" / sanitize_path(str(app))
+    (memory_base / "projects" / "-home-alice-app").rename(project_dir)
+    private = project_dir / "memory"
     write_memory(
         private,
         "reference_wiki.md",
@@ -174,6 +184,8 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, scheme, scre
         assert response.status == (404 if name == "not_found" else 200), name
         if name == "api_docs":
             page.wait_for_selector("h1")
+        if name == "home":
+            assert page.locator("main h2").first.inner_text() == "acme/app"
         page.screenshot(path=str(ARTIFACTS / f"every-{screen}-{scheme}-{name}.png"), full_page=True)
         if violations := accessibility_violations(page):
             problems.append(f"axe on {name}:\n{describe(violations)}")
