@@ -10,14 +10,23 @@ from __future__ import annotations
 from axe_playwright_python.sync_playwright import Axe
 
 BLOCKING = ("critical", "serious")
+# Best practices axe rates moderate that memhub holds to all the same: headings in order, one
+# h1, one main landmark, a skip link that leads somewhere.
+ALSO_ENFORCED = frozenset(
+    {"heading-order", "page-has-heading-one", "landmark-one-main", "skip-link"}
+)
 _axe = Axe()
 
 
-def accessibility_violations(page, impacts: tuple[str, ...] = BLOCKING) -> list[dict]:
-    """axe's violations of the given impacts on the current page (WCAG 2.x A and AA rules
-    plus axe's best practices, which hold the skip link and heading order)."""
+def accessibility_violations(
+    page, impacts: tuple[str, ...] = BLOCKING, enforced: frozenset[str] = ALSO_ENFORCED
+) -> list[dict]:
+    """axe's violations on the current page of the given impacts, and of the `enforced` rules
+    whatever their impact (WCAG 2.x A and AA rules plus axe's best practices)."""
     results = _axe.run(page, options={"resultTypes": ["violations"]})
-    return [v for v in results.response["violations"] if v["impact"] in impacts]
+    return [
+        v for v in results.response["violations"] if v["impact"] in impacts or v["id"] in enforced
+    ]
 
 
 def describe(violations: list[dict]) -> str:
@@ -32,9 +41,10 @@ def describe(violations: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def check_accessibility(page, where: str = "") -> None:
-    """Fail with a readable report when axe finds a critical or serious violation."""
-    violations = accessibility_violations(page)
+def check_accessibility(page, where: str = "", enforced: frozenset[str] = ALSO_ENFORCED) -> None:
+    """Fail with a readable report when axe finds a critical or serious violation, or breaks
+    one of the `enforced` rules."""
+    violations = accessibility_violations(page, enforced=enforced)
     label = where or page.url
     assert not violations, f"axe on {label}:\n{describe(violations)}"
 
