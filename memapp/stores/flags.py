@@ -115,8 +115,7 @@ def _specs() -> list[FlagSpec]:
             "daily_log_mode",
             bool,
             False,
-            "Append-only daily logs instead of team memory.",
-            in_effect=True,
+            "Append-only daily logs instead of team memory (waits for their distillation).",
         ),
         FlagSpec(
             "search_past_context",

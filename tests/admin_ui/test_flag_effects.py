@@ -117,11 +117,11 @@ def test_team_memory_off_closes_the_protocol_and_team_recall(alice, alice_api, a
     assert recall(alice_api, "how do deploys go through argocd", scope="team")["memories"] == []
 
 
-def test_daily_log_mode_switches_the_prompt_to_daily_logs(alice, alice_api, acme):
+def test_daily_log_mode_is_stored_but_never_promises_a_distillation(alice, alice_api, acme):
     settings_post(alice, "daily_log_mode", "true")
     body = prompt(alice_api)
-    assert body["mode"] == "daily-log"
-    assert f"logs/{datetime.date.today():%Y/%m}/" in body["text"]
+    assert body["mode"] != "daily-log"
+    assert "logs/" not in body["text"] and "distill" not in body["text"]
 
 
 def test_skip_index_leaves_the_index_out_of_the_prompt(alice, alice_api, acme):
