@@ -48,7 +48,7 @@ _MASK = "\x00"
 
 
 def _mask_fenced(text: str) -> str:
-    """`text` with every fenced code block (fences included) replaced by empty lines.
+    """`text` with every fenced code block (fences included) masked, line by line.
 
     An unclosed fence runs to the end of the text, as in CommonMark.
     """
@@ -64,20 +64,26 @@ def _mask_fenced(text: str) -> str:
                 and len(stripped) >= len(fence)
             ):
                 fence = ""
-            out.append("")
+            out.append(_MASK * len(line))
             continue
         opened = _FENCE_OPEN.match(line)
         # A backtick fence's info string may not contain backticks (that is inline code).
         if opened and not (opened["fence"][0] == "`" and "`" in opened["info"]):
             fence = opened["fence"]
-            out.append("")
+            out.append(_MASK * len(line))
             continue
         out.append(line)
     return "\n".join(out)
 
 
 def _mask_code(text: str) -> str:
-    return _INLINE_CODE.sub(_MASK, _mask_fenced(text))
+    """`text` with code masked character for character (line breaks kept), so a match's
+    offsets are offsets in `text`."""
+    return _INLINE_CODE.sub(_mask_span, _mask_fenced(text))
+
+
+def _mask_span(match: re.Match[str]) -> str:
+    return "".join(c if c == "\n" else _MASK for c in match.group())
 
 
 # --- relative dates ------------------------------------------------------------------------
@@ -149,15 +155,24 @@ def relative_dates(text: str) -> list[str]:
     """
     found: list[str] = []
     seen: set[str] = set()
-    for match in _DATE_PATTERN.finditer(_mask_code(text)):
-        if match["hit"] is None:
-            continue
-        expression = " ".join(match["hit"].split())
+    for _, _, written in relative_date_spans(text):
+        expression = " ".join(written.split())
         key = expression.casefold()
         if key not in seen:
             seen.add(key)
             found.append(expression)
     return found
+
+
+def relative_date_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every relative date expression of `text` (as `relative_dates` finds them) as
+    `(start, end, expression)`, `text[start:end] == expression`, in order, repeats included:
+    what a rewrite needs to replace each one with an absolute date."""
+    return [
+        (match.start("hit"), match.end("hit"), text[match.start("hit") : match.end("hit")])
+        for match in _DATE_PATTERN.finditer(_mask_code(text))
+        if match["hit"] is not None
+    ]
 
 
 # --- Why / How to apply --------------------------------------------------------------------
