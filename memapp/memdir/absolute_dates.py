@@ -232,6 +232,10 @@ def _apply(rule: str, m: re.Match[str], on: datetime.date) -> str | None:
     return _named(_weekday(m["name"], "", on)) + (f" ({m['part']})" if m["part"] else "")
 
 
+_THE = re.compile(r"\bthe\s+\Z", re.IGNORECASE)
+_EDGE = re.compile(r"(?:end|start|beginning|middle)\b", re.IGNORECASE)
+
+
 def make_dates_absolute(text: str, on: datetime.date) -> tuple[str, list[Rewrite]]:
     """`text` with each relative date expression (outside code) replaced by the absolute date
     it meant when written on `on`, and what was done to each, in order of appearance (those
@@ -242,6 +246,9 @@ def make_dates_absolute(text: str, on: datetime.date) -> tuple[str, list[Rewrite
     for start, end, expression in relative_date_spans(text):
         replacement = _resolve(expression, on)
         rewrites.append(Rewrite(expression, replacement))
+        article = _THE.search(text, last, start)
+        if replacement and article and (replacement.startswith("the ") or _EDGE.match(expression)):
+            start = article.start()  # "the end of the month" becomes a date, not "the <date>"
         pieces.append(text[last:start])
         pieces.append(expression if replacement is None else replacement)
         last = end

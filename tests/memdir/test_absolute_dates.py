@@ -106,3 +106,8 @@ EXPRESSIONS = [
 def test_resolvable_expressions_never_leave_a_relative_date(words, on):
     text, _ = make_dates_absolute(" ".join(words), on)
     assert relative_dates(text) == []
+
+
+def test_the_article_of_a_period_goes_with_it():
+    text, _ = make_dates_absolute("Until the end of the month, then the next week.", THURSDAY)
+    assert text == "Until 2026-03-31, then the week of 2026-03-09."
