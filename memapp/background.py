@@ -2,8 +2,9 @@
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
-team sync's own policy) and the daily pruning of events. The tasks themselves run in the task
-worker (`manage.py db_worker`, or RQ workers on other machines), never here.
+team sync's own policy), the daily pruning of events, and each minute the check of every
+store's consolidation gates (which queues the stores that are due). The tasks themselves run in
+the task worker (`manage.py db_worker`, or RQ workers on other machines), never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """
@@ -18,6 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
+from memapp.lifecycle.consolidation import consolidation_sweep_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
 from memapp.stores.tasks import prune_events_task
@@ -28,6 +30,7 @@ __all__ = ["Clock", "run_background"]
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY = timedelta(days=1)
+SWEEP_EVERY = timedelta(minutes=1)  # consolidation gates; each store scans sessions <= 1/10 min
 TICK_S = 1.0
 
 
@@ -36,6 +39,7 @@ class Clock:
 
     def __init__(self) -> None:
         self.pruned_at: datetime | None = None
+        self.swept_at: datetime | None = None
 
     def tick(self, now: datetime | None = None) -> list[str]:
         """Enqueue what is due at `now`; the names of what was enqueued."""
@@ -47,6 +51,10 @@ class Clock:
             self.pruned_at = now
             prune_events_task.enqueue()
             enqueued.append("prune events")
+        if self.swept_at is None or now - self.swept_at >= SWEEP_EVERY:
+            self.swept_at = now
+            consolidation_sweep_task.enqueue()
+            enqueued.append("consolidation gates")
         return enqueued
 
     def run(self, stop: threading.Event) -> None:

@@ -31,10 +31,12 @@ __all__ = [
     "LogLineRejected",
     "append_to_log",
     "check_log_line",
+    "count_lines",
     "daily_log_path",
     "format_log_line",
     "list_logs",
     "log_day",
+    "log_path",
     "missing_lines",
     "parse_log",
     "read_log",
@@ -146,7 +148,7 @@ def parse_log(text: str, key: str) -> list[LogEntry]:
     return entries
 
 
-def _log_path(root: str | os.PathLike[str], key: str) -> Path:
+def log_path(root: str | os.PathLike[str], key: str) -> Path:
     """The path of a log, through the key rules of docs/design.md §4 (PathTraversalError when
     a symlink would take it outside the memory dir); ValueError for a key that is no log's."""
     if log_day(key) is None:
@@ -157,7 +159,7 @@ def _log_path(root: str | os.PathLike[str], key: str) -> Path:
 def read_log(root: str | os.PathLike[str], key: str) -> str:
     """A log's text ("" when it does not exist; invalid UTF-8 replaced by U+FFFD)."""
     try:
-        return _log_path(root, key).read_bytes().decode("utf-8", "replace")
+        return log_path(root, key).read_bytes().decode("utf-8", "replace")
     except FileNotFoundError:
         return ""
 
@@ -202,7 +204,7 @@ def append_to_log(root: str | os.PathLike[str], key: str, lines: list[str]) -> b
     """Append `lines` to the log `key` of the memory dir at `root`, creating it (and its
     folders) when missing; the file is replaced atomically, earlier bytes kept as they were.
     Returns the new content. The caller holds the store's lock and has checked each line."""
-    path = _log_path(root, key)
+    path = log_path(root, key)
     try:
         before = path.read_bytes()
     except FileNotFoundError:
@@ -213,6 +215,12 @@ def append_to_log(root: str | os.PathLike[str], key: str, lines: list[str]) -> b
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic_bytes(path, after)
     return after
+
+
+def count_lines(text: str | bytes) -> int:
+    """Lines of a log as entries number them (a last line without a newline counts)."""
+    newline = "\n" if isinstance(text, str) else b"\n"
+    return text.count(newline) + (1 if text and not text.endswith(newline) else 0)  # type: ignore[arg-type]
 
 
 def _lines(text: str) -> list[str]:

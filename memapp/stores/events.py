@@ -53,6 +53,25 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "error",
     ),
     "proposal_decided": ("proposal_kind", "decision", "applied", "conflicts", "refused", "skipped"),
+    "consolidation_run": (
+        "trigger",
+        "gate",
+        "outcome",
+        "kinds",
+        "sessions",
+        "log_entries",
+        "proposed",
+        "dropped",
+        "selector",
+        "index_lines_before",
+        "index_bytes_before",
+        "index_lines_after",
+        "index_bytes_after",
+        "stale",
+        "lock_holder",
+        "duration_ms",
+        "error",
+    ),
 }
 
 

@@ -252,14 +252,31 @@ def get_flags(project=None) -> dict[str, Any]:
     if project is not None:
         scope |= Q(project=project)
     rows = FlagValue.objects.filter(scope).values_list("name", "project_id", "value")
+    return _resolve(_stored(rows), None if project is None else project.pk)
+
+
+def flags_for_projects(project_ids) -> dict[int | None, dict[str, Any]]:
+    """Every flag's value for each project id (None: globally), in one query: for a sweep
+    over many stores."""
+    ids = set(project_ids)
+    scope = Q(project__isnull=True) | Q(project_id__in=[pk for pk in ids if pk is not None])
+    stored = _stored(FlagValue.objects.filter(scope).values_list("name", "project_id", "value"))
+    return {pk: _resolve(stored, pk) for pk in ids | {None}}
+
+
+def _stored(rows) -> dict[str, dict]:
     stored: dict[str, dict] = {}
     for name, project_id, value in rows:
         stored.setdefault(name, {})[project_id] = value
+    return stored
+
+
+def _resolve(stored: dict[str, dict], project_id: int | None) -> dict[str, Any]:
     values = {}
     for name, spec in FLAGS.items():
         found = stored.get(name, {})
-        if project is not None and not spec.global_only and project.pk in found:
-            values[name] = spec.clean(found[project.pk])
+        if project_id is not None and not spec.global_only and project_id in found:
+            values[name] = spec.clean(found[project_id])
         elif None in found:
             values[name] = spec.clean(found[None])
         else:
