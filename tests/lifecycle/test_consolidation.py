@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 
 from memapp.lifecycle.consolidation import request_consolidation
-from memapp.lifecycle.models import ConsolidationRun, Proposal, ProposalChange
+from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.store_changes import do_apply_store_proposal
 from memapp.memdir.consolidate_lock import LOCK_NAME, read_lock
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
-from tests.api.fake_anthropic import FakeAnthropic
-from tests.lifecycle.conftest import PROJECT, run_worker
+from tests.lifecycle.conftest import PROJECT, consolidate_now
 from tests.lifecycle.untidy import index_problems, make_untidy
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task worker commits
@@ -31,23 +30,6 @@ def untidy(alice):
     store = resolve_store(alice, PROJECT, "private")
     make_untidy(Path(store.path))
     return store
-
-
-@pytest.fixture
-def fake(settings):
-    with FakeAnthropic() as server:
-        settings.ANTHROPIC_API_KEY = "sk-test"
-        settings.ANTHROPIC_BASE_URL = server.url
-        settings.MEMHUB_CONSOLIDATION_TIMEOUT = 5.0
-        yield server
-
-
-def consolidate_now(store, user) -> ConsolidationRun:
-    status, run = request_consolidation(store, trigger="manual", requested_by=user)
-    assert status == "queued"
-    run_worker()
-    run.refresh_from_db()
-    return run
 
 
 def only_proposal(kind: str = "consolidation") -> Proposal:
@@ -89,7 +71,7 @@ def test_offline_one_approved_proposal_leaves_a_tidy_index_and_absolute_dates(al
 
 
 def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_applied(
-    alice, untidy, fake
+    alice, untidy, model
 ):
     root = Path(untidy.path)
     sloppy_index = (
@@ -97,7 +79,7 @@ def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_appl
         .read_text()
         .replace("- [Real database again](feedback_db_again.md) — never mocks\n", "")
     )
-    fake.propose(
+    model.propose(
         [
             {
                 "action": "update",
@@ -139,8 +121,8 @@ def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_appl
     run = consolidate_now(untidy, alice)
     assert (run.outcome, run.selector) == ("proposed", "llm")
 
-    assert len(fake.requests) == 1
-    body = fake.requests[0].body
+    assert len(model.requests) == 1
+    body = model.requests[0].body
     assert [tool["name"] for tool in body["tools"]] == ["propose_memory_changes"]
     assert body["tool_choice"] == {"type": "tool", "name": "propose_memory_changes"}
     assert "four phases" in body["system"] and "Merge over create" in body["system"]
@@ -180,11 +162,11 @@ def test_a_run_that_takes_the_lock_leaves_its_start_as_the_last_consolidation(al
     assert state.pid is None and started - 1 <= state.mtime <= time.time()
 
 
-def test_a_failing_model_fails_the_run_and_restores_the_lock(alice, untidy, fake):
+def test_a_failing_model_fails_the_run_and_restores_the_lock(alice, untidy, model):
     lock = Path(untidy.path) / LOCK_NAME
     lock.write_text("")
     os.utime(lock, (1_700_000_000, 1_700_000_000))
-    fake.overloaded()
+    model.overloaded()
     run = consolidate_now(untidy, alice)
     assert (run.status, run.outcome, run.attempts) == ("failed", "failed", 2)
     assert "OverloadedError" in run.error or "529" in run.error
