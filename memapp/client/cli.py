@@ -60,12 +60,14 @@ def cmd_login(args: argparse.Namespace) -> int:
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
+    from memapp.client.daily_logs import sync_daily_logs
     from memapp.client.sync import SyncBusy, sync_project
 
     project = current_project(args.cwd)
+    client = connect()
     try:
         report = sync_project(
-            connect(),
+            client,
             project,
             config_dir() / "sync",
             dry_run=args.dry_run,
@@ -73,17 +75,22 @@ def cmd_sync(args: argparse.Namespace) -> int:
         )
     except SyncBusy as exc:
         raise CommandError(str(exc)) from None
-    for line in report.details():
+    logs = sync_daily_logs(client, project, dry_run=args.dry_run)
+    for line in [*report.details(), *(f"kept here: {line}" for line in logs.refused)]:
         print(line, file=sys.stderr)
     if args.dry_run:
         for action in report.planned:
             note = f" (conflict: {action.conflict})" if action.conflict else ""
             print(f"would {action.kind.replace('_', ' ')} {action.key}{note}")
         print(f"dry run: {len(report.planned)} changes for {project.memory_dir}")
+        if logs.days or logs.refused:
+            print(f"dry run: {logs.summary()}")
         if report.new_store:
             print("the server has no store for this project yet: a sync creates it")
         return 0
     print(report.summary())
+    if logs.days or logs.refused:
+        print(logs.summary())
     return 1 if report.errors else 0
 
 
@@ -187,6 +194,10 @@ def _parser() -> argparse.ArgumentParser:
     from memapp.client.transcripts import add_transcript_commands
 
     add_transcript_commands(commands)
+
+    from memapp.client.daily_logs import add_log_commands
+
+    add_log_commands(commands)
     return parser
 
 
