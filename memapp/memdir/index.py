@@ -19,7 +19,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from memapp.memdir.atomic import write_atomic_bytes
-from memapp.memdir.scan import scan_memory_files, settled_signature
+from memapp.memdir.scan import scan_memory_files
+from memapp.memdir.store_files import INDEX_FILENAME, settled_signature
 
 __all__ = [
     "INDEX_FILENAME",
@@ -43,7 +44,6 @@ __all__ = [
     "upsert_index_entry",
 ]
 
-INDEX_FILENAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
 MAX_ENTRY_CHARS = 200
@@ -545,10 +545,10 @@ def index_health(
 ) -> IndexHealth:
     """Check `directory`/MEMORY.md against the topic files on disk and the caps.
 
-    `exclude` names top-level entries left out of the file scan (e.g. `("team", "logs")` for a
-    private store). `files`, the topic files' relative paths, saves a second scan when the
-    caller has just scanned. A missing MEMORY.md is healthy-but-empty: every topic file is
-    unindexed.
+    `exclude` names top-level entries that are stores of their own (`("team",)` for a private
+    store; the file rule of docs/design.md §6a leaves out the rest). `files`, the topic files'
+    relative paths, saves a second scan when the caller has just scanned. A missing MEMORY.md
+    is healthy-but-empty: every topic file is unindexed.
     """
     root = Path(directory)
     data = _read_index_bytes(root)

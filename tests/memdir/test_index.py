@@ -114,7 +114,7 @@ def test_load_index_is_the_truncated_index_and_follows_every_edit(tmp_path):
 
 
 def test_load_index_remembers_a_settled_index_until_it_is_replaced(tmp_path, monkeypatch):
-    monkeypatch.setattr("memapp.memdir.scan.SETTLED_NS", 0)  # every file counts as settled
+    monkeypatch.setattr("memapp.memdir.store_files.SETTLED_NS", 0)  # every file counts as settled
     (tmp_path / INDEX_FILENAME).write_text("- [A](a.md) — first\n", encoding="utf-8")
     assert load_index(tmp_path).content == "- [A](a.md) — first"
     replacement = tmp_path / "new.md"

@@ -19,7 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memapp.stores.actions import SecretDetected, do_forget_memory, do_save_memory
+from memapp.memdir.store_files import FileRejected
+from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event
 from memapp.stores.tokens import do_create_api_token
@@ -329,7 +330,7 @@ def test_a_blocked_file_that_is_deleted_leaves_the_blocked_list(team_store, remo
 
 def test_a_secret_is_refused_at_the_door_when_saved_through_memhub(team_store, alice, remote):
     token = fake_tokens(5)["slack-bot-token"]
-    with pytest.raises(SecretDetected):
+    with pytest.raises(FileRejected, match="secret"):
         save(team_store, alice, "CI", body=f"token {token}\n")
     assert list(root(team_store).iterdir()) == []
     sync_team()

@@ -15,13 +15,12 @@ from memapp.memdir.freshness import memory_age, memory_header, staleness_note
 from memapp.memdir.frontmatter import FrontmatterError, parse_memory
 from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import memory_warnings
+from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
     EditConflict,
-    FileRejected,
     do_forget_memory,
     do_save_memory,
-    sha256_text,
 )
 from memapp.stores.models import MemoryFile, Store
 from memapp.web.forms import MemoryForm
@@ -140,7 +139,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
                 "description": memory.description or "",
                 "type": memory.type or "",
                 "body": memory.body,
-                "base_sha256": sha256_text(data),
+                "base_sha256": checksum(data),
             }
         )
     context = {"store": store, "file": file, "form": form, "warnings": warnings}
