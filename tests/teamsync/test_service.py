@@ -163,6 +163,29 @@ def test_files_an_agent_wrote_behind_memhubs_back_are_committed_by_the_next_sync
     assert tip_files(remote, FOLDER) == {"reference_runbook.md": memory("Runbook", "Page Lin.\n")}
 
 
+def test_a_hidden_file_is_neither_listed_counted_nor_shared(client, team_store, bob, dora, remote):
+    """docs/design.md §6a: the review UI and team sync agree that hidden names are not
+    memories (a draft an agent keeps in `.drafts/` stays on this machine, unlisted)."""
+    (root(team_store) / "reference_runbook.md").write_text(memory("Runbook", "Page Lin.\n"))
+    (root(team_store) / ".hidden.md").write_text(memory("Hidden", "Not a memory.\n"))
+    (root(team_store) / ".drafts").mkdir()
+    (root(team_store) / ".drafts" / "n.md").write_text(memory("Draft", "Half done.\n"))
+
+    client.force_login(bob)
+    client.post(reverse("store_rescan", args=[team_store.pk]))
+    page = client.get(reverse("store", args=[team_store.pk])).content.decode()
+    team_store.refresh_from_db()
+    report = sync_team()
+    dora.pull()
+
+    assert "Runbook" in page and "Hidden" not in page and "Draft" not in page
+    assert team_store.file_count == 1
+    assert report.committed == 1 and report.pushed
+    assert tip_files(remote, FOLDER) == {"reference_runbook.md": memory("Runbook", "Page Lin.\n")}
+    assert dora.read("reference_runbook.md") and dora.read(".hidden.md") is None
+    assert "Not a memory" not in history(remote) and "Half done" not in history(remote)
+
+
 def test_a_memory_from_a_teammate_arrives_in_the_store_and_the_mirror(team_store, dora, remote):
     dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
     dora.sync()
