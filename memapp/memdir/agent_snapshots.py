@@ -48,7 +48,7 @@ from memapp.memdir.index import (
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
     parse_index_entries,
-    upsert_index_entry,
+    with_index_entry,
 )
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir
@@ -769,7 +769,7 @@ def merge_from_snapshot(
         text = current
         for name in picked:
             if name in theirs and name not in ours:
-                text = upsert_index_entry(text, name, theirs[name])
+                text = with_index_entry(text, name, theirs[name])
                 entries.append(name)
         if text != current:
             write_atomic_bytes(index_path, text.encode("utf-8", "surrogateescape"))

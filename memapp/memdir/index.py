@@ -30,7 +30,7 @@ __all__ = [
     "IndexEntry",
     "IndexHealth",
     "IndexTruncation",
-    "add_or_update_index_entry",
+    "write_index_entry",
     "cut_to_bytes",
     "format_index_entry",
     "format_size",
@@ -38,10 +38,10 @@ __all__ = [
     "over_caps_reason",
     "parse_index_entries",
     "read_index",
-    "remove_from_index",
-    "remove_index_entry",
+    "delete_index_entry",
+    "without_index_entry",
     "truncate_index",
-    "upsert_index_entry",
+    "with_index_entry",
 ]
 
 MAX_INDEX_LINES = 200
@@ -320,7 +320,7 @@ def format_index_entry(title: str, filename: str, hook: str = "") -> str:
     `]` in the title are backslash-escaped. An empty title falls back to `filename`; an empty
     hook drops the ` — ` part. A filename with spaces or parentheses is written in angle
     brackets (`[T](<my notes.md>)`). Raises `ValueError` for a `filename` that is not a clean
-    relative path (see `upsert_index_entry`).
+    relative path (see `with_index_entry`).
     """
     path = _clean_filename(filename)
     if any(c in path for c in "<>"):
@@ -338,7 +338,7 @@ def _matches(content: str, path: str) -> bool:
     return entry is not None and entry.path == path
 
 
-def upsert_index_entry(text: str, filename: str, line: str) -> str:
+def with_index_entry(text: str, filename: str, line: str) -> str:
     """`text` with the entry for `filename` set to `line`; every other byte is kept.
 
     The entry is the first list item whose link names `filename` (also as `./file.md`,
@@ -387,11 +387,11 @@ def _remove_lines(lines: list[tuple[str, str]], drop: set[int]) -> str:
     return _join_lines(kept)
 
 
-def remove_index_entry(text: str, filename: str) -> str:
+def without_index_entry(text: str, filename: str) -> str:
     """`text` without the entries linking to `filename`; every other byte is kept.
 
     When the file did not end with a newline, it still does not. Raises `ValueError` for a bad
-    `filename`, as `upsert_index_entry` does.
+    `filename`, as `with_index_entry` does.
     """
     path = _clean_filename(filename)
     lines = _split_lines(text)
@@ -450,16 +450,16 @@ def _edit_index(directory: str | os.PathLike[str], edit: Callable[[str], str]) -
     return True
 
 
-def add_or_update_index_entry(directory: str | os.PathLike[str], filename: str, line: str) -> bool:
-    """Set the entry for `filename` in `directory`/MEMORY.md to `line` (see `upsert_index_entry`).
+def write_index_entry(directory: str | os.PathLike[str], filename: str, line: str) -> bool:
+    """Set the entry for `filename` in `directory`/MEMORY.md to `line` (see `with_index_entry`).
 
     A missing MEMORY.md is created. The file is rewritten atomically, and only when it changes;
     bytes that are not valid UTF-8 are kept as they were. Returns whether it was written.
     """
-    return _edit_index(directory, lambda text: upsert_index_entry(text, filename, line))
+    return _edit_index(directory, lambda text: with_index_entry(text, filename, line))
 
 
-def remove_from_index(directory: str | os.PathLike[str], filename: str) -> bool:
+def delete_index_entry(directory: str | os.PathLike[str], filename: str) -> bool:
     """Remove the entries for `filename` from `directory`/MEMORY.md; whether it was written.
 
     A missing MEMORY.md stays missing.
@@ -467,7 +467,7 @@ def remove_from_index(directory: str | os.PathLike[str], filename: str) -> bool:
     if _read_index_bytes(directory) is None:
         _clean_filename(filename)
         return False
-    return _edit_index(directory, lambda text: remove_index_entry(text, filename))
+    return _edit_index(directory, lambda text: without_index_entry(text, filename))
 
 
 # --- Health -----------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ from memapp.memdir.atomic import delete_file, write_atomic
 from memapp.memdir.frontmatter import Memory, parse_memory, render_memory
 from memapp.memdir.index import (
     INDEX_FILENAME,
-    add_or_update_index_entry,
+    delete_index_entry,
     format_index_entry,
     index_health,
-    remove_from_index,
+    write_index_entry,
 )
 from memapp.memdir.scan import detect_type_form
 from memapp.memdir.store_files import (
@@ -117,7 +117,7 @@ def do_save_memory(
         )
         text = check_entry(path, render_memory(memory), exclude=store.exclude)
         write_atomic(target, text)
-        add_or_update_index_entry(root, path, format_index_entry(name, path, description))
+        write_index_entry(root, path, format_index_entry(name, path, description))
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
@@ -130,7 +130,7 @@ def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
     with store_lock(store):
         target = store_file_path(store, path)
         delete_file(target, missing_ok=True)
-        remove_from_index(root, path)
+        delete_index_entry(root, path)
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_forgotten", store=store, user=user, path=path, via=via)
@@ -146,7 +146,7 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             file = files.get(path)
             title = file.title if file else path.removesuffix(".md")
             hook = file.description if file else ""
-            add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
+            write_index_entry(root, path, format_index_entry(title, path, hook))
         rescan_store(store)
     announce_change(store, user, {INDEX_FILENAME})
     return list(health.unindexed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -82,12 +83,20 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     return render(request, "memapp/memory.html", context)
 
 
-def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None):
-    """Save a valid form, or return the page that explains why not (warnings, conflict)."""
+class _Saved(NamedTuple):
+    """What saving a form led to: the answer to send (a redirect, the conflict page), or None
+    to show the form again with its errors and the `warnings` to confirm."""
+
+    response: HttpResponse | None
+    warnings: list[str]
+
+
+def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None) -> _Saved:
+    """Save a valid form through `do_save_memory`, or say why not (warnings, a conflict)."""
     data = form.cleaned_data
     warnings = memory_warnings(data["type"], data["body"], data["description"])
     if warnings and "save_anyway" not in request.POST:
-        return None, warnings
+        return _Saved(None, warnings)
     try:
         file = do_save_memory(
             store,
@@ -101,7 +110,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
         )
     except EditConflict as conflict:
         mine = form.cleaned_data
-        return render(
+        page = render(
             request,
             "memapp/conflict.html",
             {
@@ -112,12 +121,13 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
                 "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
             },
             status=409,
-        ), []
+        )
+        return _Saved(page, [])
     except (FrontmatterError, FileRejected) as exc:
         form.add_error(None, str(exc))
-        return None, []
+        return _Saved(None, [])
     messages.success(request, f"Saved {file.path}.")
-    return redirect(_memory_url(store, file.path)), []
+    return _Saved(redirect(_memory_url(store, file.path)), [])
 
 
 @login_required
