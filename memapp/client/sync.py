@@ -413,6 +413,7 @@ class _Run:
             self.bar.update(1)
             return
         content, remote = fetched
+        assert path is not None  # a fetch needs the key's path
         if is_index_key(action.key):
             self._merge_indexes(action, path, local, content, remote, uploads)
             return
@@ -553,7 +554,7 @@ def _store_id(client: Client, project: Project, *, create: bool) -> int | None:
     """The id of the caller's private store of `project`; None when it does not exist yet and
     `create` is false (the server creates it on first use, which a dry run must not do).
     A real sync sends no `create` field, so it still works with servers that lack it."""
-    body = {**project.fields(), "scope": "private"}
+    body: dict[str, Any] = {**project.fields(), "scope": "private"}
     if not create:
         body["create"] = False
     try:

@@ -509,7 +509,7 @@ def _watch(sync: TeamSync, interval: float) -> int:
     SIGINT; a run that changed nothing prints nothing."""
     stop = False
 
-    def on_signal(signum, frame) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         nonlocal stop
         stop = True
 

@@ -272,7 +272,8 @@ def _parse_line(line_number: int, raw: str) -> IndexEntry | None:
         return None
     target = link["angle"] if link["angle"] is not None else link["bare"]
     rest = raw[link.end() :]
-    hook = rest[_HOOK_SEPARATOR.match(rest).end() :].strip()
+    separator = _HOOK_SEPARATOR.match(rest)  # it matches the empty string: never None
+    hook = rest[separator.end() if separator else 0 :].strip()
     return IndexEntry(
         line_number=line_number,
         title=_ESCAPED.sub(r"\1", link["text"]),

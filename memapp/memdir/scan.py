@@ -219,8 +219,8 @@ def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> Memory
     try:
         data, cut = _read_head(name, dir_fd, st)
     except OSError as exc:
-        problem = f"unreadable: {exc.strerror or exc}"
-        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, problem)
+        unreadable = f"unreadable: {exc.strerror or exc}"
+        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, unreadable)
 
     text, problem = decode_bytes(data, final=not cut)
     if problem == BINARY_FILE:
