@@ -25,6 +25,14 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+def pytest_configure(config):
+    """Passwords hashed the fast way: the default (a million PBKDF2 rounds) takes a quarter of
+    a second per user, and most tests create three or four. No test is about the hashing."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
 
 
