@@ -65,8 +65,34 @@ from memapp.memdir.scan import (
 )
 from memapp.memdir.secret_rules import RULES as SECRET_RULES
 from memapp.memdir.secret_rules import SecretHit, SecretScanCache, scan_text
+from memapp.memdir.store_files import (
+    FileKind,
+    FileRejected,
+    check_entries,
+    check_entry,
+    checksum,
+    classify,
+    entry_path,
+    read_store,
+    split_batches,
+    store_checksums,
+    walk_store,
+    write_entries,
+)
 
 __all__ = [
+    "FileKind",
+    "FileRejected",
+    "check_entries",
+    "check_entry",
+    "checksum",
+    "classify",
+    "entry_path",
+    "read_store",
+    "split_batches",
+    "store_checksums",
+    "walk_store",
+    "write_entries",
     "INDEX_FILENAME",
     "MAX_INDEX_BYTES",
     "MAX_INDEX_LINES",

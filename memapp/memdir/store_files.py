@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from memapp.memdir.atomic import write_atomic_files
-from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.keys import PathTraversalError, check_key, validate_key
 from memapp.memdir.secret_rules import scan_text
 
 __all__ = [
@@ -305,7 +305,11 @@ class FileRejected(ValueError):
 
 
 def _check_key(key: str, exclude: Collection[str]) -> None:
-    kind = classify(key, exclude) if isinstance(key, str) else FileKind.NOT_MARKDOWN
+    try:
+        check_key(key)
+    except PathTraversalError as exc:
+        raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
+    kind = classify(key, exclude)
     if kind not in (FileKind.TOPIC, FileKind.INDEX):
         raise FileRejected(
             "invalid_key", f"{key!r} is not a memory file: {kind.value}", {"key": key}
@@ -316,12 +320,11 @@ def entry_path(root: str | os.PathLike[str], key: str, exclude: Collection[str] 
     """The path of memory file `key` in the store at `root`: the key must be safe
     (docs/design.md §4) and name a memory file of the store (:func:`classify`), else
     :class:`FileRejected` with code ``invalid_key``."""
+    _check_key(key, exclude)
     try:
-        path = validate_key(Path(root), key)
+        return validate_key(Path(root), key)
     except PathTraversalError as exc:
         raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
-    _check_key(key, exclude)
-    return path
 
 
 def secret_hits(key: str, text: str) -> list[dict[str, Any]]:
