@@ -34,7 +34,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -80,6 +80,7 @@ __all__ = [
     "local_checksum",
     "merge_index_lines",
     "plan_sync",
+    "read_refusal",
     "scan_local",
     "state_path",
     "sync_project",
@@ -255,6 +256,37 @@ class SyncReport:
         ]
         lines += [f"error: {line}" for line in self.errors]
         return list(dict.fromkeys(lines))
+
+
+# --- what the server refused ----------------------------------------------------------------
+
+SECRET_CODES = ("secret_detected", "team_memory_secret_detected")  # files API, team protocol
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The keys of an upload a server's refusal names: by the secrets found in them (each hit
+    by key, rule and line), or the one key whose entry it refused (`key`)."""
+
+    secrets: list[dict[str, Any]] = field(default_factory=list)
+    key: str | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        named = {hit["key"] for hit in self.secrets}
+        return named | {self.key} if self.key is not None else named
+
+
+def read_refusal(exc: ApiError, pending: Collection[str]) -> Refusal:
+    """What a 422 (secrets) or a 400 / 413 naming one key says about the keys in `pending`;
+    an empty `Refusal` when it names none of them (the caller then raises `exc`)."""
+    if exc.status == 422 and exc.code in SECRET_CODES:
+        entries = exc.details.get("entries", [])
+        return Refusal(secrets=[e for e in entries if e.get("key") in pending])
+    key = exc.details.get("key")
+    if exc.status in (400, 413) and key in pending:
+        return Refusal(key=key)
+    return Refusal()
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -512,15 +544,11 @@ class _Run:
 
     def _refused_keys(self, exc: ApiError, pending: dict[str, _Upload]) -> set[str]:
         """The keys a refusal names, reported; empty when it names none of this batch's."""
-        if exc.status == 422 and exc.code == "secret_detected":
-            entries = [e for e in exc.details.get("entries", []) if e.get("key") in pending]
-            self.report.secrets += entries
-            return {entry["key"] for entry in entries}
-        key = exc.details.get("key")
-        if exc.status in (400, 413) and key in pending:
-            self.report.errors.append(f"{key}: refused by the server: {exc.message}")
-            return {key}
-        return set()
+        refusal = read_refusal(exc, pending)
+        self.report.secrets += refusal.secrets
+        if refusal.key is not None:
+            self.report.errors.append(f"{refusal.key}: refused by the server: {exc.message}")
+        return refusal.keys
 
     def _record(self, sent: dict[str, _Upload], answer: dict[str, Any]) -> None:
         checksums = answer.get("checksums", {})

@@ -43,7 +43,7 @@ from urllib.parse import quote
 from memapp.client.commands import CommandError, connect, current_project
 from memapp.client.config import config_dir, private_dir, read_json, write_private
 from memapp.client.http import ApiError, Client, Unreachable
-from memapp.client.sync import exclusive, local_checksum
+from memapp.client.sync import exclusive, local_checksum, read_refusal
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
@@ -442,22 +442,17 @@ class TeamSync:
 
     def _refused(self, exc: ApiError, pending: dict[str, str], report: TeamReport) -> set[str]:
         """The keys of this batch a refusal names (reported); empty when it names none."""
-        details = exc.details
-        if exc.status == 422 and details.get("error_code") == "team_memory_secret_detected":
-            hits = [e for e in details.get("entries", []) if e.get("key") in pending]
-            report.add_secrets(hits)
-            return {hit["key"] for hit in hits}
-        if exc.status == 413 and details.get("error_code") == "team_memory_too_many_entries":
+        if exc.status == 413 and exc.details.get("error_code") == "team_memory_too_many_entries":
             report.errors.append(
-                f"the server holds at most {details.get('max_entries')} team entries; "
+                f"the server holds at most {exc.details.get('max_entries')} team entries; "
                 f"{len(pending)} new or changed entries not sent"
             )
             raise _Stop
-        key = details.get("key")
-        if exc.status in (400, 413) and key in pending:
-            report.skip(f"{key}: refused by the server: {exc.message}")
-            return {key}
-        return set()
+        refusal = read_refusal(exc, pending)
+        report.add_secrets(refusal.secrets)
+        if refusal.key is not None:
+            report.skip(f"{refusal.key}: refused by the server: {exc.message}")
+        return refusal.keys
 
     def _record(self, sent: dict[str, str], answer: dict, report: TeamReport) -> None:
         if self.pulled is not None and self.pulled == self.remote.checksum:
