@@ -53,6 +53,7 @@ from memapp.memdir.index import (
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir
 from memapp.memdir.secret_rules import SecretHit, scan_text
+from memapp.memdir.store_files import MAX_ENTRY_BYTES
 
 __all__ = [
     "MARKER_FILENAME",
@@ -89,8 +90,8 @@ __all__ = [
 SNAPSHOTS_FOLDER = "agent-memory-snapshots"
 SNAPSHOT_JSON = "snapshot.json"
 MARKER_FILENAME = ".snapshot-synced.json"
-# A snapshot file larger than a team memory entry may be (docs/design.md §10) is refused.
-MAX_SNAPSHOT_FILE_BYTES = 250_000
+# A snapshot file larger than a memory file may be (docs/design.md §6a) is refused.
+MAX_SNAPSHOT_FILE_BYTES = MAX_ENTRY_BYTES
 MAX_JSON_BYTES = 64 * 1024
 # Caps an agent applies when it loads memory (docs/design.md §5, §6, §7): reported, not enforced.
 SURFACED_BYTES = 4_096
