@@ -521,7 +521,7 @@ def test_remove_from_a_missing_index_creates_nothing(tmp_path):
         delete_index_entry(tmp_path, "../a.md")
 
 
-def test_remove_from_index(tmp_path):
+def test_delete_index_entry(tmp_path):
     (tmp_path / "MEMORY.md").write_text("- [A](a.md)\n- [B](b.md)")
     assert delete_index_entry(tmp_path, "b.md") is True
     assert (tmp_path / "MEMORY.md").read_text() == "- [A](a.md)"
