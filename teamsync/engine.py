@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
-from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
+from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.filelock import file_lock
 from memapp.memdir.index import parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
@@ -42,6 +42,7 @@ from memapp.memdir.store_files import (
     entry_path,
     is_index_key,
     read_store,
+    write_entries,
 )
 
 BRANCH = "main"
@@ -589,7 +590,7 @@ class TeamClone:
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)
         keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
-        writes: dict[Path, bytes] = {}
+        writes: dict[str, bytes] = {}
         for key in keys:
             incoming = clone.get(key)
             if (checksum(incoming) if incoming is not None else None) == spec.base.get(key):
@@ -617,11 +618,10 @@ class TeamClone:
                 delete_file(target, missing_ok=True)
                 result.deleted.append(key)
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                writes[target] = incoming
+                writes[key] = incoming
                 result.written.append(key)
             self._set_base(result.base, key, arriving)
-        write_atomic_files(writes)
+        write_entries(spec.directory, writes, spec.exclude)
         return result
 
     @staticmethod
