@@ -57,6 +57,9 @@ __all__ = [
 INDEX_FILENAME = "MEMORY.md"  # an index of the memories beside it (docs/design.md §5)
 TEAM_DIR = "team"  # a private store's team memory: a store of its own
 DAILY_LOGS_DIR = "logs"  # daily logs (docs/design.md §14.8): beside the memories, not among them
+# Top-level folders of any store whose files are not its memories. Emptying it makes daily logs
+# memory files of their store, for every walk, sync and check at once.
+NOT_MEMORY_DIRS = frozenset({DAILY_LOGS_DIR})
 MAX_ENTRY_BYTES = 250_000  # the largest memory file any sync sends or accepts
 MAX_BATCH_BYTES = 200_000  # an upload's JSON body stays below this; a larger entry goes alone
 CHECKSUM_PREFIX = "sha256:"
@@ -92,7 +95,7 @@ def classify(key: str, exclude: Collection[str] = ()) -> FileKind:
     if len(parts) > 1:
         if parts[0] in exclude:
             return FileKind.NESTED_STORE
-        if parts[0] == DAILY_LOGS_DIR:
+        if parts[0] in NOT_MEMORY_DIRS:
             return FileKind.DAILY_LOG
     if not name.endswith(".md"):
         return FileKind.NOT_MARKDOWN
@@ -116,7 +119,7 @@ def _skipped_dir(prefix: str, name: str, excluded: Collection[str]) -> bool:
     """Whether a directory holds no memory files of the store (the walk does not enter it)."""
     if name.startswith("."):
         return True
-    return not prefix and (name in excluded or name == DAILY_LOGS_DIR)
+    return not prefix and (name in excluded or name in NOT_MEMORY_DIRS)
 
 
 def _counted_file(name: str, indexes: bool) -> bool:
