@@ -174,12 +174,13 @@ def scan_memory_files(
     # The store's one walk (docs/design.md §6a) opens directories with O_NOATIME and hands
     # over a descriptor to open each file relative to. This loop runs once per file on every
     # rescan: keep it lean (no per-file allocation beyond the stat on a cache hit).
-    for found in walk_store(root, excluded, indexes=False):
-        prefix, name, st = found.prefix, found.name, found.stat
-        files = dirs.get(prefix)
-        if files is None:
-            files = dirs[prefix] = {}
-        cached = previous.dirs.get(prefix, _NO_FILES).get(name)
+    prefix, files, lookup = None, _NO_FILES, _NO_FILES.get
+    for rel, in_dir, name, dir_fd, st in walk_store(root, excluded, indexes=False):
+        if in_dir != prefix:  # the walk yields a directory's files together
+            prefix = in_dir
+            files = dirs.setdefault(prefix, {})
+            lookup = previous.dirs.get(prefix, _NO_FILES).get
+        cached = lookup(name)
         if (
             cached is not None
             and cached[0] == st.st_mtime_ns
@@ -188,7 +189,7 @@ def scan_memory_files(
         ):
             files[name] = cached
         else:
-            header = _read_header(name, found.dir_fd, found.key, st)
+            header = _read_header(name, dir_fd, rel, st)
             files[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
             misses += 1
         count += 1
