@@ -23,7 +23,6 @@ from memapp.lifecycle.daily_logs import (
 )
 from memapp.memdir.daily_logs import daily_log_path
 from memapp.stores.access import get_store_for_user
-from memapp.stores.actions import FileRejected
 from memapp.stores.models import Store
 from memapp.stores.projects import resolve_store
 
@@ -43,10 +42,6 @@ MERGE_EXAMPLE = OpenApiExample(
     value={"lines": ["- 09:05 [project] Code freeze starts 2026-03-10.", "- 14:05 Demo went well"]},
     request_only=True,
 )
-
-
-def _refused(exc: FileRejected) -> ApiError:
-    return ApiError(exc.status, exc.code, str(exc), exc.details)
 
 
 def _log_store(user, store_id: int) -> Store:
@@ -73,17 +68,14 @@ def append_log(request: Request) -> Response:
     serializer.is_valid(raise_exception=True)
     data = serializer.validated_data
     store = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
-    try:
-        appended = do_append_daily_log(
-            store,
-            request.user,
-            text=data["text"],
-            day=data["date"],
-            at=data["time"] or None,
-            memory_type=data["type"] or None,
-        )
-    except FileRejected as exc:
-        raise _refused(exc) from None
+    appended = do_append_daily_log(
+        store,
+        request.user,
+        text=data["text"],
+        day=data["date"],
+        at=data["time"] or None,
+        memory_type=data["type"] or None,
+    )
     return Response(
         {
             "store": store.pk,
@@ -139,16 +131,13 @@ def log_detail(request: Request, store_id: int, day: str) -> Response:
         key = daily_log_path(datetime.date.fromisoformat(day))
     except ValueError:
         raise ApiError(400, "invalid", f"{day[:20]!r} is not a date (YYYY-MM-DD)") from None
-    try:
-        if request.method == "GET":
-            data = read_store_log(store, key)
-            if data is None:
-                raise ApiError(404, "not_found", "No such daily log.")
-            content = data.decode("utf-8", "replace")
-            return Response({"key": key, "content": content, "checksum": log_checksum(data)})
-        serializer = s.LogMergeSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        merged = do_merge_daily_log(store, request.user, key, serializer.validated_data["lines"])
-    except FileRejected as exc:
-        raise _refused(exc) from None
+    if request.method == "GET":
+        data = read_store_log(store, key)
+        if data is None:
+            raise ApiError(404, "not_found", "No such daily log.")
+        content = data.decode("utf-8", "replace")
+        return Response({"key": key, "content": content, "checksum": log_checksum(data)})
+    serializer = s.LogMergeSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    merged = do_merge_daily_log(store, request.user, key, serializer.validated_data["lines"])
     return Response({"key": key, "appended": merged.appended, "checksum": merged.checksum})

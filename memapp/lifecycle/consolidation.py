@@ -17,7 +17,6 @@ was when the run fails. Each run records a `consolidation_run` event with its ga
 from __future__ import annotations
 
 import datetime
-import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -78,6 +77,7 @@ from memapp.memdir.lint import near_duplicates
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
 from memapp.memdir.transcripts import render_messages
 from memapp.stores.actions import new_memory_path
 from memapp.stores.events import record_event
@@ -366,7 +366,6 @@ class Snapshot:
     scope: str
     caps: tuple[int, int]
     index: str
-    index_sha: str
     rows: list[dict]
     topics: dict[str, TopicFile]
     form: str
@@ -422,15 +421,14 @@ def _snapshot(store: Store, flags: dict) -> Snapshot:
         for row in rows
     }
     scope = "team" if store.kind == Store.Kind.TEAM else "private"
-    checksums = {row["path"]: row["sha256"] for row in rows}
-    checksums[INDEX_KEY] = hashlib.sha256(raw_index).hexdigest() if raw_index else ""
+    checksums = {row["path"]: CHECKSUM_PREFIX + row["sha256"] for row in rows}
+    checksums[INDEX_KEY] = checksum(raw_index) if raw_index else ""
     return Snapshot(
         store,
         root,
         scope,
         (flags["index_max_lines"], flags["index_max_bytes"]),
         raw_index.decode("utf-8", "replace"),
-        checksums[INDEX_KEY],
         rows,
         topics,
         detect_type_form(store.path),

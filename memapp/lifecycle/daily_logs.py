@@ -33,7 +33,7 @@ from memapp.memdir.daily_logs import (
     read_log,
 )
 from memapp.memdir.keys import PathTraversalError
-from memapp.stores.actions import FileRejected, checksum
+from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.locks import store_lock
 from memapp.stores.models import Store
 
@@ -55,11 +55,8 @@ def has_logs(store: Store) -> bool:
     return store.kind == Store.Kind.PRIVATE
 
 
-def _refuse(exc: Exception, details: dict | None = None) -> FileRejected:
-    code = getattr(exc, "code", "invalid")
-    rejected = FileRejected(code, str(exc), details)
-    rejected.status = {"entry_too_large": 413, "secret_detected": 422}.get(code, 400)
-    return rejected
+def _refuse(exc: LogLineRejected, details: dict | None = None) -> FileRejected:
+    return FileRejected(exc.code, str(exc), details)
 
 
 def _log_store(store: Store) -> Path:

@@ -16,7 +16,6 @@ put back as it was and the lock's mtime is restored: the store is left exactly a
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -42,11 +41,12 @@ from memapp.memdir.index import (
     INDEX_FILENAME,
     format_index_entry,
     parse_index_entries,
-    remove_index_entry,
-    upsert_index_entry,
+    with_index_entry,
+    without_index_entry,
 )
 from memapp.memdir.scan import detect_type_form
-from memapp.stores.actions import FileRejected, checksum, do_put_files, store_file_path
+from memapp.memdir.store_files import FileRejected, checksum
+from memapp.stores.actions import do_put_files, store_file_path
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flags
@@ -130,7 +130,8 @@ def _disk(store: Store, key: str) -> bytes | None:
 
 
 def _sha(data: bytes | None) -> str:
-    return "" if data is None else hashlib.sha256(data).hexdigest()
+    """The file's checksum as proposals keep it (`sha256:<hex>`), "" when there is none."""
+    return "" if data is None else checksum(data)
 
 
 def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
@@ -210,10 +211,10 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
         index_after = index_now
         for change in topic:
             if change.action == ProposalChange.Action.DELETE:
-                index_after = remove_index_entry(index_after, change.key)
+                index_after = without_index_entry(index_after, change.key)
             else:
                 line = format_index_entry(change.name, change.key, change.description)
-                index_after = upsert_index_entry(index_after, change.key, line)
+                index_after = with_index_entry(index_after, change.key, line)
     outcome.index_after = index_after
     if index_after != index_now:
         outcome.files[INDEX_KEY] = index_after

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memapp.memdir.store_files import MAX_ENTRY_BYTES
 from memapp.stores.events import record_event
 from memapp.stores.models import FlagValue
 
@@ -67,7 +68,7 @@ def _specs() -> list[FlagSpec]:
     # `in_effect=True` only where the code reads the flag today: prompting.py (prompt modes and
     # index caps), recall.py (recall, model, limit, scan and surfacing caps), views/stores.py (the
     # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol),
-    # memapp.lifecycle (extraction and how its proposals are applied).
+    # memapp.lifecycle (extraction, consolidation and how their proposals are applied).
     return [
         FlagSpec(
             "auto_memory",
@@ -154,9 +155,29 @@ def _specs() -> list[FlagSpec]:
             in_effect=True,
             choices=("review", "auto"),
         ),
-        FlagSpec("consolidation", bool, True, "Background consolidation of memory."),
-        FlagSpec("consolidation_min_hours", int, 24, "Hours between consolidations.", minimum=1),
-        FlagSpec("consolidation_min_sessions", int, 5, "Sessions before consolidating.", minimum=1),
+        FlagSpec(
+            "consolidation",
+            bool,
+            True,
+            "Consolidation and distillation of memory, proposed for review.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "consolidation_min_hours",
+            int,
+            24,
+            "Hours between consolidations of a store.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "consolidation_min_sessions",
+            int,
+            5,
+            "Sessions since the last consolidation before the next.",
+            in_effect=True,
+            minimum=1,
+        ),
         FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", in_effect=True, minimum=1),
         FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", in_effect=True, minimum=1),
         FlagSpec(
@@ -190,7 +211,7 @@ def _specs() -> list[FlagSpec]:
         FlagSpec(
             "team_max_entry_bytes",
             int,
-            250_000,
+            MAX_ENTRY_BYTES,
             "Bytes per team entry.",
             in_effect=True,
             minimum=1,

@@ -87,6 +87,7 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, m
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs"}).status_code == 302  # conflict
+    from memapp.lifecycle.consolidation import request_consolidation
     from tests.conftest import background_tick
     from tests.transcripts import Transcript
 
@@ -98,6 +99,8 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, m
     proposals = alice_api.get("/api/v1/proposals").json()["proposals"]
     approve = f"/api/v1/proposals/{proposals[0]['id']}/approve"
     assert alice_api.post(approve, {}, format="json").status_code == 200  # proposal_decided
+    request_consolidation(acme.alice_private, trigger="manual", requested_by=alice)
+    background_tick()  # consolidation_run
     # Agent snapshots are not built yet, so nothing records this kind; it is shown all the same.
     record_event("snapshot_decision", user=alice, agent_type="reviewer", decision="none")
 
