@@ -331,3 +331,14 @@ class ConsolidationRun(models.Model):
 
     def __str__(self) -> str:
         return f"consolidation of {self.store} ({self.status})"
+
+    @property
+    def gate_words(self) -> str:
+        """Why a skipped run was skipped, for a person."""
+        return {
+            "flag_off": "consolidation is turned off",
+            "locked": f"a local agent was consolidating the directory (PID {self.lock_holder})",
+            "no_reviewer": "nobody can review it: the project has no members",
+            "no_directory": "the directory is missing",
+            "lock_unavailable": f"its lock cannot be written ({self.lock_problem})",
+        }.get(self.gate, self.gate)

@@ -45,7 +45,7 @@ from memapp.memdir.index import (
     without_index_entry,
 )
 from memapp.memdir.scan import detect_type_form
-from memapp.memdir.store_files import FileRejected, checksum
+from memapp.memdir.store_files import FileRejected, checksum, walk_store
 from memapp.stores.actions import do_put_files, store_file_path
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
@@ -184,8 +184,13 @@ class Outcome:
     problems: dict[int, str] = field(default_factory=dict)  # change id → why it cannot render
 
 
+def _topic_keys(store: Store) -> set[str]:
+    """The store's topic files as they are on disk now (the mirror may lag behind)."""
+    return {found.key for found in walk_store(store.path, store.exclude, indexes=False)}
+
+
 def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
-    existing = set(store.files.values_list("path", flat=True))
+    existing = _topic_keys(store)
     index_now = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
     outcome = Outcome(index_before=index_now)
     topic = [c for c in selected if c.key != INDEX_KEY]
@@ -239,6 +244,10 @@ class Meter:
         return round(100 * self.used / self.cap) if self.cap else 0
 
     @property
+    def width(self) -> int:
+        return min(100, self.percent)
+
+    @property
     def over(self) -> bool:
         return self.used > self.cap
 
@@ -273,6 +282,10 @@ class StoreReview:
     creates: int
     updates: int
     selected: list[int]
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal.status == Proposal.Status.PENDING
 
 
 def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = None) -> StoreReview:
@@ -309,7 +322,7 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
         before=_meters(outcome.index_before, caps),
         after=_meters(outcome.index_after, caps),
         risks=outcome.risks,
-        file_count=store.files.count(),
+        file_count=len(_topic_keys(store)),
         deletes=sum(c.action == "delete" for c in changes if c.key != INDEX_KEY),
         creates=sum(c.action == "create" for c in changes),
         updates=sum(c.action == "update" and c.key != INDEX_KEY for c in changes),
@@ -479,7 +492,7 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
     if change.key == INDEX_KEY:
         store = change.proposal.store
         flags = get_flags(store.project)
-        keys = set(store.files.values_list("path", flat=True))
+        keys = _topic_keys(store)
         current = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
         change.checks = index_checks(
             change.body,
