@@ -159,3 +159,17 @@ def test_nobody_else_sees_consolidation_or_logs(alice, bob, untidy):
         assert client.get(url).status_code == 404, url
     response = client.post(reverse("consolidate_now", kwargs={"store_id": untidy.pk}))
     assert response.status_code == 404
+
+
+def test_the_dashboard_shows_cap_usage_before_and_after_and_stale_memories(alice, bob, untidy):
+    consolidate_now(untidy, alice)
+    page = browser(alice).get(reverse("dashboard")).content.decode()
+    section = page.split('<section class="card" id="consolidation">')[1].split("</section>")[0]
+    assert "1 run in these 30 days" in section
+    assert "216 / 200" in section and "201 / 200" not in section
+    after_lines = section.split('data-label="After">')[1].split('<td class="num">')[1]
+    assert int(after_lines.split(" / ")[0]) <= 200
+    assert "Stale memories found by consolidation" in section and "213 now" in section
+    assert "<title>" in section  # the chart's bars say what they count
+    others = browser(bob).get(reverse("dashboard")).content.decode()
+    assert "216 / 200" not in others and "0 now" in others
