@@ -534,7 +534,7 @@ class DatedMemory:
 
 
 def _dates_reason(rewrites, day: datetime.date) -> str:
-    done = [f"“{r.expression}” → {r.replacement}" for r in rewrites if r.replacement]
+    done = dict.fromkeys(f"“{r.expression}” → {r.replacement}" for r in rewrites if r.replacement)
     return f"relative dates made absolute (the file was written on {day.isoformat()}): " + (
         "; ".join(done)
     )
