@@ -77,7 +77,8 @@ def nav(response) -> str:
 
 
 def test_the_navigation_counts_what_waits_for_you(alice, bob, proposal):
-    assert re.search(r'Proposals <span class="count"[^>]*>1</span>', nav(client_for(alice).get("/")))
+    count = r'Proposals <span class="count"[^>]*>1</span>'
+    assert re.search(count, nav(client_for(alice).get("/")))
     assert 'class="count"' not in nav(client_for(bob).get("/"))
 
 

@@ -59,7 +59,8 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     tokens = fake_tokens(21)
     t = Transcript()
     t.user(f"Use STRIPE_KEY={tokens['stripe-access-token']} for the test account")
-    call = t.tool_use("Bash", {"command": f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"})
+    bearer = f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"
+    call = t.tool_use("Bash", {"command": bearer})
     t.tool_result(call, 'db:\n  password = "Tq8vR2zLx9kQw3pA"\n')
     answer = upload(alice_api, t)
     assert answer["redacted"] == 2

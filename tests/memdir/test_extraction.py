@@ -30,7 +30,7 @@ TODAY = datetime.date(2026, 3, 5)
 @pytest.fixture
 def targets(tmp_path) -> dict[str, Target]:
     private = tmp_path / "private"
-    write_memory(private, "feedback_tests.md", "Real DB", "Integration tests hit a real DB", "feedback")
+    write_memory(private, "feedback_tests.md", "Real DB", "Tests hit a real DB", "feedback")
     (private / "team").mkdir()
     team = tmp_path / "team"
     write_memory(team, "project_release.md", "Release", "Release freeze 2026-03-05", "project")
@@ -194,17 +194,22 @@ def requests_in(*texts: str):
     return explicit_requests([parse_entry(e) for e in t.entries])
 
 
-@pytest.mark.parametrize(
-    ("said", "text", "kind"),
-    [
-        ("remember that we deploy on Fridays", "We deploy on Fridays", "user"),
-        ("Please remember to run the linter before committing.", "Run the linter before committing", "feedback"),
-        ("Don't mock the database in integration tests again, remember that.", "Don't mock the database in integration tests", "feedback"),
-        ("ok, remember: never push to main directly", "Never push to main directly", "feedback"),
-        ("Fix the test. Also remember that staging is at staging.example.com", "Staging is at staging.example.com", "user"),
-        ("please remember my name is Ana", "My name is Ana", "user"),
-    ],
-)  # fmt: skip
+DONT = "Don't mock the database in integration tests"
+EXPLICIT = [
+    ("remember that we deploy on Fridays", "We deploy on Fridays", "user"),
+    ("Please remember to run the linter first.", "Run the linter first", "feedback"),
+    (f"{DONT} again, remember that.", DONT, "feedback"),
+    ("ok, remember: never push to main directly", "Never push to main directly", "feedback"),
+    (
+        "Fix it. Also remember that staging is at staging.example.com",
+        "Staging is at staging.example.com",
+        "user",
+    ),
+    ("please remember my name is Ana", "My name is Ana", "user"),
+]
+
+
+@pytest.mark.parametrize(("said", "text", "kind"), EXPLICIT)
 def test_explicit_requests_are_caught_without_a_model(said, text, kind):
     found = requests_in(said)
     assert [(r.text, r.type) for r in found] == [(text, kind)]

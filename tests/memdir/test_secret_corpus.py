@@ -58,7 +58,8 @@ def _symbol_password(rng: random.Random) -> tuple[str, str]:
                any(c.isdigit() for c in value)]) < 2:  # fmt: skip
         value = value[0] + _pick(rng, ALNUM + "!#%&*", 15)
     name = rng.choice(["password", "db_password", "PASSWORD", "admin_pwd"])
-    return rng.choice([f'{name} = "{value}"', f"{name}: '{value}'", f'{{"{name}": "{value}"}}']), value
+    forms = [f'{name} = "{value}"', f"{name}: '{value}'", f'{{"{name}": "{value}"}}']
+    return rng.choice(forms), value
 
 
 def planted(kind: str, n: int) -> tuple[str, str]:
@@ -106,7 +107,7 @@ def tricky_line(rng: random.Random) -> str:
             "https://cdn.example.com/app.js?v=3f9a2c1b7e4d&integrity=sha384",
             'url = "https://api.example.com/v2/items?page_token=next&limit=50"',
             "TOKEN_URL=https://auth.example.com/oauth/token?grant_type=client_credentials",
-            f"https://ci.example.com/job?run={rng.randint(1000, 99999)}&key=build-{rng.randint(1, 9)}",
+            f"https://ci.example.com/job?run={rng.randint(100, 999)}&key=b-{rng.randint(1, 9)}",
         ]
     )
 

@@ -29,3 +29,9 @@ def percent(part: int, whole: int) -> int:
 def event_fields(event) -> list[tuple[str, object]]:
     """An event's fields in its kind's order, whatever order the database keeps them in."""
     return ordered_fields(event)
+
+
+@register.filter
+def words(code: str) -> str:
+    """A snake_case code as words (`relative_dates` → `relative dates`, `why_how` → `Why/How`)."""
+    return {"why_how": "Why/How"}.get(str(code), str(code).replace("_", " "))
