@@ -135,8 +135,15 @@ def queue(alice, alice_client_session):
                 "the user said she reviews migrations",
             ),
         ],
-        sources=[{"session": session.pk, "session_id": session.session_id, "from": 1, "to": 4,
-                  "lines": [1, 3]}],  # fmt: skip
+        sources=[
+            {
+                "session": session.pk,
+                "session_id": session.session_id,
+                "from": 1,
+                "to": 4,
+                "lines": [1, 3],
+            }
+        ],  # fmt: skip
         sessions=[session],
     )
     return store, proposal

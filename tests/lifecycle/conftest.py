@@ -30,9 +30,7 @@ def upload(client, transcript: Transcript, entries=None, **fields):
         "entries": transcript.entries if entries is None else entries,
         **fields,
     }
-    response = client.post(
-        f"/api/v1/sessions/{transcript.session_id}/entries", body, format="json"
-    )
+    response = client.post(f"/api/v1/sessions/{transcript.session_id}/entries", body, format="json")
     assert response.status_code == 200, response.content
     return response.json()
 

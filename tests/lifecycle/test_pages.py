@@ -65,8 +65,15 @@ def proposal(alice, session) -> Proposal:
                 "she said so",
             ),
         ],
-        sources=[{"session": session.pk, "session_id": session.session_id, "from": 1, "to": 4,
-                  "lines": [3]}],  # fmt: skip
+        sources=[
+            {
+                "session": session.pk,
+                "session_id": session.session_id,
+                "from": 1,
+                "to": 4,
+                "lines": [3],
+            }
+        ],  # fmt: skip
         sessions=[session],
     )
     return proposal

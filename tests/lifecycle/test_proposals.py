@@ -133,9 +133,7 @@ def test_edits_before_approving_are_what_is_written(proposal, store, alice):
     assert create.edited
 
 
-def test_a_file_changed_since_the_proposal_is_a_conflict_with_both_versions(
-    proposal, store, alice
-):
+def test_a_file_changed_since_the_proposal_is_a_conflict_with_both_versions(proposal, store, alice):
     (Path(store.path) / "feedback_tests.md").write_text("Someone else's edit.\n")
     result = do_apply_proposal(proposal, alice)
     assert result.conflicts == ["feedback_tests.md"]

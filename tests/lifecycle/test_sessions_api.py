@@ -65,9 +65,7 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     answer = upload(alice_api, t)
     assert answer["redacted"] == 2
     check_with_gate(Session.objects.all())  # the task's second layer
-    stored = " ".join(
-        f"{e.prose} {e.tools} {e.text}" for e in TranscriptEntry.objects.all()
-    )
+    stored = " ".join(f"{e.prose} {e.tools} {e.text}" for e in TranscriptEntry.objects.all())
     for value in (tokens["stripe-access-token"], tokens["github-pat"], "Tq8vR2zLx9kQw3pA"):
         assert value not in stored
     assert "[REDACTED:Stripe secret key]" in stored

@@ -97,7 +97,7 @@ def tricky_line(rng: random.Random) -> str:
             'password = "********"',
             'password = "%s" % secret',
             'pwd = "/home/Alice/src2"',
-            "Set `password = \"$DB_PASS\"` in the template.",
+            'Set `password = "$DB_PASS"` in the template.',
             'password_min_length = "12"',
             "https://docs.example.com/search?q=token+rotation&page=2",
             'curl "https://api.example.com/v1/items?sort=desc&key=name"',
