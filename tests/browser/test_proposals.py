@@ -39,7 +39,9 @@ def machine(tmp_path, live_server, alice, settings) -> Machine:
     settings.MEMHUB_DISCOVER = False
     settings.ANTHROPIC_API_KEY = ""  # the offline detector: no key on this machine
     home = tmp_path / "home"
-    machine = Machine(home, git_checkout(home / "src" / "widgets"))
+    # This test is about the flow, not the hooks' second (tested in tests/client): a loaded
+    # machine must not turn it into a test of patience.
+    machine = Machine(home, git_checkout(home / "src" / "widgets"), {"MEMHUB_HOOK_TIMEOUT": "10"})
     _, token = do_create_api_token(alice, "laptop")
     result = machine.run("login", live_server.url, "--token", "-", stdin=token + "\n")
     assert result.returncode == 0, result.stderr

@@ -80,7 +80,7 @@ def proposal(alice, session) -> Proposal:
 
 
 def nav(response) -> str:
-    return re.search(r"<nav>.*?</nav>", response.content.decode(), re.S).group(0)
+    return re.search(r"<nav\b.*?</nav>", response.content.decode(), re.S).group(0)
 
 
 def test_the_navigation_counts_what_waits_for_you(alice, bob, proposal):
