@@ -227,7 +227,7 @@ class ProposalChange(models.Model):
     body = models.TextField(blank=True)
     reason = models.TextField(blank=True)
     base_checksum = models.CharField(
-        max_length=64, blank=True, help_text="sha256 of the file when proposed; empty: absent."
+        max_length=80, blank=True, help_text="sha256:… of the file when proposed; empty: absent."
     )
     checks = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)

@@ -9,7 +9,6 @@ proposed is a conflict: nothing is written, and the person sees both versions.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,9 +20,9 @@ from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
 from memapp.memdir.scan import detect_type_form
+from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.actions import (
     EditConflict,
-    FileRejected,
     do_forget_memory,
     do_save_memory,
     store_file_path,
@@ -59,7 +58,8 @@ def _disk(store: Store, key: str) -> bytes | None:
 
 
 def _sha(data: bytes | None) -> str:
-    return "" if data is None else hashlib.sha256(data).hexdigest()
+    """The file's checksum (`sha256:<hex>`), or "" when there is no file."""
+    return "" if data is None else checksum(data)
 
 
 def _checks(store: Store, change: ProposedChange) -> list[dict]:

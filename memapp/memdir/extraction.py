@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
-from memapp.memdir.index import INDEX_FILENAME
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.lint import missing_why_how, near_duplicates, relative_dates
 from memapp.memdir.secret_rules import SecretHit, scan_text
+from memapp.memdir.store_files import FileKind, classify
 from memapp.memdir.transcripts import Entry
 
 __all__ = [
@@ -163,14 +163,15 @@ def _string(raw: Mapping[str, Any], name: str, limit: int | None = None) -> str:
 
 
 def _check_key(target: Target, key: str) -> None:
+    """The store's file rule (docs/design.md §4, §6a): a safe key naming one of its topic
+    files."""
     try:
         validate_key(target.root, key)
     except PathTraversalError as exc:
         raise ValueError(f"the file name is refused ({exc.rule})") from None
-    if not key.endswith(".md") or key.rsplit("/", 1)[-1] == INDEX_FILENAME:
-        raise ValueError("only topic files (*.md, not MEMORY.md) can be changed")
-    if key.split("/", 1)[0] in target.exclude:
-        raise ValueError(f"{key.split('/', 1)[0]}/ is another store")
+    kind = classify(key, target.exclude)
+    if kind is not FileKind.TOPIC:
+        raise ValueError(f"not a topic file: {kind.value}")
 
 
 def _one_change(raw: object, targets: Mapping[str, Target]) -> ProposedChange:

@@ -157,7 +157,7 @@ def test_a_conflict_taken_up_again_compares_with_the_current_version(proposal, s
     do_rebase_change(update)
     assert update.status == "pending"
     current = (Path(store.path) / "feedback_tests.md").read_bytes()
-    assert update.base_checksum == hashlib.sha256(current).hexdigest()
+    assert update.base_checksum == "sha256:" + hashlib.sha256(current).hexdigest()
     do_apply_proposal(Proposal.objects.get(pk=proposal.pk), alice, [update.pk])
     assert "Never mock the database." in text(store, "feedback_tests.md")
     assert Proposal.objects.get(pk=proposal.pk).status == "applied"

@@ -228,8 +228,8 @@ class Migration(migrations.Migration):
                     "base_checksum",
                     models.CharField(
                         blank=True,
-                        help_text="sha256 of the file when proposed; empty: absent.",
-                        max_length=64,
+                        help_text="sha256:… of the file when proposed; empty: absent.",
+                        max_length=80,
                     ),
                 ),
                 ("checks", models.JSONField(blank=True, default=list)),
