@@ -34,7 +34,7 @@ def targets(tmp_path) -> dict[str, Target]:
     (private / "team").mkdir()
     team = tmp_path / "team"
     write_memory(team, "project_release.md", "Release", "Release freeze 2026-03-05", "project")
-    return {"private": Target(private, ("team", "logs")), "team": Target(team)}
+    return {"private": Target(private, ("team",)), "team": Target(team)}
 
 
 def change(**fields) -> dict:
