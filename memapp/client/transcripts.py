@@ -140,7 +140,9 @@ def upload_transcript(
             return True
 
 
-def _spawn(session_id: str, transcript: Path, cwd: str, final: bool, env) -> None:
+def _spawn(
+    session_id: str, transcript: Path, cwd: str, final: bool, env: Mapping[str, str] | None
+) -> None:
     """Leave the rest to a detached process (its own session, no terminal, no output)."""
     args = [
         sys.executable,
@@ -251,7 +253,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_transcript_commands(commands) -> None:
+def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
     search = commands.add_parser(
         "search", help="search your past sessions and memories on the server"
     )
