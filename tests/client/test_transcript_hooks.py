@@ -151,6 +151,7 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
 
 def test_session_end_marks_the_session_ended(a, session):
     transcript, path = session
+    a.extra_env["MEMHUB_HOOK_TIMEOUT"] = "5"  # about the session's end, not the budget
     run_stop(a, transcript, path)
     result, _ = run_stop(a, transcript, path, event="session-end")
     assert (result.returncode, result.stdout) == (0, "")
