@@ -30,7 +30,7 @@ from memapp.stores.actions import (
     do_save_memory,
     store_file_path,
 )
-from memapp.stores.models import Store
+from memapp.stores.models import Store, Via
 from memapp.stores.projects import resolve_store
 from memapp.stores.prompting import assemble_for
 from memapp.stores.recall import recall_for
@@ -219,6 +219,7 @@ def file_batch(request: Request, store_id: int) -> Response:
             data["files"],
             delete=tuple(data["delete"]),
             if_match=data["base"],
+            via=Via.AGENT_SYNC,
         )
     except FileRejected as exc:
         _raise(exc)
