@@ -110,7 +110,6 @@ class IntegrateResult:
     conflicts: list[Conflict] = field(default_factory=list)
     merged: bool = False  # the remote had commits we did not
     error: str | None = None
-    authors: dict[str, str] = field(default_factory=dict)  # repository path -> latest author
 
 
 @dataclass
@@ -570,7 +569,6 @@ class TeamClone:
             if ahead == "0":
                 return result
             result.merged = True
-            result.authors = self._authors(repo, f"HEAD..origin/{BRANCH}")
             if repo.git.rev_list("--count", f"origin/{BRANCH}..HEAD") == "0":
                 # Nothing of ours to merge: fast-forward. A merge commit here would be new to
                 # the remote, and two idle members would trade empty merges on every sync.
@@ -590,18 +588,6 @@ class TeamClone:
                 repo.git.commit("--no-edit", "--quiet")
             self._clean_indexes(repo)
         return result
-
-    @staticmethod
-    def _authors(repo: Repo, revisions: str) -> dict[str, str]:
-        """Who last changed each path in `revisions` (newest commit first wins)."""
-        out = repo.git.log("--format=%x1e%an", "--name-only", "--no-renames", revisions)
-        authors: dict[str, str] = {}
-        for commit in out.split("\x1e")[1:]:
-            name, *paths = commit.splitlines()
-            for path in paths:
-                if path:
-                    authors.setdefault(path, name)
-        return authors
 
     def _settle_conflicts(self, repo: Repo) -> list[Conflict]:
         """Leave the tree mergeable without markers: keep the remote's edit (or whichever side
@@ -768,6 +754,22 @@ class TeamClone:
                 {"sha": sha, "author": name, "email": email, "date": when, "subject": subject}
             )
         return rows
+
+    def last_authors(self, paths: list[str]) -> dict[str, str]:
+        """Who made the latest commit touching each of `paths` (repository paths)."""
+        if not paths:
+            return {}
+        with self.repo() as repo:
+            if not repo.head.is_valid():
+                return {}
+            out = repo.git.log("--format=%x1e%an", "--name-only", "--no-renames", "--", *paths)
+        authors: dict[str, str] = {}
+        for commit in out.split("\x1e")[1:]:
+            name, *changed = commit.splitlines()
+            for path in changed:
+                if path:
+                    authors.setdefault(path, name)
+        return authors
 
     def show(self, sha: str, path: str) -> str | None:
         with self.repo() as repo:

@@ -23,7 +23,7 @@ from memapp.memdir.secret_gate import scan_for_push
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
-from memapp.stores.history import capture_before_write, record_changes
+from memapp.stores.history import capture_before_write, is_topic, record_changes
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store, Via
@@ -233,7 +233,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)  # what changed on disk since goes into its history first
             state = _state(store)
             applied = clone.apply_incoming(_spec(store, state))
-            _record_incoming(store, applied, merged.authors, report)
+            _record_incoming(clone, store, applied, report)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -246,11 +246,13 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
         report.deleted += len(applied.deleted)
 
 
-def _record_incoming(store: Store, applied, authors: dict[str, str], report: SyncReport) -> None:
+def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:
     """Each file a pull wrote or deleted is a version by team sync, noting who made it."""
     folder = folder_for(store)
+    keys = [*applied.written, *applied.deleted]
+    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_topic(key)])
     by_author: dict[str, tuple[dict, dict]] = {}
-    for key in [*applied.written, *applied.deleted]:
+    for key in keys:
         author = authors.get(f"{folder}/{key}", "")
         written, deleted = by_author.setdefault(author, ({}, {}))
         if key in applied.written:
@@ -260,7 +262,7 @@ def _record_incoming(store: Store, applied, authors: dict[str, str], report: Syn
     for author, (written, deleted) in by_author.items():
         note = f"from {author}" if author else ""
         record_changes(store, written, deleted, via=Via.TEAM_SYNC, note=note)
-        if author and any(not key.endswith(INDEX_FILENAME) for key in [*written, *deleted]):
+        if author:
             report.authors.add(author)
 
 

@@ -4,6 +4,7 @@ from django.urls import path
 from memapp.web.views import (
     dashboard,
     event_log,
+    history,
     home,
     memories,
     settings_page,
@@ -26,6 +27,28 @@ urlpatterns = [
     path("stores/<int:store_id>/m/<path:path>/edit/", memories.memory_edit, name="memory_edit"),
     path(
         "stores/<int:store_id>/m/<path:path>/forget/", memories.memory_forget, name="memory_forget"
+    ),
+    path("stores/<int:store_id>/m/<path:path>/share/", memories.memory_share, name="memory_share"),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/",
+        history.memory_history,
+        name="memory_history",
+    ),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/<int:version_id>/",
+        history.version_detail,
+        name="memory_version",
+    ),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/<int:version_id>/restore/",
+        history.version_restore,
+        name="memory_version_restore",
+    ),
+    path("stores/<int:store_id>/trash/", history.trash_list, name="trash"),
+    path(
+        "stores/<int:store_id>/trash/<int:item_id>/restore/",
+        history.trash_restore,
+        name="trash_restore",
     ),
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("profile/tokens/", tokens.token_list, name="tokens"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -21,9 +22,11 @@ from memapp.stores.actions import (
     FileRejected,
     do_forget_memory,
     do_save_memory,
+    do_share_memories,
     sha256_text,
 )
 from memapp.stores.models import MemoryFile, Store
+from memapp.stores.prompting import team_store_for
 from memapp.web.forms import MemoryForm
 from memapp.web.markdown import render_markdown
 
@@ -79,6 +82,10 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "links": [(slug, resolve(slug)) for slug in memory.links],
         "backlinks": _backlinks(store, file),
         "warnings": memory_warnings(memory.type, memory.body, memory.description),
+        "recalled": store.recall_stats.filter(path=path).first(),
+        "team_store": team_store_for(request.user, store.project)
+        if store.kind == Store.Kind.PRIVATE
+        else None,
     }
     return render(request, "memapp/memory.html", context)
 
@@ -180,6 +187,28 @@ def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     store, file = get_memory_for_user(request.user, store_id, path)
     if request.method == "POST":
         do_forget_memory(store, request.user, path)
-        messages.success(request, f"Forgot {path}: the file and its index line are gone.")
+        messages.success(
+            request,
+            f"Forgot {path}: the file and its index line are gone. They wait in the trash "
+            f"for {settings.MEMHUB_TRASH_DAYS} days.",
+        )
         return redirect("store", store_id=store.pk)
-    return render(request, "memapp/forget.html", {"store": store, "file": file})
+    context = {"store": store, "file": file, "trash_days": settings.MEMHUB_TRASH_DAYS}
+    return render(request, "memapp/forget.html", context)
+
+
+@login_required
+@require_POST
+def memory_share(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    """Copy a private memory into the project's team store (through the push gate)."""
+    store, file = get_memory_for_user(request.user, store_id, path)
+    try:
+        shared = do_share_memories(store, request.user, [path])
+    except FileRejected as exc:
+        messages.error(request, f"Not shared: {exc}")
+        return redirect(_memory_url(store, path))
+    team = team_store_for(request.user, store.project)
+    target = shared[path]
+    url = reverse("memory", kwargs={"store_id": team.pk, "path": target})
+    messages.success(request, f"Shared with the team as {target}.")
+    return redirect(url)

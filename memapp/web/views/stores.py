@@ -51,6 +51,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     }
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
+    context["trash_count"] = store.trash.count()
     max_lines = get_flag("index_max_lines", store.project)
     max_bytes = get_flag("index_max_bytes", store.project)
     truncation = load_index(store.path, max_lines, max_bytes)
