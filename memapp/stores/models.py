@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 
@@ -138,6 +138,9 @@ class MemoryFileQuerySet(models.QuerySet):
             qs = qs.exclude(dangling_links=[])
         elif problem == "relative_dates":
             qs = qs.exclude(relative_dates=[])
+        elif problem == "never_recalled":
+            recalled = RecallStat.objects.filter(store=OuterRef("store"), path=OuterRef("path"))
+            qs = qs.exclude(Exists(recalled))
         order = {"name": ["name", "path"], "type": ["type", "-mtime_ms"]}
         return qs.order_by(*order.get(filters.get("sort") or "", ["-mtime_ms", "path"]))
 

@@ -21,17 +21,25 @@ from memapp.stores.flags import get_flag
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
+from memapp.stores.search import search_memories
 from memapp.web.forms import FilterForm
+from memapp.web.highlight import highlight, snippet
 
 PAGE_SIZE = 50
 
 
 def _filtered(request: HttpRequest, memories):
+    """The filtered (and, with a query, ranked) page of memories, with matches marked."""
     form = FilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     now_ms = int(time.time() * 1000)
-    memories = memories.matching(filters, now_ms, settings.MEMHUB_STALE_DAYS)
-    page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
+    found = search_memories(memories, filters, now_ms, settings.MEMHUB_STALE_DAYS)
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    if text := (filters.get("q") or "").strip():
+        for memory in page.object_list:
+            memory.marked_title = highlight(text, memory.title)
+            memory.marked_description = highlight(text, memory.description)
+            memory.snippet = snippet(text, memory.body)
     query = request.GET.copy()
     query.pop("page", None)
     return form, page, query.urlencode(), now_ms
