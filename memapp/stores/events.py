@@ -41,6 +41,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "memory_forgotten": ("path", "via"),
     "conflict": ("path", "reason", "resolution"),
     "stores_discovered": ("found", "removed", "duration_ms"),
+    "member_added": ("member",),
+    "member_removed": ("member",),
 }
 
 

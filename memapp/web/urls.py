@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, reverse_lazy
 
 from memapp.web.views import (
     dashboard,
@@ -7,6 +7,8 @@ from memapp.web.views import (
     history,
     home,
     memories,
+    projects,
+    recall_preview,
     settings_page,
     snapshots,
     stores,
@@ -18,6 +20,7 @@ urlpatterns = [
     path("", home.home, name="home"),
     path("rescan/", home.rescan, name="rescan"),
     path("search/", stores.search, name="search"),
+    path("recall/", recall_preview.recall_preview, name="recall_preview"),
     path("stores/<int:store_id>/", stores.store_detail, name="store"),
     path("stores/<int:store_id>/rescan/", stores.store_rescan, name="store_rescan"),
     path("stores/<int:store_id>/health/", stores.store_health, name="store_health"),
@@ -77,6 +80,23 @@ urlpatterns = [
         "snapshots/<int:checkout_id>/<str:agent_type>/<str:scope>/",
         snapshots.snapshot_review,
         name="snapshot_review",
+    ),
+    path("projects/", projects.project_list, name="projects"),
+    path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
+    path(
+        "projects/<int:project_id>/members/<int:user_id>/remove/",
+        projects.member_remove,
+        name="member_remove",
+    ),
+    path(
+        "profile/password/",
+        auth_views.PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done")),
+        name="password_change",
+    ),
+    path(
+        "profile/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
     ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -57,7 +57,7 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 # -- every kind, from its cause -------------------------------------------------------------------
 
 
-def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, memory_base):
+def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, acme, memory_base):
     alice_api = api_client(alice)
     admin = client_for(alice)
     discover_local_stores(memory_base)  # stores_discovered
@@ -86,6 +86,10 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, m
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs"}).status_code == 302  # conflict
+    remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
+    assert admin.post(remove).status_code == 302  # member_removed
+    members = reverse("project_members", kwargs={"project_id": acme.project.pk})
+    assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
     # Agent snapshots are not built yet, so nothing records this kind; it is shown all the same.
     record_event("snapshot_decision", user=alice, agent_type="reviewer", decision="none")
 

@@ -32,6 +32,12 @@ def section(response, element_id: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
 
 
+def story(response) -> list[str]:
+    """The history's sentences, newest first, without their times."""
+    lines = re.findall(r"</span> ([^<]*)</li>", response.content.decode())
+    return [unescape(line) for line in lines]
+
+
 def pre(response, element_id: str) -> str:
     match = re.search(
         rf'<pre class="version" id="{element_id}">(.*?)</pre>', response.content.decode(), re.S
@@ -129,30 +135,47 @@ def test_blocked_files_show_the_rule_and_line_but_never_the_value(
     assert password not in html
     # The history says what was skipped, without paths or values.
     history = section(response, "history")
-    assert "secret_skipped · acme/app" in history
-    assert "file_count=2" in history
-    assert "rule_ids=['anthropic-api-key', 'detect-secrets:Secret Keyword']" in history
-    assert "sync_push · acme/app" not in history and "sync_push" in history
+    assert (
+        "Kept 2 files back in acme/app: what looks like a secret (anthropic-api-key, "
+        "detect-secrets:Secret Keyword)" in history
+    )
+    assert "Pushed" in history
     assert "reference_llm.md" not in history
 
     client.force_login(charlie)  # not a member: sees none of it
     response = client.get(reverse("sync"))
     assert "Blocked files (0)" in section(response, "blocked")
-    assert "secret_skipped" not in response.content.decode()
+    assert "what looks like a secret" not in response.content.decode()
 
 
-def test_the_history_lists_each_sync_with_its_fields(client, team_store, alice, remote):
+def test_the_history_tells_each_sync_in_a_sentence(client, team_store, alice, remote):
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
     sync_team()
     sync_team(push=False)
     client.force_login(alice)
-    history = section(client.get(reverse("sync")), "history")
-    rows = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\w+)", history)
-    assert rows == ["sync_pull", "sync_push", "sync_pull"]  # newest first
-    assert "success=True files_uploaded=2" in history
-    assert "files_written=0 not_modified=True" in history
+    rows = story(client.get(reverse("sync")))
+    assert rows == ["Pulled: nothing new", "Pushed 2 changes", "Pulled: nothing new"]
+
+
+def test_pulls_that_bring_nothing_fold_into_one_line(client, team_store, alice, dora, remote):
+    sync_team()
+    sync_team()
+    dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n"))
+    dora.sync()
+    sync_team()
+    for _ in range(3):
+        sync_team()
+    client.force_login(alice)
+    rows = story(client.get(reverse("sync")))
+    assert rows == [
+        "3 pulls, nothing new",
+        "Pulled 1 change from dora",
+        "Pulled: nothing new",
+        "Pushed: no memory changed",  # the shared repository's first commit
+        "Pulled: nothing new",
+    ]
 
 
 # --- conflicts ---------------------------------------------------------------------------------
@@ -283,11 +306,10 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
 def test_old_events_page_through(client, team_store, alice, remote):
     from memapp.stores.events import record_event
 
-    for n in range(30):
+    for n in range(1, 61):
         record_event("sync_pull", success=True, files_written=n, not_modified=False, duration_ms=1)
     client.force_login(alice)
-    page = text(client.get(reverse("sync")))
-    assert "Page 1 of 2" in page
-    assert "files_written=29" in page and "files_written=0 " not in page
-    page = text(client.get(reverse("sync") + "?page=2"))
-    assert "files_written=0 " in page
+    first = story(client.get(reverse("sync")))
+    assert "Page 1 of 2" in text(client.get(reverse("sync")))
+    assert first[0] == "Pulled 60 changes" and "Pulled 1 change" not in first
+    assert story(client.get(reverse("sync") + "?page=2"))[-1] == "Pulled 1 change"

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from memapp.stores.models import Event, Store
+from memapp.web.sync_story import sync_story
 from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
 from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
 
@@ -36,6 +37,7 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         .filter(Q(store__in=stores) | Q(store__isnull=True))
         .select_related("store__project", "user")
     )
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
     context = {
         "status": TeamSyncStatus.get(),
         "remote": team_remote_display(),
@@ -44,7 +46,8 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         "conflicts": TeamConflict.objects.filter(
             store__in=stores, resolved_at__isnull=True
         ).select_related("store__project"),
-        "page": Paginator(events, 25).get_page(request.GET.get("page")),
+        "page": page,
+        "story": sync_story(page.object_list),
     }
     return render(request, "teamsync/status.html", context)
 
