@@ -14,6 +14,7 @@ from memapp.web.views import (
     stores,
     team_sync,
     tokens,
+    transfer,
 )
 
 urlpatterns = [
@@ -48,6 +49,9 @@ urlpatterns = [
         name="memory_version_restore",
     ),
     path("stores/<int:store_id>/trash/", history.trash_list, name="trash"),
+    path("stores/<int:store_id>/export/", transfer.store_export, name="store_export"),
+    path("stores/<int:store_id>/import/", transfer.store_import, name="store_import"),
+    path("stores/<int:store_id>/bulk/", transfer.store_bulk, name="store_bulk"),
     path(
         "stores/<int:store_id>/trash/<int:item_id>/restore/",
         history.trash_restore,

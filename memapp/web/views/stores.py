@@ -21,6 +21,7 @@ from memapp.stores.flags import get_flag
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
+from memapp.stores.prompting import team_store_for
 from memapp.stores.search import search_memories
 from memapp.web.forms import FilterForm
 from memapp.web.highlight import highlight, snippet
@@ -56,6 +57,9 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
         "query": query,
         "now_ms": now_ms,
         "stale_days": settings.MEMHUB_STALE_DAYS,
+        "bulk": True,
+        "can_share": store.kind == Store.Kind.PRIVATE
+        and team_store_for(request.user, store.project) is not None,
     }
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
