@@ -148,6 +148,26 @@ def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -
     return candidate
 
 
+def edited_text(
+    previous: Memory, path: str, name: str, description: str, memory_type: str | None, body: str
+) -> str:
+    """The file an edit writes: the fields replaced, every other frontmatter key kept.
+
+    replace() keeps the file's other keys and its problem: render_memory refuses a file whose
+    header is not closed within 30 lines rather than adding a second header.
+    """
+    memory = replace(
+        previous,
+        name=name,
+        description=description,
+        type=memory_type,
+        body=body,
+        type_form=previous.type_form or "top",
+        path=path,
+    )
+    return render_memory(memory)
+
+
 def do_save_memory(
     store: Store,
     user,
@@ -179,18 +199,7 @@ def do_save_memory(
             if base_sha256 is not None and sha256_text(data) != base_sha256:
                 raise EditConflict(path, data.decode("utf-8", "replace"), sha256_text(data))
             previous = parse_memory(data, path=path)
-        # replace() keeps the file's other keys and its problem: render_memory refuses a file
-        # whose header is not closed within 30 lines rather than adding a second header.
-        memory = replace(
-            previous,
-            name=name,
-            description=description,
-            type=memory_type,
-            body=body,
-            type_form=previous.type_form or "top",
-            path=path,
-        )
-        text = render_memory(memory)
+        text = edited_text(previous, path, name, description, memory_type, body)
         hits = _secret_hits({path: text})
         if hits:
             raise SecretDetected(

@@ -40,7 +40,27 @@ class Diff:
         return not self.added and not self.removed
 
 
+def _joined(words: list[str], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans with only blanks between them become one (`<mark>two words</mark>`)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and not "".join(words[merged[-1][1] : start]).strip():
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    trimmed = []
+    for start, end in merged:
+        while start < end and not words[start].strip():
+            start += 1
+        while end > start and not words[end - 1].strip():
+            end -= 1
+        if start < end:
+            trimmed.append((start, end))
+    return trimmed
+
+
 def _marked(words: list[str], spans: list[tuple[int, int]]) -> SafeString:
+    spans = _joined(words, spans)
     out, at = [], 0
     for start, end in spans:
         out.append(escape("".join(words[at:start])))

@@ -60,6 +60,9 @@ urlpatterns = [
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("profile/tokens/", tokens.token_list, name="tokens"),
     path("profile/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path(
+        "profile/tokens/<int:token_id>/reinstate/", tokens.token_reinstate, name="token_reinstate"
+    ),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("events/", event_log.event_list, name="events"),
     path("settings/", settings_page.settings_page, name="settings"),

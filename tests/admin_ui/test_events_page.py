@@ -85,7 +85,7 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, ac
         store=acme.team, key="project_d.md", kind="edit", base="D.\n", ours="D1.\n", theirs="D2.\n"
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
-    assert admin.post(url, {"choice": "theirs"}).status_code == 302  # conflict
+    assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
     remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
     assert admin.post(remove).status_code == 302  # member_removed
     members = reverse("project_members", kwargs={"project_id": acme.project.pk})

@@ -240,7 +240,12 @@ def test_keeping_one_side_resolves_it_and_the_next_sync_publishes_it(
     client, conflict, bob, team_store, remote, choice
 ):
     client.force_login(bob)
-    response = client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": choice})
+    url = reverse("sync_conflict", args=[conflict.pk])
+    asked = client.post(url, {"choice": choice})
+    assert asked.status_code == 200 and f"Keep {choice}?" in text(asked)
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None
+    response = client.post(url, {"choice": choice, "confirm": "yes"})
     assert response.status_code == 302 and response.url == reverse("sync")
     conflict.refresh_from_db()
     assert conflict.resolved_by == bob and conflict.resolution == choice
@@ -259,7 +264,7 @@ def test_an_edited_merge_is_saved_with_unix_line_endings(client, conflict, alice
     client.force_login(alice)
     response = client.post(
         reverse("sync_conflict", args=[conflict.pk]),
-        {"choice": "merged", "merged": merged.replace("\n", "\r\n")},
+        {"choice": "merged", "merged": merged.replace("\n", "\r\n"), "confirm": "yes"},
     )
     assert response.status_code == 302
     sync_team()
@@ -297,7 +302,9 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
     client.force_login(alice)
     page = text(client.get(reverse("sync_conflict", args=[conflict.pk])))
     assert "(deleted there)" in page and "Delete it" in page and "Keep theirs" not in page
-    client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete"})
+    client.post(
+        reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete", "confirm": "yes"}
+    )
     sync_team()
     assert file.path not in tip_files(remote, "acme/app")
     assert not (Path(team_store.path) / file.path).exists()
@@ -313,3 +320,29 @@ def test_old_events_page_through(client, team_store, alice, remote):
     assert "Page 1 of 2" in text(client.get(reverse("sync")))
     assert first[0] == "Pulled 60 changes" and "Pulled 1 change" not in first
     assert story(client.get(reverse("sync") + "?page=2"))[-1] == "Pulled 1 change"
+
+
+def test_the_conflict_reads_as_a_diff_with_the_changed_words_marked(client, conflict, bob):
+    client.force_login(bob)
+    html = client.get(reverse("sync_conflict", args=[conflict.pk])).content.decode()
+    between = re.search(r'<section class="card" id="between">(.*?)</section>', html, re.S).group(1)
+    assert "1 line added · 1 line removed" in " ".join(
+        unescape(re.sub("<[^>]+>", " ", between)).split()
+    )
+    assert "Ship on <mark>Thursdays &amp; Fridays</mark>." in between
+    assert "Ship on <mark>Wednesdays &lt;dora&gt;</mark>." in between
+
+
+def test_a_merge_is_shown_as_what_it_changes_before_it_is_saved(client, conflict, alice):
+    merged = conflict.ours.replace("Thursdays & Fridays", "Wednesdays or Thursdays")
+    client.force_login(alice)
+    asked = client.post(
+        reverse("sync_conflict", args=[conflict.pk]), {"choice": "merged", "merged": merged}
+    )
+    html = asked.content.decode()
+    assert "Save the merge?" in text(asked)
+    assert "Ship on Thursdays <mark>&amp; Fridays</mark>." in html  # what goes
+    assert "Ship on <mark>Wednesdays or</mark> Thursdays." in html  # what comes
+    assert f'<input type="hidden" name="merged" value="{merged.replace("&", "&amp;")}' in html
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None

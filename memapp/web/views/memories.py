@@ -23,10 +23,12 @@ from memapp.stores.actions import (
     do_forget_memory,
     do_save_memory,
     do_share_memories,
+    edited_text,
     sha256_text,
 )
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
+from memapp.web.diff import diff_lines
 from memapp.web.forms import MemoryForm
 from memapp.web.markdown import render_markdown
 
@@ -116,7 +118,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
                 "store": store,
                 "path": path,
                 "mine": mine,
-                "disk_text": conflict.disk_text,
+                "diff": diff_lines(conflict.disk_text, _my_text(conflict, path, mine)),
                 "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
             },
             status=409,
@@ -126,6 +128,16 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
         return None, []
     messages.success(request, f"Saved {file.path}.")
     return redirect(_memory_url(store, file.path)), []
+
+
+def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
+    """The file the refused edit would have written over what is on disk now."""
+    previous = parse_memory(conflict.disk_text.encode("utf-8"), path=path)
+    fields = (mine["name"], mine["description"], mine["type"], mine["body"])
+    try:
+        return edited_text(previous, path, *fields)
+    except FrontmatterError:
+        return mine["body"]
 
 
 @login_required
