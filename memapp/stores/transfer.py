@@ -1,12 +1,12 @@
-"""A store as a zip file, out and in (docs/design.md §22).
+"""A store as a zip file, out and in (docs/design.md §23).
 
 Export writes the topic files (and a MEMORY.md with their lines) as they are on disk. Import
 checks every entry of an uploaded zip before anything is written: the archive as a whole
-(a zip at all, how many entries, how many bytes once unpacked), then each entry (its key by
-the store's file rule, §4; a regular file, not encrypted, at most 250,000 bytes when read,
-whatever its header claims; UTF-8 without NUL; no secret). An archive that fails as a whole
-is refused; entries that fail are listed with their reason, and nothing is written unless the
-person chose to skip them.
+(a zip at all, how many entries, how many bytes once unpacked), then each entry: its key by
+the store's file rule (docs/design.md §4), a regular file, not encrypted, at most 250,000 bytes
+when read whatever its header claims, UTF-8 without NUL, no secret. An archive that fails as a
+whole is refused; entries that fail are listed with their reason, and nothing is written unless
+the person chose to skip them.
 """
 
 from __future__ import annotations
