@@ -16,8 +16,6 @@ from memapp.memdir.index import (
     add_or_update_index_entry,
     format_index_entry,
     index_health,
-    parse_index_entries,
-    read_index,
     remove_from_index,
 )
 from memapp.memdir.keys import PathTraversalError, validate_key
@@ -28,7 +26,7 @@ from memapp.memdir.secret_rules import scan_text
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flags
-from memapp.stores.history import blob_bytes, capture_before_write, record_changes
+from memapp.stores.history import blob_bytes, capture_before_write, index_lines, record_changes
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, MemoryVersion, Store, TrashItem, Via
@@ -211,21 +209,14 @@ def do_save_memory(
         if not created:
             capture_before_write(store, [path])
         write_atomic(target, text)
-        record_changes(store, {path: text.encode("utf-8")}, via=via, user=user)
-        add_or_update_index_entry(root, path, format_index_entry(name, path, description))
+        line = format_index_entry(name, path, description)
+        data = {path: text.encode("utf-8")}
+        record_changes(store, data, via=via, user=user, index_lines={path: line})
+        add_or_update_index_entry(root, path, line)
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
-
-
-def index_lines(root: Path, paths) -> dict[str, str]:
-    """The MEMORY.md line of each of `paths` that has one (the first, as edits treat it)."""
-    wanted, lines = set(paths), {}
-    for entry in parse_index_entries(read_index(root)):
-        if entry.path in wanted:
-            lines.setdefault(entry.path, entry.raw)
-    return lines
 
 
 def do_forget_memory(store: Store, user, path: str, via: str = Via.UI) -> None:
@@ -337,6 +328,7 @@ def do_put_files(
                 add_or_update_index_entry(Path(store.path), key, line)
         if result["written"] or result["deleted"]:
             written = {key: encoded[key] for key in result["written"]}
+            lines.update(index_lines(Path(store.path), written))
             record_changes(store, written, gone, via=via, user=user, note=note, index_lines=lines)
             rescan_store(store)
     if result["written"] or result["deleted"]:
@@ -386,7 +378,8 @@ def do_restore_version(
     text = data.decode("utf-8", "surrogateescape")
     root = Path(store.path)
     listed = path in index_lines(root, [path])
-    index = {path: _entry_for(text, path)} if listed or not (root / path).exists() else {}
+    line = version.index_line or _entry_for(text, path)
+    index = {path: line} if listed or not (root / path).exists() else {}
     if_match = None if base_checksum is None else {path: base_checksum or None}
     if base_checksum == "" and (root / path).exists():
         raise PreconditionFailed(

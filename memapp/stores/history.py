@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.frontmatter import parse_memory
-from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.stores.models import Blob, MemoryVersion, Store, TrashItem, Via
 
@@ -43,6 +43,17 @@ def is_topic(path: str) -> bool:
 def _chunks(items: list, size: int = BATCH):
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def index_lines(root: Path | str, paths: Iterable[str] | None = None) -> dict[str, str]:
+    """The MEMORY.md line of each file that has one (the first, as edits treat it); of every
+    file, or of `paths`."""
+    wanted = None if paths is None else set(paths)
+    lines: dict[str, str] = {}
+    for entry in parse_index_entries(read_index(root)):
+        if entry.path and (wanted is None or entry.path in wanted):
+            lines.setdefault(entry.path, entry.raw)
+    return lines
 
 
 def latest_checksums(store: Store, paths: Iterable[str]) -> dict[str, str]:
@@ -84,7 +95,8 @@ def record_changes(
 ) -> None:
     """Record what a writer just did to `store`: a version per written topic file, and per
     deleted one a deletion and a trash item holding its last bytes (`None`: the bytes of its
-    latest version, when there is one)."""
+    latest version, when there is one). `index_lines` are the files' MEMORY.md lines, kept
+    with the version (and the trash item) so a restore brings its line back too."""
     written = {p: d for p, d in written.items() if is_topic(p)}
     deleted = {p: d for p, d in deleted.items() if is_topic(p)}
     if not written and not deleted:
@@ -100,6 +112,7 @@ def record_changes(
             via=via,
             user=user,
             note=note[:300],
+            index_line=index_lines.get(path, ""),
         )
         for path, data in written.items()
     ]
@@ -137,12 +150,15 @@ def _trash(store, path, sha, data, *, via, user, note, line) -> None:
 def _record_disk(store: Store, seen: Mapping[str, bytes], latest: Mapping[str, str]) -> int:
     """Versions "found on disk" of the files whose bytes no version has yet."""
     changed = {p: d for p, d in seen.items() if latest.get(p) != sha256_hex(d)}
+    if not changed:
+        return 0
+    lines = index_lines(store.path, changed)
     first = {p: d for p, d in changed.items() if p not in latest}
     again = {p: d for p, d in changed.items() if p in latest}
     if first:
-        record_changes(store, first, via=Via.DISK, note=FIRST_SEEN)
+        record_changes(store, first, via=Via.DISK, note=FIRST_SEEN, index_lines=lines)
     if again:
-        record_changes(store, again, via=Via.DISK)
+        record_changes(store, again, via=Via.DISK, index_lines=lines)
     return len(changed)
 
 
@@ -155,8 +171,21 @@ def record_found_on_disk(store: Store, seen: Mapping[str, bytes], gone: Iterable
     latest = latest_checksums(store, [*seen, *gone])
     removed = {p: None for p in gone if latest.get(p)}
     if removed:
-        record_changes(store, {}, removed, via=Via.DISK, note=DELETED_ON_DISK)
+        lines = _last_lines(store, removed)
+        record_changes(store, {}, removed, via=Via.DISK, note=DELETED_ON_DISK, index_lines=lines)
     return _record_disk(store, seen, latest) + len(removed)
+
+
+def _last_lines(store: Store, paths: Iterable[str]) -> dict[str, str]:
+    """The MEMORY.md lines the latest versions of `paths` had (the index may have lost them
+    with the file)."""
+    lines: dict[str, tuple[int, str]] = {}
+    for chunk in _chunks(list(paths)):
+        rows = store.versions.filter(path__in=chunk).exclude(index_line="")
+        for path, pk, line in rows.values_list("path", "id", "index_line"):
+            if path not in lines or pk > lines[path][0]:
+                lines[path] = (pk, line)
+    return {path: line for path, (_, line) in lines.items()}
 
 
 def capture_before_write(store: Store, paths: Iterable[str]) -> None:

@@ -338,6 +338,7 @@ class MemoryVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     note = models.CharField(max_length=300, blank=True)
+    index_line = models.TextField(blank=True, help_text="Its MEMORY.md line at the time, if any.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

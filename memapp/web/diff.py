@@ -11,7 +11,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 CONTEXT = 3
-_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+# Words, with what joins them inside a date, a path or a version (2026-03-05, a/b.md, 1.2.3).
+_WORDS = re.compile(r"\s+|\w+(?:[-./:]\w+)*|[^\w\s]")
 
 
 @dataclass(frozen=True)

@@ -174,9 +174,9 @@ def test_restoring_a_version_is_itself_a_new_version(store, alice):
     do_restore_version(store, alice, first)
     path = Path(store.path, "user_role.md")
     assert path.read_bytes() == bytes(Blob.objects.get(sha256=first.sha256).data)
-    assert "- [Role](user_role.md) — Alice is a backend engineer" in (
-        Path(store.path, "MEMORY.md").read_text()
-    )
+    # Its index line comes back too: the one it had then, written by hand.
+    assert first.index_line == "- [Role](user_role.md) — who Alice is"
+    assert Path(store.path, "MEMORY.md").read_text() == INDEX
     assert [v for v, _, _ in steps(store, "user_role.md")] == ["disk", "ui", "ui"]
     assert steps(store, "user_role.md")[-1][2].startswith("restored the version of ")
     assert store.versions.filter(path="user_role.md").count() == 3

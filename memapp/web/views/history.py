@@ -47,9 +47,11 @@ def memory_history(request: HttpRequest, store_id: int, path: str) -> HttpRespon
     store = get_store_for_user(request.user, store_id)
     versions = _versions(store, path)
     current = _current_checksum(store, path)
-    for older, version in zip([*versions[1:], None], versions, strict=True):
+    for n, (older, version) in enumerate(zip([*versions[1:], None], versions, strict=True)):
         version.previous = older
-        version.is_current = bool(current) and current == f"sha256:{version.sha256}"
+        same = bool(current) and current == f"sha256:{version.sha256}"
+        version.is_current = same and n == 0
+        version.same_as_current = same and n > 0  # restoring it would change nothing
     old, new = _pick(versions, request.GET.get("a")), _pick(versions, request.GET.get("b"))
     if old is not None and new is not None and old.pk > new.pk:
         old, new = new, old
