@@ -86,19 +86,20 @@ def _describe(data: bytes, path: str) -> tuple[str, str]:
 def record_changes(
     store: Store,
     written: Mapping[str, bytes],
-    deleted: Mapping[str, bytes | None] = {},  # noqa: B006 (read only)
+    deleted: Mapping[str, bytes | None] | None = None,
     *,
     via: str,
     user=None,
     note: str = "",
-    index_lines: Mapping[str, str] = {},  # noqa: B006 (read only)
+    index_lines: Mapping[str, str] | None = None,
 ) -> None:
     """Record what a writer just did to `store`: a version per written topic file, and per
     deleted one a deletion and a trash item holding its last bytes (`None`: the bytes of its
     latest version, when there is one). `index_lines` are the files' MEMORY.md lines, kept
     with the version (and the trash item) so a restore brings its line back too."""
+    index_lines = index_lines or {}
     written = {p: d for p, d in written.items() if is_topic(p)}
-    deleted = {p: d for p, d in deleted.items() if is_topic(p)}
+    deleted = {p: d for p, d in (deleted or {}).items() if is_topic(p)}
     if not written and not deleted:
         return
     _save_blobs([*written.values(), *(d for d in deleted.values() if d is not None)])

@@ -15,12 +15,25 @@ from memapp.stores.models import MemoryFile, MemoryFileQuerySet, Store
 from memapp.stores.recall import index_from_mirror
 
 _indexes: dict[int, RecallIndex] = {}
+_checked: dict[int, object] = {}  # store id -> the scan time its index was last checked at
 _lock = threading.Lock()
 
 
 def store_search_index(store: Store) -> RecallIndex:
-    """The index of every file of the store, kept while its mirror rows are unchanged."""
-    return index_from_mirror(store, None, _indexes, _lock)
+    """The index of every file of the store, kept while its mirror rows are unchanged.
+
+    Mirror rows change only in a rescan, and every rescan sets the store's scan time: while it
+    is the one the index was checked at, the index is used without reading the rows again (at
+    20,000 files, reading them is most of a search)."""
+    with _lock:
+        index = _indexes.get(store.pk)
+        fresh = index is not None and _checked.get(store.pk) == store.scanned_at
+    if fresh:
+        return index
+    index = index_from_mirror(store, None, _indexes, _lock)
+    with _lock:
+        _checked[store.pk] = store.scanned_at
+    return index
 
 
 def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQuerySet:
