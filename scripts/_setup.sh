@@ -32,9 +32,27 @@ setup_venv() {
   local want
   want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "memhub: installing dependencies into .venv …" >&2
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".${extra:+[$extra]}"
+    step "installing dependencies into .venv" \
+      sh -c '.venv/bin/python -m pip install --quiet --upgrade pip &&
+             .venv/bin/python -m pip install --quiet -e ".$1"' _ "${extra:+[$extra]}"
     echo "$want" > "$stamp"
+  fi
+}
+
+# Run a step in one line of output: "memhub: <what> … done", or its output when it fails.
+step() {
+  local what="$1"; shift
+  local log
+  log="$(mktemp)"
+  printf 'memhub: %s … ' "$what" >&2
+  if "$@" >"$log" 2>&1; then
+    echo "done" >&2
+    rm -f "$log"
+  else
+    local code=$?
+    echo "failed:" >&2
+    cat "$log" >&2
+    rm -f "$log"
+    exit "$code"
   fi
 }

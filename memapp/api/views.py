@@ -17,6 +17,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memapp.api import examples
 from memapp.api import serializers as s
 from memapp.api.errors import ApiError
 from memapp.memdir.frontmatter import FrontmatterError
@@ -57,8 +58,12 @@ def _store_from(user, data) -> Store:
     return resolve_store(user, data["project"], data["scope"])
 
 
-# The id it had when the schema wrongly said the answer was a bare list: clients keep their names.
-@extend_schema(operation_id="v1_stores_list", responses=s.StoreListSerializer)
+@extend_schema(
+    operation_id="listStores",
+    summary="List the stores I can see",
+    tags=["stores"],
+    responses=s.StoreListSerializer,
+)
 @api_view(["GET"])
 def store_list(request: Request) -> Response:
     stores = Store.objects.visible_to(request.user).select_related("project")
@@ -66,7 +71,11 @@ def store_list(request: Request) -> Response:
 
 
 @extend_schema(
+    operation_id="resolveStore",
+    summary="Find (or create) a project's store",
+    tags=["stores"],
     request=s.ResolveStoreSerializer,
+    examples=[examples.RESOLVE_STORE],
     responses={
         200: s.StoreSerializer,
         404: OpenApiResponse(s.ErrorSerializer, "No such store (`no_store` with `create: false`)."),
@@ -107,7 +116,9 @@ def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
 
 
 @extend_schema(
-    operation_id="v1_stores_files_list",  # not `…_retrieve`, which names a file's GET
+    operation_id="listFiles",
+    summary="List a store's files (or their checksums)",
+    tags=["files"],
     parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
     responses=PolymorphicProxySerializer(
         component_name="FileListing",
@@ -166,14 +177,27 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
 
 @extend_schema(
     methods=["GET"],
+    operation_id="getFile",
+    summary="Read a file",
+    tags=["files"],
     responses={200: s.FileSerializer, 304: OpenApiResponse(description="`If-None-Match` matched.")},
 )
 @extend_schema(
     methods=["PUT"],
+    operation_id="putFile",
+    summary="Write a file",
+    tags=["files"],
     request=s.FileContentSerializer,
+    examples=[examples.PUT_FILE],
     responses={200: s.FilePutResultSerializer, 201: s.FilePutResultSerializer},
 )
-@extend_schema(methods=["DELETE"], responses={204: None})
+@extend_schema(
+    methods=["DELETE"],
+    operation_id="deleteFile",
+    summary="Delete a file",
+    tags=["files"],
+    responses={204: None},
+)
 @api_view(["GET", "PUT", "DELETE"])
 def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
@@ -206,7 +230,14 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
         _raise(exc)
 
 
-@extend_schema(request=s.BatchSerializer, responses=s.BatchResultSerializer)
+@extend_schema(
+    operation_id="syncFiles",
+    summary="Upload and delete files in one all-or-nothing batch",
+    tags=["files"],
+    request=s.BatchSerializer,
+    examples=[examples.SYNC_FILES],
+    responses=s.BatchResultSerializer,
+)
 @api_view(["POST"])
 def file_batch(request: Request, store_id: int) -> Response:
     """Upload changed files and delete others in one all-or-nothing request."""
@@ -227,7 +258,14 @@ def file_batch(request: Request, store_id: int) -> Response:
     return Response({**result, "checksums": checksums})
 
 
-@extend_schema(request=s.RememberSerializer, responses={201: s.RememberResultSerializer})
+@extend_schema(
+    operation_id="remember",
+    summary="Remember something (write a memory and its index line)",
+    tags=["memories"],
+    request=s.RememberSerializer,
+    examples=[examples.REMEMBER],
+    responses={201: s.RememberResultSerializer},
+)
 @api_view(["POST"])
 def remember(request: Request) -> Response:
     """Create or replace a memory from its fields: the topic file and its MEMORY.md line."""
@@ -256,7 +294,14 @@ def remember(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.ForgetSerializer, responses={204: None})
+@extend_schema(
+    operation_id="forget",
+    summary="Forget a memory",
+    tags=["memories"],
+    request=s.ForgetSerializer,
+    examples=[examples.FORGET],
+    responses={204: None},
+)
 @api_view(["POST"])
 def forget(request: Request) -> Response:
     """Delete a memory's file and its MEMORY.md line."""
@@ -271,8 +316,23 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-@extend_schema(methods=["GET"], parameters=[s.PromptSerializer], responses=s.PromptResultSerializer)
-@extend_schema(methods=["POST"], request=s.PromptSerializer, responses=s.PromptResultSerializer)
+@extend_schema(
+    methods=["GET"],
+    operation_id="getPrompt",
+    summary="The memory section of the system prompt",
+    tags=["agents"],
+    parameters=[s.PromptSerializer],
+    responses=s.PromptResultSerializer,
+)
+@extend_schema(
+    methods=["POST"],
+    operation_id="buildPrompt",
+    summary="The memory section of the system prompt (parameters in the body)",
+    tags=["agents"],
+    request=s.PromptSerializer,
+    examples=[examples.PROMPT],
+    responses=s.PromptResultSerializer,
+)
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
     """The memory section of the agent's system prompt; the mode follows the flags."""
@@ -292,7 +352,14 @@ def prompt(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer)
+@extend_schema(
+    operation_id="recall",
+    summary="Recall the memories that fit a query",
+    tags=["agents"],
+    request=s.RecallSerializer,
+    examples=[examples.RECALL],
+    responses=s.RecallResultSerializer,
+)
 @api_view(["POST"])
 def recall(request: Request) -> Response:
     """At most 5 memories that fit the query, each with its header, plus the rendered block."""

@@ -182,7 +182,7 @@ def do_save_memory(
 
     An update whose `base_sha256` no longer matches the file on disk raises EditConflict and
     writes nothing, so an edit never overwrites a change made behind the form's back. The
-    bytes it replaces are in the file's history (docs/design.md §22).
+    bytes it replaces are in the file's history (docs/design.md §23).
     """
     root = Path(store.path)
     with store_lock(store):

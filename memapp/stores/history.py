@@ -1,4 +1,4 @@
-"""Every version of every memory, and the trash (docs/design.md §22).
+"""Every version of every memory, and the trash (docs/design.md §23).
 
 A version is recorded by whoever changes a topic file: memhub's own writes (`actions.py`, team
 sync's pull, snapshot decisions), with who and through what, before the mirror is rescanned; and

@@ -1,4 +1,4 @@
-"""The review UI's search (docs/design.md §23): memories ranked as offline recall ranks them
+"""The review UI's search (docs/design.md §24): memories ranked as offline recall ranks them
 (BM25F with stemming and synonyms, `memapp.memdir.offline_recall`), weak matches included,
 then whatever else holds the query as plain text, newest first. Filters apply as before.
 """

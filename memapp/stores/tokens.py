@@ -13,7 +13,7 @@ from memapp.stores.models import ApiToken
 TOKEN_PREFIX = "mh_"
 # Remember a token's last use at most this often, so API calls are not each a database write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-# A revoked token can be reinstated this long (docs/design.md §22): long enough to undo a click
+# A revoked token can be reinstated this long (docs/design.md §23): long enough to undo a click
 # on the wrong row, short enough that "revoked" soon means gone for good.
 REINSTATE_WITHIN = timedelta(hours=24)
 

@@ -1,4 +1,4 @@
-"""A store as a zip file, out and in (docs/design.md §23).
+"""A store as a zip file, out and in (docs/design.md §24).
 
 Export writes the topic files (and a MEMORY.md with their lines) as they are on disk. Import
 checks every entry of an uploaded zip before anything is written: the archive as a whole

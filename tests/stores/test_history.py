@@ -1,4 +1,4 @@
-"""Every version of every memory, and the trash (docs/design.md §22): who wrote what through
+"""Every version of every memory, and the trash (docs/design.md §23): who wrote what through
 which channel, what the mirror found on disk, what forgetting keeps and for how long."""
 
 from __future__ import annotations
