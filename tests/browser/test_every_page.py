@@ -15,9 +15,9 @@ from django.urls import URLPattern, reverse
 
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
+from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.flags import set_flag
-from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
