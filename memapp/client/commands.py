@@ -6,6 +6,7 @@ Sub-command modules import these; none imports the CLI that registers them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from memapp.client.config import Config, load_config
 from memapp.client.http import Backoff, Client
@@ -21,7 +22,7 @@ class CommandError(Exception):
     """A failure to report on stderr (exit status 1)."""
 
 
-def connect(config: Config | None = None, **options) -> Client:
+def connect(config: Config | None = None, **options: Any) -> Client:
     """A client for the server this machine logged in to (or `config`'s)."""
     config = config or load_config()
     if config is None:

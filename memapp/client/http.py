@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 
 __all__ = ["DEFAULT_BACKOFF", "NO_RETRY", "ApiError", "Backoff", "Client", "Unreachable"]
@@ -62,7 +63,15 @@ NO_RETRY = Backoff(attempts=1)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> None:
         return None  # urllib then raises HTTPError with the 3xx status
 
 
@@ -79,7 +88,7 @@ def _is_transient(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _retry_after(headers) -> float | None:
+def _retry_after(headers: Message) -> float | None:
     try:
         value = float(headers.get("Retry-After", ""))
     except (TypeError, ValueError):

@@ -13,7 +13,6 @@ A deleted file goes to the trash (a row pointing at its last bytes) and stays re
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -22,8 +21,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.frontmatter import parse_memory
-from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
+from memapp.memdir.index import parse_index_entries, read_index
 from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.store_files import FileKind, classify
 from memapp.stores.models import Blob, MemoryVersion, Store, TrashItem, Via
 
 BATCH = 500
@@ -36,8 +36,9 @@ def sha256_hex(data: bytes) -> str:
 
 
 def is_topic(path: str) -> bool:
-    """Versions are kept of topic files (`*.md`); a MEMORY.md index is not a memory."""
-    return path.endswith(".md") and posixpath.basename(path) != INDEX_FILENAME
+    """Versions are kept of topic files (the file rule's, docs/design.md §6a); a MEMORY.md
+    index is not a memory."""
+    return classify(path) is FileKind.TOPIC
 
 
 def _chunks(items: list, size: int = BATCH):

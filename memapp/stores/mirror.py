@@ -7,7 +7,6 @@ gone. It never writes to the store's directory.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -19,6 +18,7 @@ from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, scan_memory_files
+from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
 from memapp.stores.history import record_found_on_disk
 from memapp.stores.models import MemoryFile, Store
 
@@ -35,7 +35,6 @@ class RescanResult(NamedTuple):
 def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> dict:
     """Everything the mirror keeps about one file, from one full read of it (its bytes are
     left in `contents`, for its history)."""
-    digest = hashlib.sha256()
     try:
         data = (root / header.path).read_bytes()
     except OSError as exc:
@@ -43,7 +42,6 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
     else:
         problem = header.problem or ""
         contents[header.path] = data
-    digest.update(data)
     memory = parse_memory(data, path=header.path)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
@@ -54,7 +52,7 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
         "type_form": memory.type_form or "",
         "size": header.size,
         "mtime_ms": header.mtime_ms,
-        "sha256": digest.hexdigest(),
+        "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
         "links": list(memory.links),
         "problem": problem or memory.problem or "",
         "body": body,

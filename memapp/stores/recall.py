@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
@@ -42,6 +42,9 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import update
+
+if TYPE_CHECKING:
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +182,10 @@ def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[
 
 @lru_cache(maxsize=4)
 def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
+    # Imported here: the SDK takes most of a second to import, which every manage.py command
+    # and worker would pay at start, most of them never asking a model.
+    import anthropic
+
     return anthropic.Anthropic(
         api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=1
     )

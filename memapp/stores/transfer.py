@@ -3,7 +3,7 @@
 Export writes the topic files (and a MEMORY.md with their lines) as they are on disk. Import
 checks every entry of an uploaded zip before anything is written: the archive as a whole
 (a zip at all, how many entries, how many bytes once unpacked), then each entry: its key by
-the store's file rule (docs/design.md §4), a regular file, not encrypted, at most 250,000 bytes
+the store's file rule (docs/design.md §6a), a regular file, not encrypted, at most 250,000 bytes
 when read whatever its header claims, UTF-8 without NUL, no secret. An archive that fails as a
 whole is refused; entries that fail are listed with their reason, and nothing is written unless
 the person chose to skip them.
@@ -23,8 +23,8 @@ from typing import IO
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
-from memapp.memdir.secret_rules import scan_text
-from memapp.stores.actions import MAX_ENTRY_BYTES, FileRejected, store_file_path
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, check_entry
+from memapp.stores.actions import store_file_path
 from memapp.stores.flags import get_flag
 from memapp.stores.models import Store
 
@@ -66,20 +66,15 @@ def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def _text_problem(data: bytes) -> tuple[str | None, str]:
-    if len(data) > MAX_ENTRY_BYTES:
-        return f"over {MAX_ENTRY_BYTES:,} bytes once unpacked", ""
-    if b"\0" in data:
-        return "binary content (NUL bytes)", ""
+def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
+    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "not valid UTF-8", ""
-    hits = scan_text(text)
-    if hits:
-        found = ", ".join(f"{hit.label} on line {hit.line}" for hit in hits)
-        return f"holds what looks like a secret ({found})", ""
-    return None, text
+        return None, check_entry(key, data, exclude=store.exclude)
+    except FileRejected as exc:
+        if exc.code == "secret_detected":
+            found = ", ".join(f"{h['label']} on line {h['line']}" for h in exc.details["entries"])
+            return f"holds what looks like a secret ({found})", ""
+        return str(exc).removeprefix(f"{key}: "), ""
 
 
 def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
@@ -121,7 +116,7 @@ def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
                         raise ImportRefused(
                             f"The zip unpacks to more than {MAX_IMPORT_BYTES // 2**20} MB."
                         )
-                    problem, text = _text_problem(data)
+                    problem, text = _text_problem(store, name, data)
             if problem is not None:
                 plan.skipped.append((name, problem))
             elif is_index:

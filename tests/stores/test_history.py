@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from memapp.memdir.store_files import FileRejected
 from memapp.stores.actions import (
-    PreconditionFailed,
     do_forget_memory,
     do_put_files,
     do_restore_from_trash,
@@ -187,7 +187,7 @@ def test_a_restore_refuses_when_the_file_changed_since_the_page_was_opened(store
     first = timeline(store, "user_role.md").get()
     seen = "sha256:" + first.sha256
     Path(store.path, "user_role.md").write_text("---\nname: Agent\n---\nchanged meanwhile\n")
-    with pytest.raises(PreconditionFailed):
+    with pytest.raises(FileRejected, match="changed on the server"):
         do_restore_version(store, alice, first, base_checksum=seen)
     assert Path(store.path, "user_role.md").read_text().endswith("changed meanwhile\n")
 

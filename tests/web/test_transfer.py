@@ -129,10 +129,11 @@ def test_every_entry_is_checked_and_nothing_is_written_unless_all_pass(client, s
     assert "9 files did not pass: nothing was imported" in page
     for expected in [
         "../escape.md:",
-        "notes.txt: 'notes.txt' is not a Markdown (.md) file",
-        "team/inside-another-store.md: 'team/inside-another-store.md' belongs to another store",
+        "notes.txt: 'notes.txt' is not a memory file: not a Markdown (.md) file",
+        "team/inside-another-store.md: 'team/inside-another-store.md' is not a memory file: "
+        "inside a store of its own",
         "huge.md: 250,001 bytes; the limit is 250,000",
-        "binary.md: binary content (NUL bytes)",
+        "binary.md: contains NUL bytes",
         "latin1.md: not valid UTF-8",
         "link.md: a symbolic link, not a file",
         "docs/MEMORY.md: an index of another directory",
