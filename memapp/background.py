@@ -2,9 +2,9 @@
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
-team sync's own policy) and the daily pruning of events and session transcripts. The tasks
-themselves run in the task worker (`manage.py db_worker`, or RQ workers on other machines), never
-here.
+team sync's own policy) and the daily pruning of events, of session transcripts and of
+the trash. The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
+other machines), never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """
@@ -22,7 +22,7 @@ from django.utils import timezone
 from memapp.lifecycle.tasks import prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
-from memapp.stores.tasks import prune_events_task
+from memapp.stores.tasks import prune_events_task, prune_trash_task
 from teamsync.scheduling import enqueue_due_sync
 
 __all__ = ["Clock", "run_background"]
@@ -49,8 +49,8 @@ class Clock:
             self.pruned_at = now
             prune_events_task.enqueue()
             prune_sessions_task.enqueue()
-            enqueued.append("prune events")
-            enqueued.append("prune sessions")
+            prune_trash_task.enqueue()
+            enqueued += ["prune events", "prune sessions", "prune trash"]
         return enqueued
 
     def run(self, stop: threading.Event) -> None:

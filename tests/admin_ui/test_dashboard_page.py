@@ -251,3 +251,18 @@ def test_it_shows_extraction_runs_proposals_and_the_approval_rate(alice, bob, ac
     assert "1 run, 1 with proposals; no proposal decided yet." in text(
         client_for(bob).get(DASHBOARD, {"days": 7})
     )
+
+
+def test_the_dashboard_lists_memories_never_recalled_oldest_first(alice, bob, filled):
+    from memapp.stores.recall_stats import count_recalled, flush_recall_counts
+
+    count_recalled([(filled.alice_private.pk, "c.md")])
+    flush_recall_counts()
+    page = text(client_for(alice).get(DASHBOARD))
+    assert "Never recalled (5)" in page
+    listed = page.split("Never recalled (5)")[1]
+    assert listed.index("d.md") < listed.index("b.md") < listed.index("t2.md")
+    assert "c.md ·" not in listed
+    # bob sees the team's memories only, never alice's private ones.
+    page = text(client_for(bob).get(DASHBOARD))
+    assert "Never recalled (2)" in page and "d.md" not in page

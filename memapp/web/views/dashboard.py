@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from memapp.stores.models import Event, Project, Store
+from memapp.stores.models import Event, MemoryFile, Project, Store
 from memapp.web.charts import Series, column_chart, meter, stacked_bar
 from memapp.web.dashboard_data import (
     AGE_COLOURS,
@@ -130,6 +130,22 @@ def _extraction_charts(activity: ExtractionActivity) -> list[tuple[str, str]]:
     ]
 
 
+NEVER_RECALLED_SHOWN = 15
+
+
+def _never_recalled(stores: list[Store]) -> dict:
+    memories = MemoryFile.objects.filter(store__in=stores).matching(
+        {"problem": "never_recalled", "sort": "newest"}, 0, 0
+    )
+    return {
+        "never_recalled": memories.select_related("store__project").order_by("mtime_ms")[
+            :NEVER_RECALLED_SHOWN
+        ],
+        "never_recalled_count": memories.count(),
+        "now_ms": int(time.time() * 1000),
+    }
+
+
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     user = request.user
@@ -160,5 +176,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "sync_charts": _sync_charts(sync),
         "extraction": extraction,
         "extraction_charts": _extraction_charts(extraction),
+        **_never_recalled(stores),
     }
     return render(request, "memapp/admin/dashboard.html", context)
