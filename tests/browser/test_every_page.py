@@ -325,7 +325,8 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         page.click("summary:has-text('Menu')")
         assert nav.is_visible()
         names = [" ".join(n.split()) for n in page.locator(".nav-list a").all_inner_texts()[:4]]
-        assert names == ["Home", "Search", "Proposals1 waiting for you", "Sessions"]
+        assert names[:2] == ["Home", "Search"] and names[2].startswith("Proposals")
+        assert names[3] == "Sessions"
         page.screenshot(
             path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
         )
