@@ -171,7 +171,9 @@ def _parser() -> argparse.ArgumentParser:
 
     hook = commands.add_parser("hook", help="answer a coding agent's hook (JSON on stdin)")
     hook.add_argument("agent", choices=["claude-code"])
-    hook.add_argument("event", choices=["session-start", "user-prompt-submit"])
+    hook.add_argument(
+        "event", choices=["session-start", "user-prompt-submit", "stop", "session-end"]
+    )
     hook.set_defaults(func=cmd_hook)
 
     from memapp.client.snapshot_commands import add_snapshot_commands
@@ -181,6 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     from memapp.client.team import add_team_commands
 
     add_team_commands(commands)
+
+    from memapp.client.transcripts import add_transcript_commands
+
+    add_transcript_commands(commands)
     return parser
 
 

@@ -29,7 +29,12 @@ __all__ = ["EVENTS", "HOOK_BUDGET", "hook_budget", "hook_output", "process_age",
 # own start and imports included), so the agent always has its answer, or silence, within the
 # 1 s the design promises, even on a loaded machine.
 HOOK_BUDGET = 0.7
-EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 TRANSCRIPT_TAIL_BYTES = 256 * 1024
 MAX_RECENT_TOOLS = 10
@@ -110,6 +115,13 @@ def _context(event: str, stdin: IO[str], env: Mapping[str, str] | None, deadline
         config.url, config.token, timeout=remaining, backoff=NO_RETRY, deadline=deadline
     )
     fields = {**project.fields(), "memory_dir": str(project.memory_dir)}
+    if event in ("stop", "session-end"):  # transcripts up, nothing printed (docs/design.md §14.3)
+        from memapp.client.transcripts import upload_from_hook
+
+        where = str(cwd) if isinstance(cwd, str) and cwd else str(Path.cwd())
+        final = event == "session-end"
+        upload_from_hook(payload, client, fields, where, env, deadline, final=final)
+        return ""
     if event == "session-start":
         answer = client.post("/api/v1/prompt", fields)
         return str(answer.get("text") or "")

@@ -110,22 +110,28 @@ def do_save_memory(
     base_sha256: str | None = None,
     via: str = Via.UI,
 ) -> MemoryFile:
-    """Create (path None) or update a topic file and its MEMORY.md line.
+    """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
+    update a topic file and its MEMORY.md line.
 
     An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
-    matches the file on disk raises EditConflict and writes nothing, so an edit never
-    overwrites a change made behind the form's back. The bytes it replaces are in the file's
-    history (docs/design.md §23).
+    matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
+    writes nothing, so an edit never overwrites a change made behind the form's back. The bytes
+    it replaces are in the file's history (docs/design.md §23).
     """
     root = Path(store.path)
     with store_lock(store):
-        created = path is None
-        if created:
+        created = path is None or base_sha256 == ""
+        if path is None:
             form = detect_type_form(str(root))
             path = new_memory_path(root, name, memory_type, form)
-            previous = Memory(type_form=form, has_frontmatter=True)
         target = store_file_path(store, path)
-        if not created:
+        if created:
+            if target.exists():
+                data = target.read_bytes()
+                raise EditConflict(path, data.decode("utf-8", "replace"), checksum(data))
+            previous = Memory(type_form=detect_type_form(str(root)), has_frontmatter=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        else:
             data = target.read_bytes()
             if base_sha256 is not None and checksum(data) != base_sha256:
                 raise EditConflict(path, data.decode("utf-8", "replace"), checksum(data))

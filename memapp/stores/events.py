@@ -41,6 +41,18 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "memory_forgotten": ("path", "via"),
     "conflict": ("path", "reason", "resolution"),
     "stores_discovered": ("found", "removed", "duration_ms"),
+    "extraction_run": (
+        "outcome",
+        "trigger",
+        "sessions",
+        "messages",
+        "proposed",
+        "dropped",
+        "selector",
+        "duration_ms",
+        "error",
+    ),
+    "proposal_decided": ("proposal_kind", "decision", "applied", "conflicts", "refused", "skipped"),
     "member_added": ("member",),
     "member_removed": ("member",),
 }

@@ -6,6 +6,7 @@ from memapp.web.views import (
     event_log,
     history,
     home,
+    lifecycle,
     memories,
     projects,
     recall_preview,
@@ -89,6 +90,15 @@ urlpatterns = [
         snapshots.snapshot_review,
         name="snapshot_review",
     ),
+    path("proposals/", lifecycle.proposal_list, name="proposals"),
+    path("proposals/<int:proposal_id>/", lifecycle.proposal_detail, name="proposal"),
+    path(
+        "proposals/changes/<int:change_id>/rebase/", lifecycle.change_rebase, name="change_rebase"
+    ),
+    path("sessions/", lifecycle.session_list, name="sessions"),
+    path("sessions/search/", lifecycle.past_context, name="past_context"),
+    path("sessions/<int:session_pk>/", lifecycle.session_detail, name="session"),
+    path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("projects/", projects.project_list, name="projects"),
     path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
     path(

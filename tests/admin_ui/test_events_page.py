@@ -57,6 +57,7 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 # -- every kind, from its cause -------------------------------------------------------------------
 
 
+@pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, acme, memory_base):
     alice_api = api_client(alice)
     admin = client_for(alice)
@@ -86,6 +87,17 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, ac
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
+    from tests.conftest import background_tick
+    from tests.transcripts import Transcript
+
+    session = Transcript()
+    session.turn("remember that we deploy on Fridays", "Noted.")
+    body = {"project": "acme/app", "entries": session.entries}
+    alice_api.post(f"/api/v1/sessions/{session.session_id}/entries", body, format="json")
+    background_tick()  # extraction_run
+    proposals = alice_api.get("/api/v1/proposals").json()["proposals"]
+    approve = f"/api/v1/proposals/{proposals[0]['id']}/approve"
+    assert alice_api.post(approve, {}, format="json").status_code == 200  # proposal_decided
     remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
     assert admin.post(remove).status_code == 302  # member_removed
     members = reverse("project_members", kwargs={"project_id": acme.project.pk})

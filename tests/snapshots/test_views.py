@@ -172,7 +172,9 @@ def test_the_review_shows_each_file_and_the_checks(client, alice, checkout, repo
     assert "update available" in html
     assert "6 files: 4 added or changed, 1 only local, 1 unchanged." in html
     # frontmatter changes, field by field
-    assert re.search(r"<code>description</code></th><td class=\"old\">Tests hit a database", html)
+    assert re.search(
+        r"<code>description</code></th><td class=\"old\"[^>]*>Tests hit a database", html
+    )
     assert "Integration tests hit a real database</td>" in html
     # the body diff, side by side
     assert '<td class="text left">Use a database.</td>' in html

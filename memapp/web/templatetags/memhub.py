@@ -32,6 +32,12 @@ def event_fields(event) -> list[tuple[str, object]]:
     return ordered_fields(event)
 
 
+@register.filter
+def words(code: str) -> str:
+    """A snake_case code as words (`relative_dates` → `relative dates`, `why_how` → `Why/How`)."""
+    return {"why_how": "Why/How"}.get(str(code), str(code).replace("_", " "))
+
+
 @register.simple_tag(takes_context=True)
 def nav_badge(context, page: str) -> str:
     """A badge with how many things wait on `page` (a URL name) for the person, if any."""
