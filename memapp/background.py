@@ -2,9 +2,10 @@
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
-team sync's own policy), the daily pruning of events, and each minute the check of every
-store's consolidation gates (which queues the stores that are due). The tasks themselves run in
-the task worker (`manage.py db_worker`, or RQ workers on other machines), never here.
+team sync's own policy), the daily pruning of events, of session transcripts and of the trash,
+and each minute the check of every store's consolidation gates (which queues the stores that
+are due). The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
+other machines), never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """
@@ -20,9 +21,10 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from memapp.lifecycle.consolidation import consolidation_sweep_task
+from memapp.lifecycle.tasks import prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
-from memapp.stores.tasks import prune_events_task
+from memapp.stores.tasks import prune_events_task, prune_trash_task
 from teamsync.scheduling import enqueue_due_sync
 
 __all__ = ["Clock", "run_background"]
@@ -50,7 +52,9 @@ class Clock:
         if self.pruned_at is None or now - self.pruned_at >= PRUNE_EVERY:
             self.pruned_at = now
             prune_events_task.enqueue()
-            enqueued.append("prune events")
+            prune_sessions_task.enqueue()
+            prune_trash_task.enqueue()
+            enqueued += ["prune events", "prune sessions", "prune trash"]
         if self.swept_at is None or now - self.swept_at >= SWEEP_EVERY:
             self.swept_at = now
             consolidation_sweep_task.enqueue()

@@ -98,6 +98,8 @@ MEMHUB_STALE_DAYS = env_int("MEMHUB_STALE_DAYS", 30, minimum=1)
 # Events older than this many days are pruned (daily by the sync worker, or `prune_events`);
 # 0 keeps them all.
 MEMHUB_EVENT_RETENTION_DAYS = env_int("MEMHUB_EVENT_RETENTION_DAYS", 90, minimum=0)
+# Forgotten memories stay restorable this many days, then go with their history.
+MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -147,7 +149,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "memapp.web.context_processors.navigation",
+                "memapp.web.context_processors.waiting",
             ],
         },
     },

@@ -7,6 +7,10 @@ class TeamsyncConfig(AppConfig):
 
     def ready(self) -> None:
         from memapp.stores.changes import follow_changes
+        from memapp.stores.waiting import register_waiting
         from teamsync.service import commit_team_change
+        from teamsync.waiting import blocked_files, open_conflicts
 
         follow_changes(commit_team_change)
+        register_waiting("conflicts", "team sync conflicts", "sync", open_conflicts)
+        register_waiting("blocked", "files kept back from team sync", "sync", blocked_files)

@@ -11,6 +11,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memapp.api import examples
 from memapp.api import serializers as s
 from memapp.api.consolidation import apply_store_proposal
 from memapp.api.errors import ApiError
@@ -32,7 +33,14 @@ def _session_id(value: str) -> str:
     return value
 
 
-@extend_schema(request=s.SessionEntriesSerializer, responses=s.SessionEntriesResultSerializer)
+@extend_schema(
+    operation_id="uploadSessionEntries",
+    summary="Upload a session's new transcript entries",
+    tags=["sessions"],
+    request=s.SessionEntriesSerializer,
+    examples=[examples.SESSION_ENTRIES],
+    responses=s.SessionEntriesResultSerializer,
+)
 @api_view(["POST"])
 def session_entries(request: Request, session_id: str) -> Response:
     """Upload the entries of a session's transcript after its cursor (idempotent by entry
@@ -74,7 +82,12 @@ def session_entries(request: Request, session_id: str) -> Response:
     )
 
 
-@extend_schema(responses={204: None})
+@extend_schema(
+    operation_id="forgetSession",
+    summary="Forget a session (delete its transcript)",
+    tags=["sessions"],
+    responses={204: None},
+)
 @api_view(["DELETE"])
 def session_detail(request: Request, session_id: str) -> Response:
     """Forget a session: its transcript is deleted."""
@@ -114,6 +127,9 @@ def proposal_data(proposal: Proposal) -> dict:
 
 
 @extend_schema(
+    operation_id="listProposals",
+    summary="List my proposals",
+    tags=["proposals"],
     parameters=[OpenApiParameter("status", str, enum=["pending", "applied", "rejected", "failed"])],
     responses=s.ProposalListSerializer,
 )
@@ -135,7 +151,14 @@ def _decided(proposal: Proposal, result) -> Response:
     return Response({"proposal": proposal_data(proposal), **result.__dict__})
 
 
-@extend_schema(request=s.ApproveSerializer, responses=s.DecisionResultSerializer)
+@extend_schema(
+    operation_id="approveProposal",
+    summary="Approve a proposal's changes",
+    tags=["proposals"],
+    request=s.ApproveSerializer,
+    examples=[examples.APPROVE],
+    responses=s.DecisionResultSerializer,
+)
 @api_view(["POST"])
 def proposal_approve(request: Request, proposal_id: int) -> Response:
     """Apply a proposal's pending changes (those named in `changes`, else all) through the
@@ -155,7 +178,13 @@ def proposal_approve(request: Request, proposal_id: int) -> Response:
     return _decided(proposal, result)
 
 
-@extend_schema(request=None, responses=s.DecisionResultSerializer)
+@extend_schema(
+    operation_id="rejectProposal",
+    summary="Reject a proposal",
+    tags=["proposals"],
+    request=None,
+    responses=s.DecisionResultSerializer,
+)
 @api_view(["POST"])
 def proposal_reject(request: Request, proposal_id: int) -> Response:
     """Reject what is still open in a proposal; nothing is written."""
@@ -179,6 +208,9 @@ def hit_data(request: Request, hit: Hit) -> dict:
 
 
 @extend_schema(
+    operation_id="searchPastContext",
+    summary="Search my past sessions and memories",
+    tags=["sessions"],
     parameters=[
         OpenApiParameter("q", str, required=True),
         OpenApiParameter("limit", int, required=False),

@@ -29,7 +29,7 @@ from memapp.stores.actions import (
     do_save_memory,
     store_file_path,
 )
-from memapp.stores.models import Store
+from memapp.stores.models import Store, Via
 from memapp.stores.projects import resolve_store
 from memapp.stores.prompting import assemble_for
 from memapp.stores.recall import recall_for
@@ -239,6 +239,7 @@ def file_batch(request: Request, store_id: int) -> Response:
         data["files"],
         delete=tuple(data["delete"]),
         if_match=data["base"],
+        via=Via.AGENT_SYNC,
     )
     checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
     return Response({**result, "checksums": checksums})

@@ -33,7 +33,7 @@ from memapp.memdir.transcripts import read_entries
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 
 SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
-MARGIN = 0.15  # seconds of the hook's budget kept for leaving
+MARGIN = 0.3  # seconds of the hook's budget a new batch needs (else it is left to a process)
 
 
 def valid_session_id(value: object) -> bool:
@@ -140,7 +140,9 @@ def upload_transcript(
             return True
 
 
-def _spawn(session_id: str, transcript: Path, cwd: str, final: bool, env) -> None:
+def _spawn(
+    session_id: str, transcript: Path, cwd: str, final: bool, env: Mapping[str, str] | None
+) -> None:
     """Leave the rest to a detached process (its own session, no terminal, no output)."""
     args = [
         sys.executable,
@@ -194,9 +196,17 @@ def upload_from_hook(
     with cursor.locked(wait=False) as mine:
         if not mine:
             return  # a background upload of this session is running; it reads to the end
-        done = upload_transcript(
-            client, session_id, cursor, upload_fields, final=final, deadline=deadline
-        )
+        start = cursor.offset
+        try:
+            done = upload_transcript(
+                client, session_id, cursor, upload_fields, final=final, deadline=deadline
+            )
+        except Exception:
+            # A batch that ran out of time after others went through: the server is there,
+            # the rest goes on in the background. Nothing went through: the next hook tries.
+            if cursor.offset == start:
+                raise
+            done = False
     if not done:
         _spawn(session_id, transcript, cwd, final, env)
 
@@ -243,7 +253,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_transcript_commands(commands) -> None:
+def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
     search = commands.add_parser(
         "search", help="search your past sessions and memories on the server"
     )

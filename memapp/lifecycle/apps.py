@@ -8,3 +8,9 @@ class LifecycleConfig(AppConfig):
     name = "memapp.lifecycle"
     label = "lifecycle"
     verbose_name = "memory lifecycle"
+
+    def ready(self) -> None:
+        from memapp.lifecycle.proposals import pending_count
+        from memapp.stores.waiting import register_waiting
+
+        register_waiting("proposals", "proposals to review", "proposals", pending_count)

@@ -65,17 +65,26 @@ def _timestamp(value: str | None) -> datetime.datetime | None:
     return moment
 
 
+def _clean(text: str) -> str:
+    """Text every database keeps: PostgreSQL refuses NUL in text, and a transcript may hold
+    binary output."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _row(session: Session, seq: int, entry: Entry) -> TranscriptEntry:
     return TranscriptEntry(
         session=session,
         seq=seq,
-        key=entry.key,
+        key=_clean(entry.key),
         type=entry.type,
-        parent=(entry.parent or "")[:100],
+        parent=_clean(entry.parent or "")[:100],
         timestamp=_timestamp(entry.timestamp),
-        prose=entry.prose,
-        tools=[[t.name, t.argument, t.file_path] for t in entry.tools],
-        text=entry.search_text,
+        prose=_clean(entry.prose),
+        tools=[
+            [_clean(t.name), _clean(t.argument), _clean(t.file_path) if t.file_path else None]
+            for t in entry.tools
+        ],
+        text=_clean(entry.search_text),
         is_user_prose=entry.is_user_prose,
         is_sidechain=entry.is_sidechain,
     )

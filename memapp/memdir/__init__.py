@@ -42,7 +42,13 @@ from memapp.memdir.index import (
 from memapp.memdir.keys import PathTraversalError, validate_key, validate_memory_dir_override
 from memapp.memdir.lint import memory_warnings, missing_why_how, near_duplicates, relative_dates
 from memapp.memdir.memory_dirs import FoundStore, discover_memory_dirs
-from memapp.memdir.offline_recall import RecallIndex, recall_index, recall_offline, select_reason
+from memapp.memdir.offline_recall import (
+    RecallIndex,
+    match_spans,
+    recall_index,
+    recall_offline,
+    select_reason,
+)
 from memapp.memdir.paths import (
     agent_memory_dir,
     auto_memory_enabled,
@@ -128,6 +134,7 @@ __all__ = [
     "format_manifest",
     "index_health",
     "load_user_settings",
+    "match_spans",
     "memory_age",
     "memory_age_days",
     "load_index",

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from memapp.memdir.secret_rules import SecretHit, redact_text
 
@@ -287,7 +287,7 @@ def redact_entry(obj: Any) -> tuple[Any, list[SecretHit]]:
     return _redact(obj, hits), hits
 
 
-def _lines(handle, offset: int, end: int) -> Iterator[tuple[int, bytes | None]]:
+def _lines(handle: BinaryIO, offset: int, end: int) -> Iterator[tuple[int, bytes | None]]:
     """(end offset, line) of each complete line from `offset`; a line over MAX_LINE_BYTES comes
     as None (its bytes are skipped, never held). A last line without its newline is left for
     the next read: the agent is still writing it."""

@@ -20,7 +20,7 @@ from memapp.stores.models import Event
 
 # Each kind's fields, in the order a person reads them (the events page shows them so).
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "sync_pull": ("success", "files_written", "not_modified", "duration_ms", "error"),
+    "sync_pull": ("success", "files_written", "not_modified", "duration_ms", "error", "authors"),
     "sync_push": (
         "success",
         "files_uploaded",
@@ -72,6 +72,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "duration_ms",
         "error",
     ),
+    "member_added": ("member",),
+    "member_removed": ("member",),
 }
 
 

@@ -17,9 +17,11 @@ from django.urls import URLPattern, reverse
 from memapp.lifecycle.models import Proposal, Session
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
+from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.flags import set_flag
-from memapp.stores.models import Store
+from memapp.stores.models import ApiToken, Store
+from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
 from snapshots.actions import do_register_checkout
 from snapshots.models import Checkout
@@ -42,7 +44,12 @@ POST_ONLY = {
     "rebuild_index",
     "memory_lint",
     "memory_preview",
-    "token_revoke",
+    "memory_share",
+    "memory_version_restore",
+    "trash_restore",
+    "store_bulk",
+    "token_reinstate",
+    "member_remove",
     "flag_clear",
     "sync_now",
     "checkout_register",
@@ -54,6 +61,8 @@ POST_ONLY = {
 }
 # URLs that answer htmx with a part of a page listed below (the store page's consolidation card).
 FRAGMENTS = {"consolidation_panel"}
+# URLs that answer with a file to download, not a page.
+DOWNLOADS = {"store_export"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -110,6 +119,18 @@ def site(memory_base, alice, tmp_path, monkeypatch):
     )
     set_flag("recall_max", 4, user=alice, note="recalls were noisy")
     lifecycle_history(alice)
+    private_store = Store.objects.get(kind="private")
+    do_save_memory(
+        private_store,
+        alice,
+        name="Team wiki",
+        description="The wiki moved to docs.example.com",
+        memory_type="reference",
+        body="Runbooks are under **Ops**.\n",
+        path="reference_wiki.md",
+    )
+    do_forget_memory(private_store, alice, "user_role.md")
+    do_create_api_token(alice, "laptop")
     consolidation_history(alice)
     return checkout
 
@@ -185,6 +206,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
     private = Store.objects.get(kind="private")
     conflict = TeamConflict.objects.get()
     target = "reviewer"
+    versions = list(private.versions.filter(path="reference_wiki.md").order_by("-id"))
     return {
         "home": reverse("home"),
         "search": reverse("search") + "?q=wiki",
@@ -212,6 +234,20 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "session": reverse("session", args=[Session.objects.get().pk]),
         "session_forget": reverse("session_forget", args=[Session.objects.get().pk]),
         "past_context": reverse("past_context") + "?q=deploy",
+        "memory_history": reverse("memory_history", args=[private.pk, "reference_wiki.md"])
+        + f"?a={versions[1].pk}&b={versions[0].pk}",
+        "memory_version": reverse(
+            "memory_version", args=[private.pk, "reference_wiki.md", versions[0].pk]
+        ),
+        "trash": reverse("trash", args=[private.pk]),
+        "store_import": reverse("store_import", args=[private.pk]),
+        "recall_preview": reverse("recall_preview")
+        + f"?project={private.pk}&query=where+is+the+wiki&tools=Bash&scope=both",
+        "token_revoke": reverse("token_revoke", args=[ApiToken.objects.get().pk]),
+        "projects": reverse("projects"),
+        "project_members": reverse("project_members", args=[private.project_id]),
+        "password_change": reverse("password_change"),
+        "password_change_done": reverse("password_change_done"),
         "login": reverse("login"),
     }
 
@@ -243,10 +279,20 @@ def test_every_page_is_listed_here():
         "session",
         "session_forget",
         "past_context",
+        "memory_history",
+        "memory_version",
+        "trash",
+        "store_import",
+        "recall_preview",
+        "token_revoke",
+        "projects",
+        "project_members",
+        "password_change",
+        "password_change_done",
         "daily_logs",
         "login",
     }
-    assert names - POST_ONLY - FRAGMENTS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
 
 
 def log_in(page, live_server) -> None:
@@ -280,7 +326,7 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, scheme, scre
         if name == "api_docs":
             page.wait_for_selector("h1")
         if name == "home":
-            assert page.locator("main h2").first.inner_text() == "acme/app"
+            assert page.locator("main section.card h2").first.inner_text() == "acme/app"
         page.screenshot(path=str(ARTIFACTS / f"every-{screen}-{scheme}-{name}.png"), full_page=True)
         # Redoc's own markup skips heading levels: there only critical and serious count.
         enforced = frozenset() if name == "api_docs" else ALSO_ENFORCED
@@ -312,8 +358,9 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         assert not nav.is_visible()
         page.click("summary:has-text('Menu')")
         assert nav.is_visible()
-        names = page.locator(".nav-list a").all_inner_texts()[:3]
-        assert names == ["Home", "Search", "Proposals 1"]
+        names = [" ".join(n.split()) for n in page.locator(".nav-list a").all_inner_texts()[:4]]
+        assert names[:2] == ["Home", "Search"] and names[2].startswith("Proposals")
+        assert names[3] == "Sessions"
         page.screenshot(
             path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
         )

@@ -5,21 +5,11 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from tests.api.conftest import api_client
+from tests.api.conftest import alice_api, bob_api  # noqa: F401 (fixtures shared with the API tests)
 from tests.transcripts import Transcript
 
 PROJECT = "acme/widgets"
 MEMORY_DIR = "/home/alice/.claude/projects/-home-alice-src-widgets/memory"
-
-
-@pytest.fixture
-def alice_api(alice):
-    return api_client(alice)
-
-
-@pytest.fixture
-def bob_api(bob):
-    return api_client(bob)
 
 
 def upload(client, transcript: Transcript, entries=None, **fields):

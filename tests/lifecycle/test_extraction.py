@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from memapp.lifecycle.models import ExtractionRun, Proposal, Session
 from memapp.lifecycle.tasks import run_extraction_task
@@ -229,8 +230,15 @@ def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
     assert upload(alice_api, second)["extraction"] == "coalesced"  # served by the queued run
     fake.propose([change()], delay=2.0)
     first_run = ExtractionRun.objects.get()
+
     # The task itself, in a thread (the worker command needs the main thread for its signals).
-    busy = threading.Thread(target=run_extraction_task.call, args=(first_run.pk,))
+    def run_first() -> None:
+        try:
+            run_extraction_task.call(first_run.pk)
+        finally:
+            connection.close()  # the thread's own; left open it would outlive the test database
+
+    busy = threading.Thread(target=run_first)
     busy.start()
     try:
         for _ in range(600):

@@ -247,3 +247,17 @@ def test_approving_a_change_of_another_proposal_is_refused(alice_api, proposal, 
     )
     assert response.status_code == 400
     assert ProposalChange.objects.filter(status="applied").count() == 0
+
+
+def test_an_approved_team_change_passes_the_gate_and_is_committed_for_team_sync(alice):
+    from teamsync.models import StoreSyncState
+
+    resolve_store(alice, PROJECT, "private")
+    team = resolve_store(alice, PROJECT, "team")
+    proposal = do_propose_changes(
+        "extraction", team, alice, [proposed(scope="team", file="project_freeze.md")]
+    )
+    result = do_apply_proposal(proposal, alice)
+    assert result.applied == ["project_freeze.md"]
+    # The change listener committed it to the team clone; the next sync pushes it.
+    assert "project_freeze.md" in StoreSyncState.objects.get(store=team).base

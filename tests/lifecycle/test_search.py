@@ -104,12 +104,13 @@ def test_odd_queries_never_break_it(alice, history, query):
 
 def test_snippets_are_escaped_html(alice, alice_api):
     t = Transcript()
-    t.turn("why does <script>alert('deploy')</script> show up", "It is escaped.")
+    t.turn("rollout only when load < 3 & queue > 2 <script>alert(1)</script>", "Noted.")
     upload(alice_api, t)
     check_with_gate(Session.objects.all())
-    (hit,) = search_past_context(alice, "script alert").sessions
-    assert "<script>" not in str(hit.snippet_html)
-    assert "&lt;<mark>script</mark>&gt;" in str(hit.snippet_html)
+    (hit,) = search_past_context(alice, "rollout queue").sessions
+    html = str(hit.snippet_html)
+    assert "<script>" not in html
+    assert "load &lt; 3 &amp; <mark>queue</mark>" in html
 
 
 def test_the_api_answers_with_links_and_bold_matches(alice_api, bob_api, history):

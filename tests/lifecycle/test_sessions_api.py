@@ -59,9 +59,8 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     tokens = fake_tokens(21)
     t = Transcript()
     t.user(f"Use STRIPE_KEY={tokens['stripe-access-token']} for the test account")
-    call = t.tool_use(
-        "Bash", {"command": f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"}
-    )
+    bearer = f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"
+    call = t.tool_use("Bash", {"command": bearer})
     t.tool_result(call, 'db:\n  password = "Tq8vR2zLx9kQw3pA"\n')
     answer = upload(alice_api, t)
     assert answer["redacted"] == 2
@@ -160,3 +159,16 @@ def test_a_thousand_entries_in_one_upload(alice_api):
     answer = upload(alice_api, t)
     assert answer["stored"] == 1000
     assert Session.objects.get().turn_count == 500
+
+
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_the_background_clock_prunes_old_sessions_daily(alice_api, settings):
+    from tests.conftest import background_tick
+
+    settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS = 30
+    old = Transcript()
+    old.turn("an old question", "an old answer")
+    upload(alice_api, old)
+    Session.objects.update(last_entry_at=timezone.now() - datetime.timedelta(days=45))
+    assert 1 in background_tick()  # prune_sessions_task's result: one session went
+    assert not Session.objects.exists()
