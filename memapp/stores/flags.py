@@ -116,7 +116,8 @@ def _specs() -> list[FlagSpec]:
             "daily_log_mode",
             bool,
             False,
-            "Append-only daily logs instead of team memory (waits for their distillation).",
+            "Append-only daily logs instead of team memory, distilled by consolidation.",
+            in_effect=True,
         ),
         FlagSpec(
             "search_past_context",

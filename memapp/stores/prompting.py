@@ -25,9 +25,10 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
     project = private.project
     flags = get_flags(project)
     team = team_store_for(user, project) if flags["team_memory"] else None
-    # Not `daily_log_mode` yet: the daily-log prompt promises a distillation of the logs into
-    # memories, and nothing distills them yet (docs/design.md §14).
-    mode = choose_mode(flags["auto_memory"], flags["team_memory"], False, team is not None)
+    # The daily-log prompt promises that the logs are distilled later: consolidation does that,
+    # so with consolidation off the prompt never promises it (docs/design.md §14.8).
+    daily_log = flags["daily_log_mode"] and flags["consolidation"]
+    mode = choose_mode(flags["auto_memory"], flags["team_memory"], daily_log, team is not None)
     request = PromptRequest(
         mode=mode,
         private_dir=private.path,

@@ -138,8 +138,12 @@ def test_auto_memory_off_disables_the_section(alice_api, team, alice):
     assert body == {"text": "", "mode": "disabled", "sections": [], "indexes": []}
 
 
-def test_daily_log_mode_is_not_in_effect_until_logs_are_distilled(alice_api, team, alice):
+def test_daily_log_mode_wins_over_team_memory_while_consolidation_distills(alice_api, team, alice):
     set_flag("daily_log_mode", True, user=alice)
+    body = prompt(alice_api, memory_dir=AGENT_DIR)
+    assert body["mode"] == "daily-log"
+    assert f"`{AGENT_DIR}/logs/" in body["text"] and "distills the logs" in body["text"]
+    set_flag("consolidation", False, user=alice)
     body = prompt(alice_api, memory_dir=AGENT_DIR)
     assert body["mode"] == "combined"
     assert "/logs/" not in body["text"] and "distill" not in body["text"]

@@ -117,3 +117,48 @@ def test_a_dry_run_reports_and_changes_nothing(a):
     assert result.returncode == 0, result.stderr
     assert "dry run: daily logs: sent 2 entries, received 0, across 1 days" in result.stdout
     assert not Store.objects.exists()
+
+
+def test_daily_log_mode_from_memhub_agent_log_to_an_approved_topic_file(a, alice):
+    """Daily-log mode end to end: the prompt asks for today's log, `memhub-agent log` writes
+    it, "Consolidate now" distills it, the person approves on the review page, and the next
+    sync brings the topic file and its index line to the agent's machine."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from memapp.lifecycle.models import Proposal
+    from memapp.memdir.index import parse_index_entries
+    from memapp.stores.flags import set_flag
+    from tests.conftest import PASSWORD
+    from tests.lifecycle.conftest import run_worker
+
+    set_flag("daily_log_mode", True, user=alice)
+    prompt = a.run("prompt")
+    assert prompt.returncode == 0, prompt.stderr
+    assert f"{a.memory_dir}/{today_key()}" in prompt.stdout
+
+    line = "Staging moves to staging-2.example.com next Tuesday. Why: the old host is retired."
+    assert a.run("log", "--type", "project", line).returncode == 0
+
+    person = Client()
+    assert person.login(username="alice", password=PASSWORD)
+    store = Store.objects.get(kind=Store.Kind.PRIVATE, project__key=SLUG)
+    assert person.post(reverse("consolidate_now", args=[store.pk])).status_code == 302
+    run_worker()
+    proposal = Proposal.objects.get(kind="distillation", status="pending")
+    topic = proposal.changes.get(action="create")
+    assert topic.type == "project" and "Staging moves to staging-2.example.com" in topic.name
+    assert "**Why:** the old host is retired." in topic.body
+    assert "next Tuesday" not in topic.description  # made absolute against the log's day
+    url = reverse("proposal", args=[proposal.pk])
+    ticks = [c.pk for c in proposal.changes.all()]
+    assert person.post(url, {"decision": "approve", "changes": ticks}).status_code == 302
+    proposal.refresh_from_db()
+    assert proposal.status == "applied"
+
+    a.sync()
+    assert "**Why:** the old host is retired." in a.read(topic.key)
+    entries = [entry.path for entry in parse_index_entries(a.read("MEMORY.md"))]
+    assert topic.key in entries
+    timeline = person.get(reverse("daily_logs", args=[store.pk])).content.decode()
+    assert '<span class="flag info">distilled</span>' in timeline
