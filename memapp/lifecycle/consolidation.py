@@ -89,10 +89,12 @@ from memapp.stores.models import Store
 __all__ = [
     "ConsolidationFailed",
     "consolidate_store_task",
+    "consolidation_request",
     "consolidation_sweep_task",
     "enqueue_due_consolidations",
     "request_consolidation",
     "run_consolidation",
+    "take_snapshot",
 ]
 
 log = logging.getLogger(__name__)
@@ -387,7 +389,9 @@ def _measure(text: str) -> dict[str, int]:
     return {"lines": lines, "bytes": len(stripped.encode("utf-8", "surrogatepass"))}
 
 
-def _snapshot(store: Store, flags: dict) -> Snapshot:
+def take_snapshot(store: Store, flags: dict) -> Snapshot:
+    """The store as a run reads it once: rescanned under its lock, its index, its rows newest
+    first and every file's checksum, so the proposal is checked against what the run saw."""
     with store_lock(store):
         rescan_store(store)
         root = Path(store.path)
@@ -655,24 +659,40 @@ def _index_reason(raw: object) -> str:
     return "the model's new index"
 
 
+def consolidation_request(
+    snapshot: Snapshot,
+    since: datetime.datetime | None,
+    sessions_text: str,
+    logs: str,
+    duplicates: list[tuple[str, str, float]] | None = None,
+) -> str:
+    """The user message of the model call: the four phases' material from the snapshot (the
+    index, the manifest, the bodies the lints point at first, the lints with the
+    near-`duplicates`, found here when not given), the sessions and the daily logs since the
+    last run."""
+    if duplicates is None:
+        duplicates = _duplicates(snapshot)
+    lints, named = _findings(snapshot, duplicates)
+    return build_consolidation_request(
+        today=timezone.localdate(),
+        caps=snapshot.caps,
+        index=snapshot.index,
+        manifest=_manifest(snapshot),
+        bodies=_bodies(snapshot, named),
+        findings=lints,
+        since=f"{since:%Y-%m-%d %H:%M} UTC" if since else "none has run yet",
+        sessions=sessions_text,
+        logs=logs,
+    )
+
+
 def _consolidation_answer(
     run: ConsolidationRun, flags: dict, snapshot: Snapshot, since, sessions_text: str, logs: str
 ) -> Answer:
     duplicates = _duplicates(snapshot)
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
-        lints, named = _findings(snapshot, duplicates)
-        text = build_consolidation_request(
-            today=timezone.localdate(),
-            caps=snapshot.caps,
-            index=snapshot.index,
-            manifest=_manifest(snapshot),
-            bodies=_bodies(snapshot, named),
-            findings=lints,
-            since=f"{since:%Y-%m-%d %H:%M} UTC" if since else "none has run yet",
-            sessions=sessions_text,
-            logs=logs,
-        )
+        text = consolidation_request(snapshot, since, sessions_text, logs, duplicates)
         raw = _ask_model(run, CONSOLIDATION_SYSTEM, text)
         changes, index, dropped = _validated(snapshot, raw)
         changes, found = _with_index(snapshot, changes, index, _index_reason(raw))
@@ -803,7 +823,7 @@ def _propose(
 def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Proposal]:
     store = run.store
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
-    snapshot = _snapshot(store, flags)
+    snapshot = take_snapshot(store, flags)
     run.index_before = run.index_after = _measure(snapshot.index)
     stale_ms = int((time.time() - settings.MEMHUB_STALE_DAYS * 86400) * 1000)
     run.stale = sum(row["mtime_ms"] < stale_ms for row in snapshot.rows)

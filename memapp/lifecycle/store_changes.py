@@ -40,6 +40,7 @@ from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, re
 from memapp.memdir.index import (
     INDEX_FILENAME,
     format_index_entry,
+    is_linkable,
     parse_index_entries,
     with_index_entry,
     without_index_entry,
@@ -217,7 +218,7 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
         for change in topic:
             if change.action == ProposalChange.Action.DELETE:
                 index_after = without_index_entry(index_after, change.key)
-            else:
+            elif is_linkable(change.key):
                 line = format_index_entry(change.name, change.key, change.description)
                 index_after = with_index_entry(index_after, change.key, line)
     outcome.index_after = index_after

@@ -34,6 +34,7 @@ from memapp.memdir.index import (
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
     format_index_entry,
+    is_linkable,
     parse_index_entries,
 )
 from memapp.memdir.lint import near_duplicates, relative_dates
@@ -238,8 +239,8 @@ def _repair(
 
 def _add(lines: list[_Line], files: Mapping[str, TopicFile], keys: Iterable[str], plan) -> None:
     listed = {line.key for line in lines}
-    missing = sorted(  # newest first; in the order given when as new
-        (files[key] for key in keys if key in files and key not in listed),
+    missing = sorted(  # newest first; in the order given when as new; never a file no link reaches
+        (files[key] for key in keys if key in files and key not in listed and is_linkable(key)),
         key=lambda f: -f.mtime_ms,
     )
     for topic in missing:
@@ -324,7 +325,7 @@ def fit_index(text: str, keys: Collection[str], created: Mapping[str, tuple[str,
         kept.append(raw)
     body = "\n".join(kept).rstrip("\n")
     for key, (title, description) in created.items():
-        if key not in listed:
+        if key not in listed and is_linkable(key):
             body += ("\n" if body else "") + _entry_line(title, key, description)
     return body + "\n" if body else ""
 

@@ -297,3 +297,14 @@ def test_approving_records_the_decision(alice, store, model):
     written = Event.objects.filter(kind="memory_written").values_list("fields", flat=True)
     assert {f["path"] for f in written} == {"alpha.md", "MEMORY.md"}
     assert {f["via"] for f in written} == {"proposal"}
+
+
+def test_a_memory_no_index_line_can_name_is_updated_and_stays_out_of_the_index(
+    alice, store, model
+):
+    root = Path(store.path)
+    write_memory(root, "notes_#1.md", "Notes", "Notes about one", "user", "one\n")
+    proposal = propose(model, store, alice, [update("notes_#1.md", "one, corrected\n")])
+    assert do_apply_store_proposal(proposal, alice).applied
+    assert (root / "notes_#1.md").read_text().endswith("one, corrected\n")
+    assert "#1" not in (root / "MEMORY.md").read_text()  # a link there would be a fragment

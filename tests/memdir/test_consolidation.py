@@ -71,6 +71,14 @@ def test_the_plan_repairs_the_index_and_keeps_what_is_not_an_entry():
     assert "removes the entries of missing files (gone.md)" in plan.reason()
 
 
+def test_a_file_no_index_line_can_name_is_never_given_one():
+    files = {k: topic(k) for k in ["a.md", "notes_#1.md"]}
+    plan = plan_index("- [A](a.md) — about a\n", files)
+    assert plan.text == "- [A](a.md) — about a\n" and plan.added == []
+    fitted = fit_index("- [A](a.md) — a\n", {"a.md", "x_#2.md"}, {"x_#2.md": ("X", "new")})
+    assert fitted == "- [A](a.md) — a\n"
+
+
 def test_an_index_over_both_caps_keeps_the_newest_entries_within_them():
     files = {f"m{i:03}.md": topic(f"m{i:03}.md", "x" * 120, age_days=i) for i in range(300)}
     index = "".join(
