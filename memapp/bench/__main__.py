@@ -75,6 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also measure the consolidation gates, request and applying a proposal (Django)",
     )
+    parser.add_argument(
+        "--stores", type=int, default=1000, help="--consolidation: stores whose gates are checked"
+    )
+    parser.add_argument(
+        "--store-files",
+        type=int,
+        default=2000,
+        help="--consolidation: files of the store consolidated",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -112,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.consolidation:
             from memapp.bench import consolidation  # Django only when asked for
 
-            rows += consolidation.run(max(args.runs, 1))
+            rows += consolidation.run(max(args.runs, 1), args.stores, args.store_files)
             legends.append(consolidation.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(

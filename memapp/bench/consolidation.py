@@ -7,9 +7,9 @@
 - Request: `take_snapshot` (a warm rescan under the store's lock, its rows and checksums) and
   `consolidation_request` (manifest, health lints, near-duplicates, the bodies they name) of a
   2,000-file store: everything a run does before the model call.
-- Apply: approving a consolidation proposal of 50 changes (49 updates and a delete, the index
-  kept consistent) on the 2,000-file store, all together under the lock: checks, atomic
-  writes, the rescan, events.
+- Apply: approving a consolidation proposal of 50 changes (48 updates, a delete and the index
+  planned by memhub's rules within its caps) on the 2,000-file store, all together under the
+  lock: checks, atomic writes, the rescan, events.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ CHANGES = 50
 LEGEND = """\
 consolidation: gates = check_gates over 1,000 stores with their session scan (the clock's
 sweep); request = snapshot (warm rescan, rows, checksums) and the four-phase request of a
-2,000-file store, before the model call; apply = approving 50 changes (49 updates, a delete,
-the index) all together under the lock, with the rescan and events.
+2,000-file store, before the model call; apply = approving 50 changes (48 updates, a delete,
+the index within its caps) all together under the lock, with the rescan and events.
 Targets (issue 14): gates ≤ 1 s, request ≤ 200 ms, apply ≤ 1 s."""
 
 
@@ -91,13 +91,13 @@ def _stores(root: Path, count: int) -> list:
     return stores
 
 
-def bench_gates(runs: int) -> list[Row]:
+def bench_gates(runs: int, count: int) -> list[Row]:
     from django.utils import timezone
 
     from memapp.lifecycle.gates import check_gates
 
     with tempfile.TemporaryDirectory(prefix="memhub-bench-gates-") as tmp:
-        stores = _stores(Path(tmp), STORES)
+        stores = _stores(Path(tmp), count)
         now = timezone.now()
         times, gates = [], set()
         for n in range(1, runs + 1):
@@ -107,8 +107,8 @@ def bench_gates(runs: int) -> list[Row]:
             gates |= {v.gate for v in verdicts}
     return [
         Row(
-            STORES,
-            "gates of 1,000 stores (the sweep)",
+            count,
+            f"gates of {count:,} stores (the sweep)",
             statistics.median(times),
             limit=GATES_LIMIT,
             note="said: " + ", ".join(sorted(gates)),
@@ -130,7 +130,7 @@ def bench_request(runs: int, web) -> list[Row]:
         size = len(text)
     return [
         Row(
-            FILES,
+            web.store.file_count,
             "consolidation request of a store",
             statistics.median(times),
             limit=REQUEST_LIMIT,
@@ -140,15 +140,19 @@ def bench_request(runs: int, web) -> list[Row]:
 
 
 def _proposal(web, run: int):
-    """A consolidation proposal of 49 updates and a delete, as a model would send."""
+    """A consolidation proposal of 48 updates, a delete and the index they leave, as a run
+    makes it from a model's answer."""
+    from memapp.lifecycle.consolidation import take_snapshot
     from memapp.lifecycle.proposals import do_propose_changes
+    from memapp.memdir.consolidation import plan_index
     from memapp.memdir.extraction import ProposedChange
+    from memapp.stores.flags import get_flags
 
     rows = list(
         web.store.files.filter(type__in=["user", "feedback", "project", "reference"])
         .exclude(path__contains="/")
         .order_by("path")
-        .values("path", "name", "description", "type")[run * CHANGES : (run + 1) * CHANGES]
+        .values("path", "name", "description", "type")[run * CHANGES : (run + 1) * CHANGES - 1]
     )
     *updates, gone = rows
     changes = [
@@ -165,6 +169,13 @@ def _proposal(web, run: int):
         for row in updates
     ]
     changes.append(ProposedChange("delete", "private", gone["path"], reason="merged"))
+    snapshot = take_snapshot(web.store, get_flags(web.store.project))
+    topics = {key: topic for key, topic in snapshot.topics.items() if key != gone["path"]}
+    updated = [change.file for change in changes[:-1]]
+    plan = plan_index(snapshot.index, topics, changed=updated, caps=snapshot.caps)
+    changes.append(
+        ProposedChange("update", "private", "MEMORY.md", body=plan.text, reason="pruned")
+    )
     return do_propose_changes("consolidation", web.store, web.user, changes)
 
 
@@ -181,25 +192,28 @@ def bench_apply(runs: int, web) -> list[Row]:
             raise RuntimeError(f"applied {len(result.applied)} of {CHANGES}: {result}")
     return [
         Row(
-            FILES,
+            web.store.file_count,
             "apply a 50-change proposal",
             statistics.median(times),
             limit=APPLY_LIMIT,
-            note="49 updates, a delete, the index",
+            note="48 updates, a delete, the index",
         )
     ]
 
 
-def run(runs: int) -> list[Row]:
-    """Every consolidation section on a temporary data dir."""
+def run(runs: int, stores: int = STORES, files: int = FILES) -> list[Row]:
+    """Every consolidation section on a temporary data dir: the gates of `stores` stores, the
+    request and the approval on a store of `files` files."""
     from memapp.bench.web import django_on_temp_data_dir, web_store
 
     with (
         django_on_temp_data_dir(),
         tempfile.TemporaryDirectory(prefix="memhub-bench-consolidation-") as tmp,
     ):
-        rows = bench_gates(runs)
-        web = web_store(generate_corpus(Path(tmp) / "store", FILES, progress=False))
+        rows = bench_gates(runs, stores)
+        # A generated corpus keeps 2 files in 9 under team/, a store of its own.
+        corpus = generate_corpus(Path(tmp) / "store", files * 9 // 7, progress=False)
+        web = web_store(corpus)
         rows += bench_request(runs, web)
         rows += bench_apply(runs, web)
     return rows

@@ -73,7 +73,7 @@ from memapp.memdir.extraction import PROPOSE_TOOL, TOOL_NAME, Dropped, ProposedC
 from memapp.memdir.extraction import validate_changes as validate_topic_changes
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health, parse_index_entries
-from memapp.memdir.lint import near_duplicates
+from memapp.memdir.lint import near_duplicates, similar_to
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -734,13 +734,7 @@ def _distillation_answer(
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
         words = " ".join(entry.text for entry in entries)
-        likely = [
-            a
-            for a, b, _ in near_duplicates(
-                [*((k, t.description) for k, t in snapshot.topics.items()), ("\0logs", words)], 0.3
-            )
-            if b == "\0logs"
-        ]
+        likely = similar_to(words, ((k, t.description) for k, t in snapshot.topics.items()), 0.3)
         text = build_distillation_request(
             today=timezone.localdate(),
             caps=snapshot.caps,

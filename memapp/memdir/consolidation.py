@@ -37,7 +37,7 @@ from memapp.memdir.index import (
     is_linkable,
     parse_index_entries,
 )
-from memapp.memdir.lint import near_duplicates, relative_dates
+from memapp.memdir.lint import near_duplicates, relative_dates, similar_to
 from memapp.memdir.secret_rules import SecretHit, scan_text
 
 __all__ = [
@@ -640,11 +640,7 @@ def offline_distillation(
     for entry in entries:
         text, _ = make_dates_absolute(entry.text, entry.day)
         main = _partition(_WHY, text)[0].strip()
-        similar = [
-            a
-            for a, b, _ in near_duplicates([*said, ("\0entry", main)], DUPLICATE_THRESHOLD)
-            if b == "\0entry"
-        ]
+        similar = similar_to(main, said, DUPLICATE_THRESHOLD)
         shown = f"{entry.key}:{entry.number}"
         if similar:
             skipped.append((shown, f"already said by {similar[0]}"))

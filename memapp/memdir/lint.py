@@ -27,6 +27,7 @@ __all__ = [
     "memory_warnings",
     "missing_why_how",
     "near_duplicates",
+    "similar_to",
     "relative_dates",
     "unknown_links",
 ]
@@ -286,22 +287,55 @@ def near_duplicates(
     floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
     found: list[tuple[int, int, float]] = []
     for i, j in candidates:
-        if joined[i] == joined[j]:
-            found.append((i, j, 1.0))
-            continue
-        jaccard = len(sets[i] & sets[j]) / len(sets[i] | sets[j])
-        matcher = difflib.SequenceMatcher(None, joined[i], joined[j], autojunk=False)
-        # Cheap upper bounds on the ratio first; most candidates stop here.
-        if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
-            continue
-        if (jaccard + matcher.quick_ratio()) / 2 < floor:
-            continue
-        score = (jaccard + matcher.ratio()) / 2
-        if score >= floor:
-            found.append((i, j, round(score, 4)))
+        score = _similarity(joined[i], sets[i], joined[j], sets[j], floor)
+        if score is not None:
+            found.append((i, j, score))
 
     found.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
     return [(keys[i], keys[j], score) for i, j, score in found]
+
+
+def _similarity(
+    a: str, a_words: frozenset[str], b: str, b_words: frozenset[str], floor: float
+) -> float | None:
+    """The score of `near_duplicates` for two normalised descriptions, None below `floor`."""
+    if a == b:
+        return 1.0
+    jaccard = len(a_words & b_words) / len(a_words | b_words)
+    if (jaccard + 1) / 2 < floor:  # out of reach whatever the ratio: no matcher built
+        return None
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # Cheap upper bounds on the ratio first; most candidates stop here.
+    if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
+        return None
+    if (jaccard + matcher.quick_ratio()) / 2 < floor:
+        return None
+    score = (jaccard + matcher.ratio()) / 2
+    return round(score, 4) if score >= floor else None
+
+
+def similar_to(
+    description: str, items: Iterable[tuple[str, str]], threshold: float = 0.8
+) -> list[str]:
+    """The keys of `items` whose description says nearly what `description` says, most similar
+    first (then in input order): the pairs `near_duplicates` would give with `description`
+    added last, found by comparing it with each item only, so checking one new memory against
+    a store costs one pass over it, not every pair in it. Only items sharing a word count."""
+    words = _tokens(description or "")
+    if not words:
+        return []
+    joined, word_set = " ".join(words), frozenset(words)
+    floor = threshold - 1e-9
+    found: list[tuple[float, int, str]] = []
+    for position, (key, text) in enumerate(items):
+        other = _tokens(text or "")
+        other_set = frozenset(other)
+        if not other_set & word_set:
+            continue
+        score = _similarity(" ".join(other), other_set, joined, word_set, floor)
+        if score is not None:
+            found.append((-score, position, key))
+    return [key for _, _, key in sorted(found)]
 
 
 # --- edit-form warnings --------------------------------------------------------------------

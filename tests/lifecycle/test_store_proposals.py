@@ -299,9 +299,7 @@ def test_approving_records_the_decision(alice, store, model):
     assert {f["via"] for f in written} == {"proposal"}
 
 
-def test_a_memory_no_index_line_can_name_is_updated_and_stays_out_of_the_index(
-    alice, store, model
-):
+def test_a_memory_no_index_line_can_name_is_updated_and_stays_out_of_the_index(alice, store, model):
     root = Path(store.path)
     write_memory(root, "notes_#1.md", "Notes", "Notes about one", "user", "one\n")
     proposal = propose(model, store, alice, [update("notes_#1.md", "one, corrected\n")])
