@@ -1,7 +1,7 @@
 """Benchmarks of consolidation (docs/design.md §14): the gates, the request, applying.
 
 - Gates: `check_gates` over 1,000 private stores (each a directory with a memory, a lock file
-  a local agent left two days ago and three sessions), the session scan included: each run is
+  a local agent left two days ago and five sessions: due), the session scan included: each run is
   a quarter of an hour after the last, past the scan's throttle. This is the clock's sweep
   without its queueing.
 - Request: `take_snapshot` (a warm rescan under the store's lock, its rows and checksums) and
@@ -41,7 +41,7 @@ Targets (issue 14): gates ≤ 1 s, request ≤ 200 ms, apply ≤ 1 s."""
 
 
 def _stores(root: Path, count: int) -> list:
-    """`count` private stores of one person, each with a memory, a two-day-old lock and three
+    """`count` private stores of one person, each with a memory, a two-day-old lock and five
     sessions since."""
     from django.contrib.auth import get_user_model
     from django.utils import timezone
@@ -86,7 +86,7 @@ def _stores(root: Path, count: int) -> list:
             last_entry_at=now,
         )
         for store in stores
-        for n in range(3)
+        for n in range(5)
     )
     return stores
 
@@ -211,8 +211,7 @@ def run(runs: int, stores: int = STORES, files: int = FILES) -> list[Row]:
         tempfile.TemporaryDirectory(prefix="memhub-bench-consolidation-") as tmp,
     ):
         rows = bench_gates(runs, stores)
-        # A generated corpus keeps 2 files in 9 under team/, a store of its own.
-        corpus = generate_corpus(Path(tmp) / "store", files * 9 // 7, progress=False)
+        corpus = generate_corpus(Path(tmp) / "store", files, progress=False)
         web = web_store(corpus)
         rows += bench_request(runs, web)
         rows += bench_apply(runs, web)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,7 +184,13 @@ def check_gates(now: datetime.datetime | None = None, stores=None) -> list[Verdi
             state.checked_at = now
             changed.append(state)
         verdicts.append(verdict)
-    ConsolidationState.objects.bulk_update(
-        changed, ["gate", "checked_at", "scanned_at", "sessions_seen"], batch_size=500
-    )
+    # One UPDATE per distinct outcome (a sweep's states mostly share theirs): bulk_update's
+    # CASE per row took 1.5 s for 1,000 stores.
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for state in changed:
+        groups[(state.gate, state.scanned_at, state.sessions_seen)].append(state.pk)
+    for (gate, scanned_at, sessions_seen), pks in groups.items():
+        ConsolidationState.objects.filter(pk__in=pks).update(
+            gate=gate, checked_at=now, scanned_at=scanned_at, sessions_seen=sessions_seen
+        )
     return verdicts

@@ -351,7 +351,19 @@ def test_similar_to_finds_what_near_duplicates_pairs_with_a_new_description():
     """One description against a store in one pass gives the pairs near_duplicates finds with
     it added last, in the same order, at any threshold."""
     rng = random.Random(14)
-    vocabulary = "deploy fridays staging database mocks real tests never always the a".split()
+    vocabulary = [
+        "deploy",
+        "fridays",
+        "staging",
+        "database",
+        "mocks",
+        "real",
+        "tests",
+        "never",
+        "always",
+        "the",
+        "a",
+    ]
     for _ in range(300):
         items = [
             (f"m{i}.md", " ".join(rng.choices(vocabulary, k=rng.randint(0, 6))))
