@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 
 from django.http import Http404
@@ -28,12 +30,15 @@ from memapp.stores.actions import (
     do_forget_memory,
     do_put_files,
     do_save_memory,
+    store_checksums,
     store_file_path,
 )
 from memapp.stores.models import Store
 from memapp.stores.projects import resolve_store
-from memapp.stores.prompting import assemble_for
-from memapp.stores.recall import recall_for
+from memapp.stores.prompting import agent_store_for, assemble_for
+from memapp.stores.recall import mark_surfaced, recall_for
+from memapp.stores.session_start import session_start_for
+from memapp.stores.tokens import do_revoke_api_token
 
 
 def _raise(exc: FileRejected):
@@ -92,20 +97,6 @@ def store_resolve(request: Request) -> Response:
     return Response(s.StoreSerializer(store).data)
 
 
-def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
-    """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
-    one per folder that has topic files."""
-    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
-    found = {}
-    for folder in folders:
-        key = f"{folder}{INDEX_FILENAME}"
-        try:
-            found[key] = checksum(store_file_path(store, key).read_bytes())
-        except (FileRejected, OSError):
-            continue
-    return found
-
-
 @extend_schema(
     operation_id="v1_stores_files_list",  # not `…_retrieve`, which names a file's GET
     parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
@@ -119,11 +110,14 @@ def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
 def file_list(request: Request, store_id: int) -> Response:
     """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
     store = get_store_for_user(request.user, store_id)
-    files = store.files.order_by("path")
     if request.query_params.get("view") == "hashes":
-        sums = {path: f"sha256:{sha}" for path, sha in files.values_list("path", "sha256")}
-        return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
-    indexes = _index_checksums(store, list(files.values_list("path", flat=True)))
+        return Response({"checksums": store_checksums(store)})
+    files = store.files.order_by("path")
+    indexes = {
+        key: sum_
+        for key, sum_ in store_checksums(store).items()
+        if key.rsplit("/", 1)[-1] == INDEX_FILENAME
+    }
     return Response(
         {
             "files": [
@@ -270,17 +264,30 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _memory_store(user, data) -> Store:
+    """The store a prompt or recall is about: the agent's own when `agent_type` is given (404
+    when memhub has none of it), else the user's private store of the project."""
+    private = resolve_store(user, data["project"], "private", alias=data["project_dirname"])
+    if not data["agent_type"]:
+        return private
+    store = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
+    if store is None:
+        raise ApiError(404, "no_store", "memhub has no memory of this agent in this scope.")
+    return store
+
+
 @extend_schema(methods=["GET"], parameters=[s.PromptSerializer], responses=s.PromptResultSerializer)
 @extend_schema(methods=["POST"], request=s.PromptSerializer, responses=s.PromptResultSerializer)
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
-    """The memory section of the agent's system prompt; the mode follows the flags."""
+    """The memory section of the agent's system prompt; the mode follows the flags. With
+    `agent_type`, the agent's own memory in individual mode."""
     data = _validated(
         s.PromptSerializer,
         request.data if request.method == "POST" else request.query_params.dict(),
     )
-    private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
-    result = assemble_for(request.user, private, data["memory_dir"] or None)
+    store = _memory_store(request.user, data)
+    result = assemble_for(request.user, store, data["memory_dir"] or None)
     return Response(
         {
             "text": result.text,
@@ -294,18 +301,28 @@ def prompt(request: Request) -> Response:
 @extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer)
 @api_view(["POST"])
 def recall(request: Request) -> Response:
-    """At most 5 memories that fit the query, each with its header, plus the rendered block."""
+    """At most 5 memories that fit the query, each with its header, plus the rendered block.
+    With `agent_type`, from the agent's own memory (from the project's when memhub has none of
+    that agent)."""
     data = _validated(s.RecallSerializer, request.data)
     private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
+    store = private
+    if data["agent_type"]:
+        agent = agent_store_for(
+            request.user, private.project, data["agent_type"], data["agent_scope"]
+        )
+        store = agent or private
     outcome = recall_for(
         request.user,
-        private,
+        store,
         data["query"],
         recent_tools=tuple(data["recent_tools"]),
         already_surfaced=tuple(data["already_surfaced"]),
         scope=data["scope"],
         memory_dir=data["memory_dir"] or None,
         session_id=data["session_id"] or None,
+        wait_ms=data["wait_ms"],
+        project=private.project,
     )
     return Response(
         {
@@ -315,6 +332,80 @@ def recall(request: Request) -> Response:
             "fallback_reason": outcome.fallback_reason,
         }
     )
+
+
+@extend_schema(request=s.SurfacedSerializer, responses=s.SurfacedResultSerializer)
+@api_view(["POST"])
+def recall_surfaced(request: Request) -> Response:
+    """Count files as already shown to a session (the agent read them), so recall skips them."""
+    data = _validated(s.SurfacedSerializer, request.data)
+    added = mark_surfaced(request.user, data["session_id"], data["paths"])
+    return Response({"added": added})
+
+
+@extend_schema(request=s.SessionStartSerializer, responses=s.SessionStartResultSerializer)
+@api_view(["POST"])
+def session_start(request: Request) -> Response:
+    """Everything a session-start hook needs in one answer: the private store's files that
+    differ from the agent's, the team index, and what waits for the user's review."""
+    data = _validated(s.SessionStartSerializer, request.data)
+    answer = session_start_for(
+        request.user,
+        data["project"],
+        alias=data["project_dirname"],
+        memory_dir=data["memory_dir"] or None,
+        have=data["have"],
+        team_index=data["team_index"],
+        site_url=request.build_absolute_uri("/"),
+    )
+    return Response(
+        {
+            "store": answer.store,
+            "checksums": answer.checksums,
+            "files": answer.files,
+            "partial": answer.partial,
+            "team_index": answer.team_index,
+            "waiting": [
+                {"kind": count.kind, "count": count.count, "label": count.words}
+                for count in answer.waiting
+            ],
+            "notice": answer.notice,
+        }
+    )
+
+
+@extend_schema(responses=s.MeSerializer)
+@api_view(["GET"])
+def me(request: Request) -> Response:
+    """Who the token belongs to, which token it is, and the server's version."""
+    token = request.auth
+    return Response(
+        {
+            "username": request.user.get_username(),
+            "token": {
+                "name": token.name,
+                "prefix": token.prefix,
+                "created_at": token.created_at,
+                "last_used_at": token.last_used_at,
+            },
+            "version": memhub_version(),
+        }
+    )
+
+
+@extend_schema(responses={204: None})
+@api_view(["DELETE"])
+def revoke_token(request: Request) -> Response:
+    """Revoke the token this request carries (`memhub-agent logout`)."""
+    do_revoke_api_token(request.auth)
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def memhub_version() -> str:
+    try:
+        return package_version("memhub")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 @extend_schema(exclude=True)

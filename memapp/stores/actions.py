@@ -84,6 +84,22 @@ def store_file_path(store: Store, key: str) -> Path:
     return path
 
 
+def store_checksums(store: Store) -> dict[str, str]:
+    """Every file's checksum, key → `sha256:<hex>`: topic files as the mirror knows them, and
+    the `MEMORY.md` of the top and of each folder holding topic files, read from disk (the
+    mirror does not keep indexes)."""
+    rows = store.files.order_by("path").values_list("path", "sha256")
+    sums = {path: f"sha256:{sha}" for path, sha in rows}
+    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in sums if "/" in path}
+    for folder in sorted(folders):
+        key = f"{folder}{INDEX_FILENAME}"
+        try:
+            sums[key] = checksum(store_file_path(store, key).read_bytes())
+        except (FileRejected, OSError):
+            continue
+    return sums
+
+
 def _encode_checked(key: str, text: str) -> bytes:
     try:
         data = text.encode("utf-8")

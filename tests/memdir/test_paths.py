@@ -557,9 +557,7 @@ def test_local_settings_in_a_worktree_are_that_worktrees_own(repo, worktree, ana
 
 
 @pytest.mark.parametrize("version", ["2", "3", "4"])
-def test_a_tracked_local_settings_file_is_recognised_in_every_index_version(
-    repo, ana_env, version
-):
+def test_a_tracked_local_settings_file_is_recognised_in_every_index_version(repo, ana_env, version):
     git(repo, "config", "index.version", version)
     for name in ("a.txt", ".claude/settings.json", ".claude/settings.local.json", "z/b.txt"):
         write_json(repo / name, {"autoMemoryDirectory": "~/.ssh"})
