@@ -194,6 +194,12 @@ def _canonical_root(root: Path) -> Path:
     return common.parent
 
 
+def checkout_root(path: str | os.PathLike[str]) -> Path | None:
+    """The top of the checkout containing `path` (a linked worktree's own top, not its main
+    repository's), or None outside any repository."""
+    return _find_git_root(path)
+
+
 def canonical_git_root(path: str | os.PathLike[str]) -> Path | None:
     """The root of the git repository containing `path`, with linked worktrees resolved to
     their main repository (so all worktrees share one memory dir); None outside any repo.
@@ -399,7 +405,7 @@ def local_settings_path(project_dir: str | os.PathLike[str]) -> Path | None:
     repository ships is committed settings, which may never redirect memory (docs/design.md
     §3); outside a git checkout (a downloaded folder) nobody can tell, so none is read. The
     file is looked for at the top of the checkout that contains `project_dir`."""
-    root = _find_git_root(project_dir)
+    root = checkout_root(project_dir)
     if root is None:  # a downloaded folder: nothing says who wrote its files
         return None
     folder = root / ".claude"

@@ -72,9 +72,10 @@ class Machine:
         result = self.run("login", server.url, "--token", "-", stdin=server.token + "\n")
         assert result.returncode == 0, result.stderr
 
-    def sync(self, *args: str) -> subprocess.CompletedProcess:
+    def sync(self, *args: str, status: int = 0) -> subprocess.CompletedProcess:
+        """`memhub-agent sync`, which must exit with `status` (1: conflicts or skipped files)."""
         result = self.run("sync", *args)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == status, result.stderr
         return result
 
     def write(self, key: str, text: str) -> Path:
@@ -175,3 +176,41 @@ def silent_server():
     for connection in held:
         connection.close()
     listener.close()
+
+
+@dataclass
+class Recording:
+    """A stand-in server: answers every request with an empty JSON object, and keeps them."""
+
+    url: str
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def recording_server():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    recording = Recording("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            recording.requests.append(f"{self.command} {self.path}")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    recording.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield recording
+    httpd.shutdown()
+    httpd.server_close()
