@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,3 +215,54 @@ def recording_server():
     yield recording
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture
+def slow_proxy():
+    """`slow_proxy(url, seconds)`: the server at `url`, but every answer `seconds` late."""
+    import urllib.error
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(target: str, seconds: float) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = urllib.request.Request(
+                    target + self.path, data=body or None, method=self.command
+                )
+                for name in ("Authorization", "Content-Type", "Accept"):
+                    if self.headers.get(name):
+                        request.add_header(name, self.headers[name])
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        status, headers, data = response.status, response.headers, response.read()
+                except urllib.error.HTTPError as exc:
+                    status, headers, data = exc.code, exc.headers, exc.read()
+                time.sleep(seconds)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", headers.get("Content-Type", ""))
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client gave up
+
+            do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+            def log_message(self, *args) -> None:
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        servers.append(httpd)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
