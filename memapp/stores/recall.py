@@ -230,39 +230,82 @@ def ask_model(request: ModelRequest) -> list[str]:
 
 
 _model_threads = ThreadPoolExecutor(MODEL_THREADS, thread_name_prefix="memhub-recall-model")
-_asking: dict[str, Future] = {}  # one question in flight per request, whoever asks it again
+
+
+@dataclass
+class _Question:
+    """One request to the model in flight, shared by every recall that asks it meanwhile."""
+
+    request: ModelRequest
+    answer: Future = field(default_factory=Future)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    abandoned: bool = False  # a caller stopped waiting: the model's thread keeps the answer
+    kept: bool = False  # the answer came from the cache
+
+
+_asking: dict[str, _Question] = {}
 _asking_lock = threading.Lock()
 
 
-def _ask_and_keep(request: ModelRequest) -> list[str]:
-    """In a model thread: ask, keep the answer in the shared cache, let go of the database."""
+def _keep(request: ModelRequest, paths: list[str]) -> None:
     try:
-        paths = ask_model(request)
+        cache.set(request.key, paths, SELECTION_TTL_S)
+    except Exception:  # the answer still serves whoever is waiting for it
+        log.warning("recall: the model's picks could not be kept", exc_info=True)
+
+
+def _ask_in_thread(question: _Question) -> None:
+    """In a model thread: ask, hand the answer to the waiting recalls, and when one of them
+    gave up waiting, keep the answer for the next (otherwise the recall that got it does)."""
+    try:
         try:
-            cache.set(request.key, paths, SELECTION_TTL_S)
-        except Exception:  # the answer still serves the caller that is waiting for it
-            log.warning("recall: the model's picks could not be kept", exc_info=True)
-        return paths
+            paths = ask_model(question.request)
+        except Exception as exc:
+            question.answer.set_exception(exc)
+            return
+        with question.lock:
+            question.answer.set_result(paths)
+            keep = question.abandoned
+        if keep:
+            _keep(question.request, paths)
     finally:
         with _asking_lock:
-            _asking.pop(request.key, None)
+            _asking.pop(question.request.key, None)
         connections.close_all()  # this thread's own connections (the cache table)
 
 
-def model_picks(request: ModelRequest) -> Future:
-    """The model's answer to `request`: kept from an earlier identical request, in flight, or
-    asked now in a model thread."""
+def _question(request: ModelRequest) -> _Question:
+    """The question for `request`: answered already (kept from an identical earlier request),
+    in flight, or asked now in a model thread."""
     kept = cache.get(request.key)
     if isinstance(kept, list):
-        done: Future = Future()
-        done.set_result(kept)
-        return done
+        question = _Question(request, kept=True)
+        question.answer.set_result(kept)
+        return question
     with _asking_lock:
-        future = _asking.get(request.key)
-        if future is None:
-            future = _model_threads.submit(_ask_and_keep, request)
-            _asking[request.key] = future
-    return future
+        question = _asking.get(request.key)
+        if question is None:
+            question = _asking[request.key] = _Question(request)
+            _model_threads.submit(_ask_in_thread, question)
+    return question
+
+
+def model_picks(request: ModelRequest, wait: float | None) -> list[str]:
+    """The model's picks for `request`, waiting at most `wait` seconds (None: as long as it
+    takes). Raises FutureTimeout when it has not answered by then (it goes on, and its answer
+    is kept for the next identical request), or the model's own error."""
+    question = _question(request)
+    try:
+        paths = question.answer.result(timeout=wait)
+    except FutureTimeout:
+        with question.lock:
+            if not question.answer.done():
+                question.abandoned = True
+                raise
+        paths = question.answer.result()
+    if not (question.kept or question.abandoned):
+        _keep(request, paths)  # by the recall that got it, on its own connection
+    return paths
 
 
 def _by_path(candidates: list[Candidate], paths: list[str], limit: int) -> list[Candidate]:
@@ -355,9 +398,8 @@ def _select(
     pick: the model failed, or had not answered within `wait` seconds (None: as long as it
     takes), in which case it goes on in its thread and its answer is kept for next time."""
     request = model_request(candidates, query, recent_tools, limit, model)
-    future = model_picks(request)
     try:
-        paths = future.result(timeout=wait)
+        paths = model_picks(request, wait)
     except FutureTimeout:
         outcome.fallback_reason = (
             f"pending: the model had not answered within {max(wait or 0, 0):.2f} s; "
