@@ -188,6 +188,12 @@ def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
     )
 
 
+def load_model_client() -> None:
+    """Import what the SDK imports when its first client is made (its HTTP transport), so the
+    first recall of a worker does not pay for it. No client is kept and nothing is sent."""
+    anthropic.Anthropic(api_key="not-used", max_retries=0).messages  # noqa: B018
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """One question to the model: what it is asked, and the cache key of its answer."""

@@ -300,3 +300,39 @@ def test_recent_tools_come_from_the_transcript_tail_newest_first(tmp_path):
     assert recent_tools(str(transcript)) == ["Bash", "Grep", "Read"]
     assert recent_tools(str(tmp_path / "missing.jsonl")) == []
     assert recent_tools(None) == []
+
+
+# --- an agent's own memory ---------------------------------------------------------------------
+
+
+def test_an_agent_with_memory_of_its_own_is_recalled_its_own(a, alice, tmp_path):
+    """`claude --agent reviewer`: the hook input names the agent, whose memory dir exists here
+    and whose store memhub has (discovered, or pushed with `snapshot push`)."""
+    from memapp.stores.mirror import rescan_store
+    from memapp.stores.models import Store
+    from tests.conftest import write_memory
+
+    server_copy = tmp_path / "server" / "agent-memory" / "reviewer"
+    write_memory(
+        server_copy, "review_tests.md", "Tests", "Ask for tests with every bug fix", "feedback"
+    )
+    store = Store.objects.create(
+        kind=Store.Kind.AGENT,
+        origin=Store.Origin.MANAGED,
+        path=str(server_copy),
+        owner=alice,
+        agent_type="reviewer",
+        agent_scope="user",
+    )
+    rescan_store(store)
+    local = a.home / ".claude" / "agent-memory" / "reviewer"
+    local.mkdir(parents=True)
+    question = "should every bug fix come with tests and a real database?"
+    as_agent = {**payload(a, "user-prompt-submit", question), "agent_type": "reviewer"}
+
+    text = context(a.hook("user-prompt-submit", as_agent), "user-prompt-submit")
+
+    assert text.startswith(f"Memory (saved today): {local / 'review_tests.md'}:")
+    assert "feedback_db.md" not in text
+    plain = {**as_agent, "agent_type": "general-purpose", "session_id": "other"}
+    assert "feedback_db.md" in a.hook("user-prompt-submit", plain).stdout
