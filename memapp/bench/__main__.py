@@ -1,10 +1,12 @@
 """memhub's benchmark command.
 
-    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team]
+    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live] [--hooks]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
-through a bare repository (:mod:`memapp.bench.team`). Nothing in the product imports this package.
+through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
+(:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
+the smallest size (:mod:`memapp.bench.hooks`). Nothing in the product imports this package.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import contextlib
 import os
 import platform
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import yaml
 
 from memapp.bench import core
-from memapp.bench.common import format_table, load_average, run
+from memapp.bench.common import format_table, generate_corpus, load_average, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +62,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also measure the live mirror: a new file to the store page, idle CPU (Django)",
     )
+    parser.add_argument(
+        "--hooks",
+        action="store_true",
+        help="also measure the hooks: start-up, the model within their budget, warm workers",
+    )
+    parser.add_argument(
+        "--hook-prompts", type=int, default=20, help="--hooks: prompts asked with the model on"
+    )
+    parser.add_argument(
+        "--hook-command",
+        default="",
+        help="--hooks: the memhub-agent command to measure (default: this checkout's), e.g. "
+        "an older build's, to compare",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -87,6 +105,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             rows += team.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
             legends.append(team.LEGEND)
+        if args.hooks:
+            from memapp.bench import hooks, web  # Django is set up only when asked for
+
+            stack.enter_context(web.django_on_temp_data_dir())
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memhub-bench-")))
+            corpus = generate_corpus(tmp / "memory", min(sizes), progress=not args.quiet)
+            rows += hooks.run(
+                corpus,
+                max(args.runs, 1),
+                prompts=args.hook_prompts,
+                hook_command=args.hook_command,
+            )
+            legends.append(hooks.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"
