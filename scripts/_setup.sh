@@ -38,3 +38,26 @@ setup_venv() {
     echo "$want" > "$stamp"
   fi
 }
+
+# Claude Code's CLI, for the end-to-end test of the hooks (tests/client/test_claude_code.py),
+# when npm is here: the pinned version in .node/ of the checkout (git-ignored), installed again
+# only when the pin changes. Without npm the test is skipped, saying why.
+CLAUDE_CODE_VERSION=2.1.328
+setup_claude_code() {
+  if ! command -v npm >/dev/null; then
+    echo "memhub: no npm: the test with the real Claude Code CLI will be skipped" >&2
+    return 0
+  fi
+  local stamp=".node/.memhub-installed"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$CLAUDE_CODE_VERSION" ]; then
+    return 0
+  fi
+  echo "memhub: installing Claude Code $CLAUDE_CODE_VERSION into .node/ for its test …" >&2
+  mkdir -p .node
+  if npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null; then
+    echo "$CLAUDE_CODE_VERSION" > "$stamp"
+  else
+    echo "memhub: could not install Claude Code: its test will be skipped" >&2
+  fi
+}
