@@ -1,5 +1,6 @@
 """The memory section of an agent's system prompt, with the mode chosen by flags
-(docs/design.md §9), and the parts of it an agent that writes its own section lacks (§16)."""
+(docs/design.md §9), and the part of it an agent that writes its own section lacks: the team
+index (docs/design.md §16)."""
 
 from __future__ import annotations
 

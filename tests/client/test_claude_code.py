@@ -47,7 +47,12 @@ def install_hooks(machine: Machine) -> None:
     """memhub's hooks in the user's settings, as the README shows them."""
     settings = {
         "hooks": {
-            event: [{"hooks": [{"type": "command", "command": f"{AGENT} hook claude-code {name}"}]}]
+            event: [
+                {
+                    **({"matcher": "Read"} if event == "PostToolUse" else {}),
+                    "hooks": [{"type": "command", "command": f"{AGENT} hook claude-code {name}"}],
+                }
+            ]
             for event, name in HOOKS.items()
         }
     }
