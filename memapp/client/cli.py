@@ -112,8 +112,7 @@ def _failure(exc: Exception) -> tuple[int, str, str]:
     from memapp.client.http import ApiError, NotMemhub, Unreachable
 
     if isinstance(exc, c.CommandError):
-        kind = {c.EXIT_AUTH: "authentication", c.EXIT_SERVER: "server"}.get(exc.status, "usage")
-        return exc.status, kind, str(exc)
+        return exc.status, c.EXIT_CLASSES[exc.status], str(exc)
     if isinstance(exc, NotMemhub):
         return c.EXIT_UNREACHABLE, "not_memhub", str(exc)
     if isinstance(exc, Unreachable):

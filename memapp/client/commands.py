@@ -29,6 +29,14 @@ EXIT_USAGE = 2  # wrong arguments, or a request the command cannot make here as 
 EXIT_AUTH = 3  # not logged in, or the server refused the token
 EXIT_UNREACHABLE = 4  # no answer from a memhub server: down, timed out, or not memhub
 EXIT_SERVER = 5  # the server failed, or refused the request
+EXIT_CLASSES = {
+    EXIT_OK: "success",
+    EXIT_PARTIAL: "partial",
+    EXIT_USAGE: "usage",
+    EXIT_AUTH: "authentication",
+    EXIT_UNREACHABLE: "unreachable",
+    EXIT_SERVER: "server",
+}
 
 EXIT_STATUSES = f"""\
 exit status:
