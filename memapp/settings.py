@@ -117,6 +117,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "memapp.urls"
+CSRF_FAILURE_VIEW = "memapp.web.views.errors.csrf_failure"
 WSGI_APPLICATION = "memapp.wsgi.application"
 
 TEMPLATES = [
@@ -223,6 +224,18 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Redoc asks for Montserrat and Roboto by default: system fonts, so nothing is fetched.
+    "REDOC_UI_SETTINGS": {
+        "theme": {
+            "typography": {
+                "fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif",
+                "headings": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', sans-serif"},
+                "code": {"fontFamily": "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"},
+            }
+        },
+        "expandResponses": "200,201",
+        "pathInMiddlePanel": True,
+    },
     # `scope` takes several sets of values: a store's, recall's (which adds `both`), a
     # recalled memory's (which adds `agent`), and an agent memory's.
     "ENUM_NAME_OVERRIDES": {

@@ -1,8 +1,23 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
+
+from memapp.api import errors as api_errors
+from memapp.web.views import errors as web_errors
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("memapp.web.urls")),
     path("", include("memapp.api.urls")),  # last: it ends with the API's catch-all 404
 ]
+
+# The API answers 403 and 404 itself (its exception handler and catch-all); a crash anywhere
+# reaches handler500, which keeps the API's JSON error shape under /api/.
+handler403 = web_errors.permission_denied
+handler404 = web_errors.page_not_found
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return api_errors.server_error(request)
+    return web_errors.server_error(request)

@@ -32,16 +32,35 @@ setup_venv() {
   local want
   want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "memhub: installing dependencies into .venv …" >&2
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".${extra:+[$extra]}"
+    step "installing dependencies into .venv" \
+      sh -c '.venv/bin/python -m pip install --quiet --upgrade pip &&
+             .venv/bin/python -m pip install --quiet -e ".$1"' _ "${extra:+[$extra]}"
     echo "$want" > "$stamp"
+  fi
+}
+
+# Run a step in one line of output: "memhub: <what> … done", or its output when it fails.
+step() {
+  local what="$1"; shift
+  local log
+  log="$(mktemp)"
+  printf 'memhub: %s … ' "$what" >&2
+  if "$@" >"$log" 2>&1; then
+    echo "done" >&2
+    rm -f "$log"
+  else
+    local code=$?
+    echo "failed:" >&2
+    cat "$log" >&2
+    rm -f "$log"
+    exit "$code"
   fi
 }
 
 # Claude Code's CLI, for the end-to-end test of the hooks (tests/client/test_claude_code.py),
 # when npm is here: the pinned version in .node/ of the checkout (git-ignored), installed again
-# only when the pin changes. Without npm the test is skipped, saying why.
+# only when the pin changes. Without npm, or when the install fails, the test is skipped,
+# saying why; the rest of the suite runs.
 CLAUDE_CODE_VERSION=2.1.328
 setup_claude_code() {
   if ! command -v npm >/dev/null; then
@@ -52,12 +71,14 @@ setup_claude_code() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$CLAUDE_CODE_VERSION" ]; then
     return 0
   fi
-  echo "memhub: installing Claude Code $CLAUDE_CODE_VERSION into .node/ for its test …" >&2
+  printf 'memhub: installing Claude Code %s into .node/ for its test … ' \
+    "$CLAUDE_CODE_VERSION" >&2
   mkdir -p .node
   if npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error \
-      "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null; then
+      "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null 2>&1; then
     echo "$CLAUDE_CODE_VERSION" > "$stamp"
+    echo "done" >&2
   else
-    echo "memhub: could not install Claude Code: its test will be skipped" >&2
+    echo "failed: its test will be skipped" >&2
   fi
 }

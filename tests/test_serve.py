@@ -77,6 +77,9 @@ def wait_until(check, seconds: float, server: Server | None = None) -> float:
     while not check():
         if time.monotonic() - start > seconds:
             output = server.log.read_text() if server and server.log else ""
+            if server is not None:  # what the server, worker and live mirror logged
+                for log in sorted((Path(server.env["MEMHUB_DATA_DIR"]) / "logs").glob("*.log")):
+                    output += f"\n--- {log.name}\n{log.read_text(errors='replace')[-4000:]}"
             raise AssertionError(f"not true after {seconds} s; serve printed:\n{output}")
         time.sleep(0.05)
     return time.monotonic() - start

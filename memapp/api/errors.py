@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -56,3 +56,9 @@ def api_exception_handler(exc, context):
         body = error_body(code, str(detail))
     headers = {k: v for k, v in response.items() if k.lower() != "content-type"}
     return Response(body, status=response.status_code, headers=headers)
+
+
+def server_error(request) -> JsonResponse:
+    """Django's 500 handler for API paths: the API's error shape, never an HTML page."""
+    body = error_body("server_error", "The server failed to answer; the error is in its log.")
+    return JsonResponse(body, status=500)

@@ -11,6 +11,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memapp.api import examples
 from memapp.api.errors import ApiError
 from memapp.api.serializers import StrictSerializer
 from memapp.memdir.agent_snapshots import read_snapshot_meta, snapshot_dir
@@ -129,12 +130,23 @@ def _payload(request: Request, checkout: Checkout, agent: str) -> dict:
 
 @extend_schema(
     methods=["GET"],
+    operation_id="getAgentSnapshot",
+    summary="An agent's snapshot status and the decision made on it",
+    tags=["snapshots"],
     parameters=[
         OpenApiParameter("origin", str, enum=["upload", "host"], required=False),
     ],
     responses=OpenApiTypes.OBJECT,
 )
-@extend_schema(methods=["PUT"], request=SnapshotUploadSerializer, responses=OpenApiTypes.OBJECT)
+@extend_schema(
+    methods=["PUT"],
+    operation_id="uploadAgentSnapshot",
+    summary="Upload an agent's snapshot and memory for review",
+    tags=["snapshots"],
+    request=SnapshotUploadSerializer,
+    examples=[examples.UPLOAD_SNAPSHOT],
+    responses=OpenApiTypes.OBJECT,
+)
 @api_view(["GET", "PUT"])
 def agent_snapshot(request: Request, project_key: str, agent_type: str) -> Response:
     """GET: the snapshot status of each of the agent's memory scopes, and the decision made on

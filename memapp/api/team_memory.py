@@ -22,6 +22,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memapp.api import examples
 from memapp.api.errors import error_body
 from memapp.api.views import etag_value
 from memapp.memdir.secret_gate import scan_for_push
@@ -108,14 +109,30 @@ def _meta(store: Store, sums: dict[str, str]) -> dict:
     }
 
 
+_PARAMETERS = [
+    OpenApiParameter("repo", str, required=True, description="owner/repo"),
+    OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
+]
+_RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 404, 412, 413, 422)}
+
+
 @extend_schema(
-    summary="Claude Code's team memory protocol (docs/design.md §10)",
-    parameters=[
-        OpenApiParameter("repo", str, required=True, description="owner/repo"),
-        OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
-    ],
+    methods=["GET"],
+    operation_id="getTeamMemory",
+    summary="Pull a repository's team memory (Claude Code's protocol)",
+    tags=["team memory"],
+    parameters=_PARAMETERS,
+    responses=_RESPONSES,
+)
+@extend_schema(
+    methods=["PUT"],
+    operation_id="putTeamMemory",
+    summary="Push entries to a repository's team memory (Claude Code's protocol)",
+    tags=["team memory"],
+    parameters=_PARAMETERS,
     request=OpenApiTypes.OBJECT,
-    responses={code: OpenApiTypes.OBJECT for code in (200, 304, 400, 404, 412, 413, 422)},
+    examples=[examples.PUT_TEAM_MEMORY],
+    responses=_RESPONSES,
 )
 @api_view(["GET", "PUT"])
 def team_memory(request: Request) -> Response:

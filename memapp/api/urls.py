@@ -1,12 +1,13 @@
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularAPIView
 
 from memapp.api import snapshots, views
+from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
 urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_docs"),
+    path("api/docs/", ApiDocsView.as_view(url_name="api_schema"), name="api_docs"),
     path("api/v1/stores/", views.store_list, name="api_stores"),
     path("api/v1/stores/resolve", views.store_resolve, name="api_store_resolve"),
     path("api/v1/stores/<int:store_id>/files/", views.file_list, name="api_files"),

@@ -19,6 +19,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memapp.api import examples
 from memapp.api import serializers as s
 from memapp.api.errors import ApiError
 from memapp.memdir.frontmatter import FrontmatterError
@@ -62,8 +63,12 @@ def _store_from(user, data) -> Store:
     return resolve_store(user, data["project"], data["scope"])
 
 
-# The id it had when the schema wrongly said the answer was a bare list: clients keep their names.
-@extend_schema(operation_id="v1_stores_list", responses=s.StoreListSerializer)
+@extend_schema(
+    operation_id="listStores",
+    summary="List the stores I can see",
+    tags=["stores"],
+    responses=s.StoreListSerializer,
+)
 @api_view(["GET"])
 def store_list(request: Request) -> Response:
     stores = Store.objects.visible_to(request.user).select_related("project")
@@ -71,7 +76,11 @@ def store_list(request: Request) -> Response:
 
 
 @extend_schema(
+    operation_id="resolveStore",
+    summary="Find (or create) a project's store",
+    tags=["stores"],
     request=s.ResolveStoreSerializer,
+    examples=[examples.RESOLVE_STORE],
     responses={
         200: s.StoreSerializer,
         404: OpenApiResponse(s.ErrorSerializer, "No such store (`no_store` with `create: false`)."),
@@ -98,7 +107,9 @@ def store_resolve(request: Request) -> Response:
 
 
 @extend_schema(
-    operation_id="v1_stores_files_list",  # not `…_retrieve`, which names a file's GET
+    operation_id="listFiles",
+    summary="List a store's files (or their checksums)",
+    tags=["files"],
     parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
     responses=PolymorphicProxySerializer(
         component_name="FileListing",
@@ -160,14 +171,27 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
 
 @extend_schema(
     methods=["GET"],
+    operation_id="getFile",
+    summary="Read a file",
+    tags=["files"],
     responses={200: s.FileSerializer, 304: OpenApiResponse(description="`If-None-Match` matched.")},
 )
 @extend_schema(
     methods=["PUT"],
+    operation_id="putFile",
+    summary="Write a file",
+    tags=["files"],
     request=s.FileContentSerializer,
+    examples=[examples.PUT_FILE],
     responses={200: s.FilePutResultSerializer, 201: s.FilePutResultSerializer},
 )
-@extend_schema(methods=["DELETE"], responses={204: None})
+@extend_schema(
+    methods=["DELETE"],
+    operation_id="deleteFile",
+    summary="Delete a file",
+    tags=["files"],
+    responses={204: None},
+)
 @api_view(["GET", "PUT", "DELETE"])
 def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
@@ -200,7 +224,14 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
         _raise(exc)
 
 
-@extend_schema(request=s.BatchSerializer, responses=s.BatchResultSerializer)
+@extend_schema(
+    operation_id="syncFiles",
+    summary="Upload and delete files in one all-or-nothing batch",
+    tags=["files"],
+    request=s.BatchSerializer,
+    examples=[examples.SYNC_FILES],
+    responses=s.BatchResultSerializer,
+)
 @api_view(["POST"])
 def file_batch(request: Request, store_id: int) -> Response:
     """Upload changed files and delete others in one all-or-nothing request."""
@@ -220,7 +251,14 @@ def file_batch(request: Request, store_id: int) -> Response:
     return Response({**result, "checksums": checksums})
 
 
-@extend_schema(request=s.RememberSerializer, responses={201: s.RememberResultSerializer})
+@extend_schema(
+    operation_id="remember",
+    summary="Remember something (write a memory and its index line)",
+    tags=["memories"],
+    request=s.RememberSerializer,
+    examples=[examples.REMEMBER],
+    responses={201: s.RememberResultSerializer},
+)
 @api_view(["POST"])
 def remember(request: Request) -> Response:
     """Create or replace a memory from its fields: the topic file and its MEMORY.md line."""
@@ -249,7 +287,14 @@ def remember(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.ForgetSerializer, responses={204: None})
+@extend_schema(
+    operation_id="forget",
+    summary="Forget a memory",
+    tags=["memories"],
+    request=s.ForgetSerializer,
+    examples=[examples.FORGET],
+    responses={204: None},
+)
 @api_view(["POST"])
 def forget(request: Request) -> Response:
     """Delete a memory's file and its MEMORY.md line."""
@@ -276,8 +321,23 @@ def _memory_store(user, data) -> Store:
     return store
 
 
-@extend_schema(methods=["GET"], parameters=[s.PromptSerializer], responses=s.PromptResultSerializer)
-@extend_schema(methods=["POST"], request=s.PromptSerializer, responses=s.PromptResultSerializer)
+@extend_schema(
+    methods=["GET"],
+    operation_id="getPrompt",
+    summary="The memory section of the system prompt",
+    tags=["agents"],
+    parameters=[s.PromptSerializer],
+    responses=s.PromptResultSerializer,
+)
+@extend_schema(
+    methods=["POST"],
+    operation_id="buildPrompt",
+    summary="The memory section of the system prompt (parameters in the body)",
+    tags=["agents"],
+    request=s.PromptSerializer,
+    examples=[examples.PROMPT],
+    responses=s.PromptResultSerializer,
+)
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
     """The memory section of the agent's system prompt; the mode follows the flags. With
@@ -298,7 +358,14 @@ def prompt(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.RecallSerializer, responses=s.RecallResultSerializer)
+@extend_schema(
+    operation_id="recall",
+    summary="Recall the memories that fit a query",
+    tags=["agents"],
+    request=s.RecallSerializer,
+    examples=[examples.RECALL],
+    responses=s.RecallResultSerializer,
+)
 @api_view(["POST"])
 def recall(request: Request) -> Response:
     """At most 5 memories that fit the query, each with its header, plus the rendered block.
@@ -334,7 +401,14 @@ def recall(request: Request) -> Response:
     )
 
 
-@extend_schema(request=s.SurfacedSerializer, responses=s.SurfacedResultSerializer)
+@extend_schema(
+    operation_id="markSurfaced",
+    summary="Count files as already shown to a session",
+    tags=["agents"],
+    request=s.SurfacedSerializer,
+    examples=[examples.MARK_SURFACED],
+    responses=s.SurfacedResultSerializer,
+)
 @api_view(["POST"])
 def recall_surfaced(request: Request) -> Response:
     """Count files as already shown to a session (the agent read them), so recall skips them."""
@@ -343,7 +417,14 @@ def recall_surfaced(request: Request) -> Response:
     return Response({"added": added})
 
 
-@extend_schema(request=s.SessionStartSerializer, responses=s.SessionStartResultSerializer)
+@extend_schema(
+    operation_id="startSession",
+    summary="What a session-start hook needs: changed files, team index, what waits",
+    tags=["agents"],
+    request=s.SessionStartSerializer,
+    examples=[examples.SESSION_START],
+    responses=s.SessionStartResultSerializer,
+)
 @api_view(["POST"])
 def session_start(request: Request) -> Response:
     """Everything a session-start hook needs in one answer: the private store's files that
@@ -374,7 +455,12 @@ def session_start(request: Request) -> Response:
     )
 
 
-@extend_schema(responses=s.MeSerializer)
+@extend_schema(
+    operation_id="whoAmI",
+    summary="The token's user, the token, and the server's version",
+    tags=["account"],
+    responses=s.MeSerializer,
+)
 @api_view(["GET"])
 def me(request: Request) -> Response:
     """Who the token belongs to, which token it is, and the server's version."""
@@ -393,7 +479,12 @@ def me(request: Request) -> Response:
     )
 
 
-@extend_schema(responses={204: None})
+@extend_schema(
+    operation_id="revokeToken",
+    summary="Revoke the token this request carries",
+    tags=["account"],
+    responses={204: None},
+)
 @api_view(["DELETE"])
 def revoke_token(request: Request) -> Response:
     """Revoke the token this request carries (`memhub-agent logout`)."""

@@ -1,8 +1,8 @@
 """Memory-quality checks shown in the review UI (docs/design.md §2).
 
 A memory's edit form shows warnings for it (`memory_warnings`), and a store's health page lists
-problems across memories (`relative_dates`, `missing_why_how`, `near_duplicates`). None of these
-block a save: they are advice, worded for a person.
+problems across memories (`relative_dates`, `missing_why_how`, `near_duplicates`,
+`unknown_links`). None of these block a save: they are advice, worded for a person.
 
 The checks favour precision over recall. A warning that fires on ordinary technical prose teaches
 people to ignore warnings, so `relative_dates` skips recurring habits ("every Monday",
@@ -16,15 +16,19 @@ import difflib
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from math import ceil
+
+from memapp.memdir.frontmatter import extract_links
 
 __all__ = [
     "STRUCTURED_TYPES",
+    "link_targets",
     "memory_warnings",
     "missing_why_how",
     "near_duplicates",
     "relative_dates",
+    "unknown_links",
 ]
 
 STRUCTURED_TYPES = ("feedback", "project")
@@ -293,8 +297,30 @@ _SECTION_ADVICE = {
 }
 
 
+# --- links -------------------------------------------------------------------------------
+
+
+def link_targets(memories: Iterable[tuple[str, str | None]]) -> frozenset[str]:
+    """What a `[[link]]` in a store may name, from its memories' `(path, name)`: each memory's
+    name and its file name without `.md` (docs/design.md §2)."""
+    targets: set[str] = set()
+    for path, name in memories:
+        targets.add(path.rsplit("/", 1)[-1].removesuffix(".md"))
+        if name:
+            targets.add(name)
+    return frozenset(targets)
+
+
+def unknown_links(links: Iterable[str], targets: Collection[str]) -> list[str]:
+    """The link targets that name no memory, in order, each once."""
+    return list(dict.fromkeys(link for link in links if link not in targets))
+
+
 def memory_warnings(
-    memory_type: str | None, body: str, description: str | None = None
+    memory_type: str | None,
+    body: str,
+    description: str | None = None,
+    targets: Collection[str] | None = None,
 ) -> list[str]:
     """Warnings for a memory's edit form, in this order; [] when there is nothing to say.
 
@@ -306,7 +332,9 @@ def memory_warnings(
       `Missing **How to apply:** — project memories should say when and where it applies.`;
     - for project memories, per relative date in the description or body (see
       `relative_dates`): `Relative date "next Tuesday": project memories must use absolute dates
-      (e.g. 2026-03-05).`
+      (e.g. 2026-03-05).`;
+    - when the store's `targets` are given (see `link_targets`), per `[[link]]` of the body
+      that names no memory: `Link [[deploy-checklist]] names no memory in this store yet.`
     """
     warnings: list[str] = []
     if description is not None:
@@ -327,4 +355,7 @@ def memory_warnings(
                 f'Relative date "{expression}": project memories must use absolute dates '
                 "(e.g. 2026-03-05)."
             )
+    if targets is not None:
+        for link in unknown_links(extract_links(body), targets):
+            warnings.append(f"Link [[{link}]] names no memory in this store yet.")
     return warnings

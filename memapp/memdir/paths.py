@@ -124,6 +124,48 @@ def long_name_prefix(path: str) -> str | None:
     return sanitized[: MAX_SANITIZED_LENGTH + 1]
 
 
+def original_path(
+    dirname: str, root: str | os.PathLike[str] = "/", limit: int = 2000
+) -> Path | None:
+    """The existing directory whose sanitized path is `dirname`, found by walking down from
+    `root` (sanitizing loses `/`, `.` and `-` alike, so only the disk can tell them apart).
+
+    For showing a discovered project by its path or repository rather than by its directory
+    name. None when no such directory exists any more, when the name is hashed (over 200
+    characters), or after `limit` directories have been looked at.
+
+    >>> original_path("-no-such-dir-anywhere") is None
+    True
+    """
+    if len(dirname) > MAX_SANITIZED_LENGTH:
+        return None
+    looked = 0
+
+    def walk(directory: Path, rest: str) -> Path | None:
+        nonlocal looked
+        if not rest:
+            return directory
+        looked += 1
+        if looked > limit:
+            return None
+        try:
+            entries = sorted(e.name for e in os.scandir(directory) if e.is_dir())
+        except OSError:
+            return None
+        for name in entries:
+            piece = "-" + sanitize_path(name)
+            if rest.startswith(piece) and (found := walk(directory / name, rest[len(piece) :])):
+                return found
+        return None
+
+    start = Path(root)
+    prefix = sanitize_path(str(start).rstrip("/"))
+    if not dirname.startswith(prefix):
+        return None
+    found = walk(start, dirname[len(prefix) :])
+    return found if found is not None and sanitize_path(str(found)) == dirname else None
+
+
 # --- git ------------------------------------------------------------------------------------
 
 

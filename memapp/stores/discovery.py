@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from memapp.memdir.memory_dirs import FoundStore, discover_memory_dirs
-from memapp.memdir.paths import memory_base
+from memapp.memdir.paths import memory_base, original_path, repo_slug_for
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -45,6 +45,18 @@ def _store_fields(found: FoundStore, owner, project: Project | None) -> dict:
     return fields
 
 
+def _project(dirname: str) -> Project:
+    """The project of a discovered directory, named once by the checkout it belongs to (its
+    repo slug, else its path) when that checkout is still on this host."""
+    project, _ = Project.objects.get_or_create(key=dirname)
+    if not project.name and not project.repo_slug:
+        checkout = original_path(dirname)
+        if checkout is not None:
+            project.name = repo_slug_for(checkout) or str(checkout)
+            project.save(update_fields=["name"])
+    return project
+
+
 def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
     """Create or update a store for every memory directory found under the memory base.
 
@@ -60,7 +72,7 @@ def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
         for item in found:
             project = None
             if item.project_dirname:
-                project, _ = Project.objects.get_or_create(key=item.project_dirname)
+                project = _project(item.project_dirname)
                 if owner is not None:
                     project.members.add(owner)
             store, _ = Store.objects.update_or_create(

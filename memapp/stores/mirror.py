@@ -8,7 +8,6 @@ gone. It never writes to the store's directory.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -18,7 +17,7 @@ from django.utils import timezone
 
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health
-from memapp.memdir.lint import missing_why_how, relative_dates
+from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, scan_memory_files
 from memapp.stores.models import MemoryFile, Store
 
@@ -161,14 +160,12 @@ def _refresh_cross_file_flags(store: Store, indexed: set[str]) -> None:
     rows = list(
         store.files.values_list("pk", "path", "name", "links", "in_index", "dangling_links")
     )
-    # A `[[slug]]` can point at a memory's name or its file name without `.md`.
-    targets = {name for _, _, name, _, _, _ in rows if name}
-    targets.update(posixpath.basename(path).removesuffix(".md") for _, path, *_ in rows)
+    targets = link_targets((path, name) for _, path, name, *_ in rows)
     # One UPDATE per distinct value (mostly one or two), not bulk_update's CASE per row.
     by_value: dict[tuple[bool, tuple[str, ...]], list[int]] = defaultdict(list)
     for pk, path, _name, links, was_in_index, was_dangling in rows:
         in_index = path in indexed
-        dangling = [slug for slug in links if slug not in targets]
+        dangling = unknown_links(links, targets)
         if in_index != was_in_index or dangling != was_dangling:
             by_value[(in_index, tuple(dangling))].append(pk)
     for (in_index, dangling), pks in by_value.items():

@@ -9,7 +9,11 @@ from django.utils import timezone
 
 
 class Project(models.Model):
-    """A project: keyed by its repo slug `owner/repo`, else its sanitized memory dir name."""
+    """A project: keyed by its repo slug `owner/repo`, else its sanitized memory dir name.
+
+    Shown as a person knows it (docs/design.md §22): its repo slug, else the `name`
+    discovery found for it (the checkout's slug or path), else its key.
+    """
 
     key = models.CharField(max_length=255, unique=True)
     name = models.CharField(max_length=255, blank=True)
@@ -28,7 +32,7 @@ class Project(models.Model):
         ordering = ["key"]
 
     def __str__(self) -> str:
-        return self.name or self.key
+        return self.repo_slug or self.name or self.key
 
 
 class StoreQuerySet(models.QuerySet):

@@ -63,7 +63,7 @@ class FlagForm(forms.Form):
         self.projects = {str(project.pk): project for project in projects}
         choices = [("", "global (every project without an override)")]
         if not spec.global_only:
-            choices += [(pk, project.key) for pk, project in self.projects.items()]
+            choices += [(pk, str(project)) for pk, project in self.projects.items()]
         self.fields["scope"].choices = choices
         self.fields["value"] = _value_field(spec)
         if current is not None:
@@ -123,7 +123,7 @@ class EventFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [("", "any kind")] + [(k, k) for k in EVENT_FIELDS]
         self.fields["project"].choices = [("", "any project")] + [
-            (str(p.pk), p.key) for p in projects
+            (str(p.pk), str(p)) for p in projects
         ]
         self.fields["user"].choices = [("", "anyone")] + [
             (str(u.pk), u.get_username()) for u in users

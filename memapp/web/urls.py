@@ -23,6 +23,7 @@ urlpatterns = [
     path("stores/<int:store_id>/health/rebuild-index/", stores.rebuild_index, name="rebuild_index"),
     path("stores/<int:store_id>/new/", memories.memory_create, name="memory_create"),
     path("stores/<int:store_id>/lint/", memories.memory_lint, name="memory_lint"),
+    path("stores/<int:store_id>/preview/", memories.memory_preview, name="memory_preview"),
     path("stores/<int:store_id>/m/<path:path>/edit/", memories.memory_edit, name="memory_edit"),
     path(
         "stores/<int:store_id>/m/<path:path>/forget/", memories.memory_forget, name="memory_forget"

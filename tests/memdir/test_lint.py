@@ -320,8 +320,27 @@ def test_a_date_in_both_description_and_body_is_warned_about_once():
 def test_the_public_surface_is_declared():
     assert sorted(lint.__all__) == [
         "STRUCTURED_TYPES",
+        "link_targets",
         "memory_warnings",
         "missing_why_how",
         "near_duplicates",
         "relative_dates",
+        "unknown_links",
+    ]
+
+
+def test_a_link_may_name_a_memory_or_its_file_name():
+    targets = lint.link_targets([("feedback_db.md", "Real DB"), ("team/ci.md", None)])
+    assert targets == {"feedback_db", "Real DB", "ci"}
+    assert lint.unknown_links(["Real DB", "nope", "ci", "nope", "later"], targets) == [
+        "nope",
+        "later",
+    ]
+
+
+def test_links_to_no_memory_are_warned_about_only_when_the_store_is_known():
+    body = "See [[Real DB]], [[deploy-checklist]] and [[deploy-checklist|the list]]."
+    assert memory_warnings("user", body, "d") == []
+    assert memory_warnings("user", body, "d", targets={"Real DB"}) == [
+        "Link [[deploy-checklist]] names no memory in this store yet."
     ]

@@ -26,6 +26,7 @@ from memapp.memdir.paths import (
     long_name_prefix,
     memory_base,
     memory_dir_for,
+    original_path,
     parse_repo_slug,
     repo_slug_for,
     sanitize_path,
@@ -651,3 +652,31 @@ def test_agent_memory_needs_a_known_scope_and_a_repo_for_repo_scopes():
         agent_memory_dir("x", "team", {"HOME": "/h"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="repository"):
         agent_memory_dir("x", "local", {"HOME": "/h"})
+
+
+def test_original_path_finds_the_directory_a_sanitized_name_came_from(tmp_path):
+    app = tmp_path / "home" / "ana" / "my-app"
+    app.mkdir(parents=True)
+    (tmp_path / "home" / "ana" / "my").mkdir()  # "-my" is a prefix of "-my-app": a dead end
+    (tmp_path / "home" / "ana.old").mkdir()
+    root = str(tmp_path)
+    name = sanitize_path(str(app))
+    assert original_path(name) == app
+    assert original_path(sanitize_path(str(tmp_path / "home" / "ana.old")), root) == (
+        tmp_path / "home" / "ana.old"
+    )
+
+
+def test_original_path_is_none_when_the_directory_is_gone_or_the_name_hashed(tmp_path):
+    assert original_path(sanitize_path(str(tmp_path / "gone" / "app"))) is None
+    long = tmp_path / ("x" * 120) / ("y" * 120)
+    long.mkdir(parents=True)
+    assert original_path(sanitize_path(str(long))) is None
+    assert original_path("not-starting-with-a-dash") is None
+
+
+def test_original_path_stops_after_its_limit(tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    assert original_path(sanitize_path(str(deep)), str(tmp_path.parent), limit=2) is None
+    assert original_path(sanitize_path(str(deep)), str(tmp_path.parent)) == deep

@@ -1,11 +1,13 @@
+import subprocess
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from memapp.memdir.memory_dirs import discover_memory_dirs
+from memapp.memdir.paths import sanitize_path
 from memapp.stores.discovery import discover_local_stores
-from memapp.stores.models import Event, Store
+from memapp.stores.models import Event, Project, Store
 from tests.conftest import write_memory
 
 
@@ -101,3 +103,27 @@ def test_discovery_can_be_turned_off(memory_base, alice, settings, capsys):
     call_command("discover")
     assert "Discovery is off (MEMHUB_DISCOVER=0)." in capsys.readouterr().out
     assert not Store.objects.exists()
+
+
+def _project_dir(memory_base: Path, checkout: Path) -> Path:
+    memory = memory_base / "projects" / sanitize_path(str(checkout)) / "memory"
+    write_memory(memory, "user_role.md", "Role", "Ana is a backend engineer", "user")
+    return memory
+
+
+@pytest.mark.django_db
+def test_a_discovered_project_is_shown_by_its_repo_slug_or_its_path(memory_base, tmp_path, alice):
+    repo = tmp_path / "src" / "my-app"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/my-app.git"],
+        check=True,
+    )
+    plain = tmp_path / "notes.d" / "scratch"
+    plain.mkdir(parents=True)
+    _project_dir(memory_base, repo)
+    _project_dir(memory_base, plain)
+    discover_local_stores(memory_base)
+    shown = sorted(str(s.project) for s in Store.objects.filter(kind="private"))
+    assert shown == ["-home-alice-app", str(plain), "acme/my-app"]  # the first is not on disk
+    assert Project.objects.get(name="acme/my-app").repo_slug == ""  # shown, not linked

@@ -1,13 +1,76 @@
 """Run memhub: gunicorn on MEMHUB_BIND (127.0.0.1:8000 unless told otherwise), the task worker
-and the background process (live mirror and task clock), stopped together."""
+and the background process (live mirror and task clock), stopped together.
 
+What they print goes to log files in `<data dir>/logs/`, so the terminal ends with one box: the
+address, how to log in and where the logs are (docs/design.md §22)."""
+
+from __future__ import annotations
+
+import hashlib
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+
+from memapp.stores.first_admin import FirstAdmin, do_ensure_admin
+
+# A Unix socket's path must fit in sun_path (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+START_SECONDS = 60
+
+
+def control_socket_path(data_dir: Path) -> Path:
+    """gunicorn's control socket: one per data dir, so two memhub instances never share one.
+    In the data dir when the path is short enough for a socket, else in the temp dir under a
+    name made from the data dir's path."""
+    path = data_dir / "gunicorn.ctl"
+    if len(str(path).encode()) <= MAX_SOCKET_PATH:
+        return path
+    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"memhub-{digest}.ctl"
+
+
+def banner(url: str, logs: Path, admin: FirstAdmin | None) -> str:
+    """The box a person reads when memhub has started."""
+    lines = [f"memhub is running at {url}", ""]
+    if admin is not None:
+        lines.append(f"Log in as   {admin.username}")
+        if admin.generated_password:
+            lines += [
+                f"Password    {admin.generated_password}",
+                "            (shown this once: change it after logging in)",
+            ]
+        elif admin.created:
+            lines.append("Password    the one in MEMHUB_ADMIN_PASSWORD")
+        else:
+            lines.append(f"Password    yours (manage.py changepassword {admin.username} resets it)")
+        lines.append("")
+    lines += [f"Logs        {logs}/", "Ctrl-C stops memhub."]
+    width = max(len(line) for line in lines)
+    rule = "─" * (width + 2)
+    body = [f"│ {line.ljust(width)} │" for line in lines]
+    return "\n".join([f"┌{rule}┐", *body, f"└{rule}┘"])
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 class Command(BaseCommand):
@@ -20,30 +83,40 @@ class Command(BaseCommand):
             action="store_true",
             help="no task worker and no background process (they run elsewhere)",
         )
+        parser.add_argument(
+            "--ensure-admin",
+            action="store_true",
+            help="create the first admin if there is none, and show how to log in",
+        )
 
-    def handle(self, *args, workers, no_background, **options):
+    def handle(self, *args, workers, no_background, ensure_admin, **options):
+        admin = do_ensure_admin() if ensure_admin else None
         host, port = settings.MEMHUB_BIND
-        bind = f"{host}:{port}"
         logs = settings.MEMHUB_DATA_DIR / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         manage = str(settings.BASE_DIR / "manage.py")
-        children = []
+        children: list[subprocess.Popen] = []
+
+        def spawn(command: list[str], log_name: str) -> subprocess.Popen:
+            with (logs / log_name).open("ab") as log:
+                child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            children.append(child)
+            return child
+
         if not no_background:
-            children.append(
-                subprocess.Popen(
-                    [sys.executable, manage, "db_worker", "--no-reload", "--interval", "0.5"]
-                )
+            spawn(
+                [sys.executable, manage, "db_worker", "--no-reload", "--interval", "0.5"],
+                "worker.log",
             )
-            children.append(subprocess.Popen([sys.executable, manage, "background"]))
-        self.stdout.write(f"memhub is starting on http://{bind}/ (Ctrl-C stops it)")
-        self.stdout.write(f"access log: {logs / 'access.log'}")
+            spawn([sys.executable, manage, "background"], "background.log")
+        self.stdout.write(f"memhub: starting on http://{host}:{port}/ …")
         self.stdout.flush()
-        server = subprocess.Popen(
+        server = spawn(
             [
                 str(Path(sys.executable).parent / "gunicorn"),
                 "memapp.wsgi:application",
                 "--bind",
-                bind,
+                f"{host}:{port}",
                 "--workers",
                 str(workers),
                 # Load the app before forking (memapp.wsgi loads all of it), and let each
@@ -55,16 +128,18 @@ class Command(BaseCommand):
                 "python:memapp.gunicorn_conf",
                 "--access-logfile",
                 str(logs / "access.log"),
-                # One control socket per data dir: two memhub instances never share one.
+                "--error-logfile",
+                str(logs / "server.log"),
                 "--control-socket",
-                str(settings.MEMHUB_DATA_DIR / "gunicorn.ctl"),
+                str(control_socket_path(settings.MEMHUB_DATA_DIR)),
                 "--chdir",
                 str(settings.BASE_DIR),
-            ]
+            ],
+            "server.log",
         )
-        children.append(server)
         signal.signal(signal.SIGTERM, lambda *_: server.terminate())
         try:
+            self._announce(server, host, port, logs, admin)
             code = server.wait()
         except KeyboardInterrupt:
             code = server.wait()
@@ -75,3 +150,19 @@ class Command(BaseCommand):
             for child in children:
                 child.wait()
         raise SystemExit(code)
+
+    def _announce(self, server, host: str, port: int, logs: Path, admin) -> None:
+        """The box once the site answers; the server's last log lines if it never does."""
+        deadline = time.monotonic() + START_SECONDS
+        while server.poll() is None and time.monotonic() < deadline:
+            if _listening(host, port):
+                self.stdout.write(banner(f"http://{host}:{port}/", logs, admin))
+                self.stdout.flush()
+                return
+            time.sleep(0.1)
+        self.stderr.write(
+            f"memhub: the server did not start; the end of {logs / 'server.log'}:\n"
+            + _tail(logs / "server.log")
+        )
+        if server.poll() is None:
+            server.terminate()

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from memapp.memdir.freshness import memory_age, memory_header, staleness_note
 from memapp.memdir.frontmatter import FrontmatterError, parse_memory
 from memapp.memdir.keys import validate_key
-from memapp.memdir.lint import memory_warnings
+from memapp.memdir.lint import link_targets, memory_warnings
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
     EditConflict,
@@ -51,6 +51,16 @@ def _link_resolver(store: Store):
     return resolve
 
 
+def _warnings(store: Store, memory_type: str | None, body: str, description: str | None):
+    """The edit form's warnings, `[[links]]` to names no memory of the store has included."""
+    targets = link_targets(store.files.values_list("path", "name"))
+    return memory_warnings(memory_type or None, body, description, targets)
+
+
+def _preview(store: Store, body: str) -> str:
+    return render_markdown(body, resolve_link=_link_resolver(store))
+
+
 def _backlinks(store: Store, file: MemoryFile) -> list[MemoryFile]:
     names = {file.path.rsplit("/", 1)[-1].removesuffix(".md")} | (
         {file.name} if file.name else set()
@@ -78,7 +88,7 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "staleness": staleness_note(file.mtime_ms),
         "links": [(slug, resolve(slug)) for slug in memory.links],
         "backlinks": _backlinks(store, file),
-        "warnings": memory_warnings(memory.type, memory.body, memory.description),
+        "warnings": _warnings(store, memory.type, memory.body, memory.description),
     }
     return render(request, "memapp/memory.html", context)
 
@@ -86,7 +96,7 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
 def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None):
     """Save a valid form, or return the page that explains why not (warnings, conflict)."""
     data = form.cleaned_data
-    warnings = memory_warnings(data["type"], data["body"], data["description"])
+    warnings = _warnings(store, data["type"], data["body"], data["description"])
     if warnings and "save_anyway" not in request.POST:
         return None, warnings
     try:
@@ -125,9 +135,12 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
 def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
     warnings: list[str] = []
+    preview = None
     if request.method == "POST":
         form = MemoryForm(request.POST)
-        if form.is_valid():
+        if "preview" in request.POST:
+            preview, warnings = _previewed(store, request)
+        elif form.is_valid():
             response, warnings = _save(request, store, form, path)
             if response is not None:
                 return response
@@ -143,7 +156,13 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
                 "base_sha256": sha256_text(data),
             }
         )
-    context = {"store": store, "file": file, "form": form, "warnings": warnings}
+    context = {
+        "store": store,
+        "file": file,
+        "form": form,
+        "warnings": warnings,
+        "preview": preview,
+    }
     return render(request, "memapp/edit.html", context)
 
 
@@ -151,28 +170,47 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
 def memory_create(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
     warnings: list[str] = []
+    preview = None
     if request.method == "POST":
         form = MemoryForm(request.POST)
-        if form.is_valid():
+        if "preview" in request.POST:
+            preview, warnings = _previewed(store, request)
+        elif form.is_valid():
             response, warnings = _save(request, store, form, None)
             if response is not None:
                 return response
     else:
         form = MemoryForm(initial={"type": request.GET.get("type", "")})
-    return render(request, "memapp/edit.html", {"store": store, "form": form, "warnings": warnings})
+    context = {"store": store, "form": form, "warnings": warnings, "preview": preview}
+    return render(request, "memapp/edit.html", context)
+
+
+def _previewed(store: Store, request: HttpRequest) -> tuple[str, list[str]]:
+    """The Preview button without JavaScript: the body rendered and the warnings, nothing
+    saved (the form comes back as typed)."""
+    post = request.POST
+    body = post.get("body", "")
+    return _preview(store, body), _warnings(store, post.get("type"), body, post.get("description"))
 
 
 @login_required
 @require_POST
 def memory_lint(request: HttpRequest, store_id: int) -> HttpResponse:
     """Live warnings for the edit form (htmx)."""
-    get_store_for_user(request.user, store_id)
-    warnings = memory_warnings(
-        request.POST.get("type") or None,
-        request.POST.get("body", ""),
-        request.POST.get("description", ""),
-    )
+    store = get_store_for_user(request.user, store_id)
+    post = request.POST
+    warnings = _warnings(store, post.get("type"), post.get("body", ""), post.get("description", ""))
     return render(request, "memapp/partials/warnings.html", {"warnings": warnings})
+
+
+@login_required
+@require_POST
+def memory_preview(request: HttpRequest, store_id: int) -> HttpResponse:
+    """The body as the memory page will show it, while editing (htmx; the Preview button
+    does the same through the edit view without JavaScript)."""
+    store = get_store_for_user(request.user, store_id)
+    preview = _preview(store, request.POST.get("body", ""))
+    return render(request, "memapp/partials/preview.html", {"store": store, "preview": preview})
 
 
 @login_required

@@ -121,7 +121,7 @@ def flag_detail(request: HttpRequest, name: str) -> HttpResponse:
             user=request.user,
             note=form.cleaned_data["note"],
         )
-        where = f"for {project.key}" if project is not None else "globally"
+        where = f"for {project}" if project is not None else "globally"
         messages.success(request, f"{name} is now {show_value(spec, value)} {where}.")
         return redirect("flag", name=name)
     row = next(row for row in _rows() if row.spec.name == name)
@@ -142,7 +142,7 @@ def flag_clear(request: HttpRequest, name: str) -> HttpResponse:
     note = request.POST.get("note", "")[:500]
     clear_flag_override(name, project, user=request.user, note=note)
     if project is not None:
-        messages.success(request, f"{project.key} follows the global value of {name} again.")
+        messages.success(request, f"{project} follows the global value of {name} again.")
     else:
         messages.success(request, f"{name} is back to its default.")
     return redirect("flag", name=name)

@@ -1,10 +1,8 @@
 """Create the first admin user once, so a fresh install can be logged into at once."""
 
-import os
-import secrets
-
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+
+from memapp.stores.first_admin import do_ensure_admin
 
 
 class Command(BaseCommand):
@@ -17,19 +15,13 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="admin")
 
     def handle(self, *args, username, **options):
-        users = get_user_model().objects
-        if users.filter(is_superuser=True).exists():
+        admin = do_ensure_admin(username)
+        if not admin.created:
             self.stdout.write("An admin user already exists; nothing to do.")
-            return
-        password = os.environ.get("MEMHUB_ADMIN_PASSWORD", "")
-        generated = not password
-        if generated:
-            password = secrets.token_urlsafe(12)
-        users.create_superuser(username=username, email="", password=password)
-        if generated:
+        elif admin.generated_password:
             self.stdout.write(
                 self.style.WARNING(
-                    f"Created admin user {username!r} with password: {password}\n"
+                    f"Created admin user {username!r} with password: {admin.generated_password}\n"
                     "This is shown only once; change it after logging in."
                 )
             )

@@ -1,0 +1,101 @@
+"""Request examples for the API docs (`/api/docs/`): one per body, as an agent would send it."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample
+
+TOPIC = (
+    "---\nname: Real database in tests\ndescription: Integration tests hit a real database\n"
+    "type: feedback\n---\nUse the real database.\n\n**Why:** mocks hid a broken migration.\n"
+    "**How to apply:** every integration test.\n"
+)
+
+
+def _example(name: str, value: dict, summary: str = "") -> OpenApiExample:
+    return OpenApiExample(name, value=value, summary=summary or name, request_only=True)
+
+
+RESOLVE_STORE = _example(
+    "Find my private store",
+    {"project": "acme/app", "project_dirname": "-home-ana-app", "scope": "private"},
+)
+PUT_FILE = _example("A topic file", {"content": TOPIC})
+SYNC_FILES = _example(
+    "Upload one file, delete another",
+    {
+        "files": {"feedback_real_db.md": TOPIC},
+        "delete": ["project_old_launch.md"],
+        "base": {
+            "feedback_real_db.md": "sha256:" + "3f" * 32,
+            "project_old_launch.md": "sha256:" + "a1" * 32,
+        },
+    },
+    "Only changed keys; `base` holds the checksums last seen",
+)
+REMEMBER = _example(
+    "Remember feedback",
+    {
+        "project": "acme/app",
+        "scope": "private",
+        "name": "Real database in tests",
+        "description": "Integration tests hit a real database",
+        "type": "feedback",
+        "body": "Use the real database.\n\n**Why:** mocks hid a broken migration.\n"
+        "**How to apply:** every integration test.\n",
+    },
+)
+FORGET = _example("Forget a memory", {"project": "acme/app", "path": "feedback_real_db.md"})
+PROMPT = _example(
+    "The prompt for a project", {"project": "acme/app", "memory_dir": "/home/ana/.claude/memory"}
+)
+RECALL = _example(
+    "What helps with slow tests?",
+    {
+        "project": "acme/app",
+        "query": "why are the integration tests slow?",
+        "recent_tools": ["Bash", "Grep"],
+        "already_surfaced": [],
+        "session_id": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
+    },
+)
+MARK_SURFACED = _example(
+    "The agent read a memory file",
+    {
+        "session_id": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
+        "paths": ["/home/ana/.claude/projects/-home-ana-app/memory/feedback_real_db.md"],
+    },
+)
+SESSION_START = _example(
+    "A session starts",
+    {
+        "project": "acme/app",
+        "project_dirname": "-home-ana-app",
+        "memory_dir": "/home/ana/.claude/projects/-home-ana-app/memory",
+        "have": {"feedback_real_db.md": "sha256:" + "3f" * 32},
+        "team_index": True,
+    },
+    "`have`: the checksum of each file the agent holds; the answer sends those that differ",
+)
+UPLOAD_SNAPSHOT = _example(
+    "A snapshot and the user-scope memory",
+    {
+        "project_dirname": "-home-ana-widgets",
+        "snapshot": {
+            "snapshot.json": '{"updatedAt": "2026-03-05T09:30:00.000Z"}',
+            "MEMORY.md": "- [Style](style.md) — style guide\n",
+            "style.md": "---\nname: Style\ndescription: Style guide lives in docs/\n"
+            "type: reference\n---\n",
+        },
+        "scopes": {"user": {"MEMORY.md": ""}},
+    },
+)
+PUT_TEAM_MEMORY = _example(
+    "Upsert two entries",
+    {
+        "entries": {
+            "MEMORY.md": "- [Release freeze](project_release.md) — freeze on 2026-03-05\n",
+            "project_release.md": "---\nname: Release freeze\ndescription: Release freeze "
+            "2026-03-05\ntype: project\n---\nNo merges to main after 2026-03-05.\n",
+        }
+    },
+)

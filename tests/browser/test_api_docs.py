@@ -1,0 +1,43 @@
+"""The API docs stand alone: everything they load comes from memhub itself, and they show
+operations by the names and examples a person would choose."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.browser.accessibility import check_accessibility
+from tests.conftest import ARTIFACTS, PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_api_docs_load_nothing_from_outside(live_server, page, alice):
+    hosts: list[str] = []
+
+    def record(route):
+        hosts.append(urlsplit(route.request.url).hostname or "")
+        if hosts[-1] in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            route.abort()  # never reach out, even if a page asked to
+
+    page.route("**/*", record)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/api/docs/")
+    recall = page.locator("h2", has_text="Recall the memories that fit a query")
+    recall.wait_for()
+    page.wait_for_load_state("networkidle")
+    assert hosts and set(hosts) <= {"127.0.0.1", "localhost"}, set(hosts)
+    assert page.locator("h1").first.inner_text().startswith("memhub agent API")
+    recall.scroll_into_view_if_needed()
+    assert "why are the integration tests slow?" in page.content()  # the request example
+    check_accessibility(page, enforced=frozenset())  # Redoc's headings skip levels
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "api-docs-recall.png"))  # the page is 19,000 px tall

@@ -1,0 +1,240 @@
+"""Every page of the site, as its owner would see it, in light and dark mode, on a desktop and
+on a 390 px phone: axe finds no critical or serious violation, nothing is wider than the
+screen (nor than a 360 px one), and a screenshot of each is saved for a person to look at.
+
+A new page needs one line in `pages()`; a new URL that only takes POST goes in POST_ONLY.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from django.urls import URLPattern, reverse
+
+from memapp.memdir.agent_snapshots import MARKER_FILENAME
+from memapp.memdir.paths import sanitize_path
+from memapp.stores.discovery import discover_local_stores
+from memapp.stores.flags import set_flag
+from memapp.stores.models import Store
+from memapp.web import urls as web_urls
+from snapshots.actions import do_register_checkout
+from snapshots.models import Checkout
+from teamsync.models import BlockedFile, TeamConflict
+from tests.browser.accessibility import (
+    ALSO_ENFORCED,
+    accessibility_violations,
+    chart_colour_contrasts,
+    describe,
+)
+from tests.conftest import ARTIFACTS, PASSWORD, write_memory
+from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, write_files, write_snapshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# URLs that only take a form's POST: each is reached from a page below, never shown itself.
+POST_ONLY = {
+    "rescan",
+    "store_rescan",
+    "rebuild_index",
+    "memory_lint",
+    "memory_preview",
+    "token_revoke",
+    "flag_clear",
+    "sync_now",
+    "checkout_register",
+    "checkout_rescan",
+    "checkout_remove",
+    "logout",
+}
+SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture
+def site(memory_base, alice, tmp_path, monkeypatch):
+    """Alice's discovered stores with something on every page: a project named by its
+    checkout's repo, a link to a memory not written yet, a conflict and a blocked file in
+    team sync, a pending snapshot update."""
+    app = tmp_path / "src" / "app"
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    subprocess.run(
+        ["git", "-C", str(app), "remote", "add", "origin", "git@github.com:acme/app.git"],
+        check=True,
+    )
+    project_dir = memory_base / "projects" / sanitize_path(str(app))
+    (memory_base / "projects" / "-home-alice-app").rename(project_dir)
+    private = project_dir / "memory"
+    write_memory(
+        private,
+        "reference_wiki.md",
+        "Team wiki",
+        "The team wiki lives at wiki.example.com/backend",
+        "reference",
+        "Runbooks are under **Ops**. See [[Real DB]] and [[deploy-checklist]].\n",
+    )
+    with (private / "MEMORY.md").open("a") as index:
+        index.write("- [Team wiki](reference_wiki.md) — where docs live\n")
+    repo = tmp_path / "src" / "widgets"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/widgets.git"],
+        check=True,
+    )
+    write_snapshot(repo, "reviewer", T2, SNAPSHOT)
+    agent = write_files(memory_base / "agent-memory" / "reviewer", LOCAL)
+    (agent / MARKER_FILENAME).write_text(json.dumps({"syncedFrom": T1}))
+    discover_local_stores(memory_base)
+    checkout = do_register_checkout(alice, repo)
+    team = Store.objects.get(kind="team")
+    TeamConflict.objects.create(
+        store=team,
+        key="project_release.md",
+        kind="edit",
+        base="Freeze on 2026-03-05.\n",
+        ours="Freeze on 2026-03-06.\n",
+        theirs="Freeze on 2026-03-07.\n",
+    )
+    BlockedFile.objects.create(
+        store=team,
+        key="secrets.md",
+        reason="secret",
+        hits=[{"rule_id": "github-pat", "label": "GitHub token", "line": 3}],
+    )
+    set_flag("recall_max", 4, user=alice, note="recalls were noisy")
+    return checkout
+
+
+def pages(checkout: Checkout) -> dict[str, str]:
+    """Each page by its URL name: the path a person opens."""
+    private = Store.objects.get(kind="private")
+    conflict = TeamConflict.objects.get()
+    target = "reviewer"
+    return {
+        "home": reverse("home"),
+        "search": reverse("search") + "?q=wiki",
+        "store": reverse("store", args=[private.pk]),
+        "store_health": reverse("store_health", args=[private.pk]),
+        "memory_create": reverse("memory_create", args=[private.pk]),
+        "memory_edit": reverse("memory_edit", args=[private.pk, "reference_wiki.md"]),
+        "memory_forget": reverse("memory_forget", args=[private.pk, "reference_wiki.md"]),
+        "memory": reverse("memory", args=[private.pk, "reference_wiki.md"]),
+        "tokens": reverse("tokens"),
+        "dashboard": reverse("dashboard"),
+        "events": reverse("events"),
+        "settings": reverse("settings"),
+        "flag": reverse("flag", args=["recall_max"]),
+        "sync": reverse("sync"),
+        "sync_conflict": reverse("sync_conflict", args=[conflict.pk]),
+        "snapshot_list": reverse("snapshot_list"),
+        "snapshot_review": reverse("snapshot_review", args=[checkout.pk, target, "user"]),
+        "login": reverse("login"),
+    }
+
+
+def test_every_page_is_listed_here():
+    """A page someone adds to memapp/web/urls.py is checked once it is listed above."""
+    names = {p.name for p in web_urls.urlpatterns if isinstance(p, URLPattern)}
+    listed = {
+        "home",
+        "search",
+        "store",
+        "store_health",
+        "memory_create",
+        "memory_edit",
+        "memory_forget",
+        "memory",
+        "tokens",
+        "dashboard",
+        "events",
+        "settings",
+        "flag",
+        "sync",
+        "sync_conflict",
+        "snapshot_list",
+        "snapshot_review",
+        "login",
+    }
+    assert names - POST_ONLY == listed
+
+
+def log_in(page, live_server) -> None:
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def fits_the_screen(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_every_page_is_accessible_and_fits(live_server, page, site, scheme, screen):
+    page.set_viewport_size(SCREENS[screen])
+    page.emulate_media(color_scheme=scheme)
+    log_in(page, live_server)
+    urls = pages(site)
+    login = urls.pop("login")
+    urls |= {"api_docs": reverse("api_docs"), "not_found": "/stores/999999/", "login": login}
+    ARTIFACTS.mkdir(exist_ok=True)
+    problems = []
+    for name, url in urls.items():
+        if name == "login":
+            page.context.clear_cookies()
+        response = page.goto(f"{live_server.url}{url}")
+        assert response.status == (404 if name == "not_found" else 200), name
+        if name == "api_docs":
+            page.wait_for_selector("h1")
+        if name == "home":
+            assert page.locator("main h2").first.inner_text() == "acme/app"
+        page.screenshot(path=str(ARTIFACTS / f"every-{screen}-{scheme}-{name}.png"), full_page=True)
+        # Redoc's own markup skips heading levels: there only critical and serious count.
+        enforced = frozenset() if name == "api_docs" else ALSO_ENFORCED
+        if violations := accessibility_violations(page, enforced=enforced):
+            problems.append(f"axe on {name}:\n{describe(violations)}")
+        if not fits_the_screen(page):
+            problems.append(f"{name} is wider than the {screen} screen")
+        if screen == "phone":  # the narrowest phones in use
+            page.set_viewport_size({"width": 360, "height": 740})
+            if not fits_the_screen(page):
+                problems.append(f"{name} is wider than a 360 px screen")
+            page.set_viewport_size(SCREENS[screen])
+        if name == "dashboard":
+            contrasts = chart_colour_contrasts(page)
+            assert len(contrasts) >= 8, contrasts  # admin.css's chart classes were found
+            faint = {c: round(r, 2) for c, r in contrasts.items() if r < 3}
+            if faint:
+                problems.append(f"chart colours under 3:1 against the card: {faint}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
+def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, site, javascript):
+    context = browser.new_context(viewport=SCREENS["phone"], java_script_enabled=javascript)
+    page = context.new_page()
+    try:
+        log_in(page, live_server)
+        nav = page.locator("nav[aria-label=Main]")
+        assert not nav.is_visible()
+        page.click("summary:has-text('Menu')")
+        assert nav.is_visible()
+        assert page.locator(".nav-list a").all_inner_texts()[:3] == ["Home", "Search", "Team sync"]
+        page.screenshot(
+            path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
+        )
+        page.click(".nav-list a:has-text('Dashboard')")
+        page.wait_for_url("**/dashboard/")
+        assert fits_the_screen(page)
+    finally:
+        context.close()
+
+
+def test_the_desktop_shows_the_navigation_without_a_menu_button(live_server, page, site):
+    page.set_viewport_size(SCREENS["desktop"])
+    log_in(page, live_server)
+    assert page.locator("nav[aria-label=Main]").is_visible()
+    assert not page.locator("summary:has-text('Menu')").is_visible()

@@ -1,0 +1,102 @@
+"""Starting memhub as a person does: `serve --ensure-admin` ends with a box holding the address
+and the admin's password (what the servers print goes to log files), and two instances with
+their own data dirs and ports run side by side and stop cleanly, each with its own gunicorn
+control socket (one data dir so deep that its socket path would not fit)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from memapp.management.commands.serve import MAX_SOCKET_PATH, banner, control_socket_path
+from memapp.stores.first_admin import FirstAdmin
+from tests.test_serve import MANAGE, _answers, free_port, wait_until
+
+
+def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict]:
+    port = free_port()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "MEMHUB_DATA_DIR": str(data_dir),
+        "CLAUDE_CONFIG_DIR": str(home / "claude"),
+        "MEMHUB_BIND": f"127.0.0.1:{port}",
+    }
+    subprocess.run([sys.executable, MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True)
+    home.mkdir(parents=True, exist_ok=True)
+    out = home / f"serve-{port}.out"
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, MANAGE, "serve", "--workers", "1", "--ensure-admin"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    wait_until(lambda: _answers(url) and "└" in out.read_text(), 60)
+    return process, url, out, env
+
+
+def stop(process: subprocess.Popen) -> int:
+    os.killpg(process.pid, signal.SIGTERM)
+    code = process.wait(timeout=30)
+    left = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True).stdout
+    assert left == b"", "serve left processes running"
+    return code
+
+
+def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "data"
+    started = [start(tmp_path / "one" / "data", tmp_path / "one"), start(deep, tmp_path / "two")]
+    try:
+        sockets = [control_socket_path(Path(env["MEMHUB_DATA_DIR"])) for *_, env in started]
+        assert sockets[0] == tmp_path / "one" / "data" / "gunicorn.ctl"
+        assert len(str(sockets[1])) <= MAX_SOCKET_PATH and sockets[0] != sockets[1]
+        assert all(path.is_socket() for path in sockets)
+        for _process, url, out, env in started:
+            with urllib.request.urlopen(url + "/login/", timeout=10) as response:
+                assert response.status == 200
+            shown = out.read_text()
+            assert "Log in as   admin" in shown and f"memhub is running at {url}/" in shown
+            assert "Booting worker" not in shown  # gunicorn's lines are in the server log
+            logs = Path(env["MEMHUB_DATA_DIR"]) / "logs"
+            wait_until(lambda logs=logs: "GET /login/" in (logs / "access.log").read_text(), 10)
+            assert "Booting worker" in (logs / "server.log").read_text()
+    finally:
+        codes = [stop(process) for process, *_ in started]
+    assert codes == [0, 0]
+    assert not any(path.exists() for path in sockets)
+
+
+def test_the_password_in_the_box_logs_the_admin_in(tmp_path):
+    process, url, out, env = start(tmp_path / "data", tmp_path)
+    try:
+        password = out.read_text().split("Password    ")[1].split()[0]
+        check = (
+            "from django.contrib.auth import get_user_model as g;"
+            f"print(g().objects.get(username='admin').check_password({password!r}))"
+        )
+        done = subprocess.run(
+            [sys.executable, MANAGE, "shell", "-c", check], env=env, capture_output=True, text=True
+        )
+        assert done.stdout.strip().splitlines()[-1] == "True"
+    finally:
+        stop(process)
+
+
+def test_the_box_says_how_to_log_in_in_each_case(tmp_path):
+    generated = banner("http://127.0.0.1:8000/", tmp_path, FirstAdmin("admin", True, "pw123"))
+    lines = generated.splitlines()
+    assert lines[0].startswith("┌") and lines[-1].startswith("└")
+    assert len({len(line) for line in lines}) == 1  # a closed box
+    assert "│ Password    pw123" in generated
+    from_env = banner("http://x/", tmp_path, FirstAdmin("admin", True))
+    assert "MEMHUB_ADMIN_PASSWORD" in from_env
+    existing = banner("http://x/", tmp_path, FirstAdmin("ana", False))
+    assert "manage.py changepassword ana" in existing
+    assert "Log in" not in banner("http://x/", tmp_path, None)
