@@ -456,7 +456,7 @@ def session_start(request: Request) -> Response:
 
 
 @extend_schema(
-    operation_id="whoAmI",
+    operation_id="getAccount",
     summary="The token's user, the token, and the server's version",
     tags=["account"],
     responses=s.MeSerializer,
