@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -140,3 +141,92 @@ def env_tasks(name: str, default: str, env: Mapping[str, str] | None = None) -> 
     if value not in TASK_BACKENDS:
         raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(TASK_BACKENDS)}")
     return {"BACKEND": TASK_BACKENDS[value], "QUEUES": ["default"]}
+
+
+_RATE = re.compile(r"(?P<count>[0-9]+)/(?P<period>s|sec|second|m|min|minute|h|hour|d|day)")
+
+
+def env_rate(name: str, default: str, env: Mapping[str, str] | None = None) -> str:
+    """A request rate in DRF's syntax, `<count>/<period>` (`1200/min`, `10/s`, `5000/day`)."""
+    value = env_str(name, default, env)
+    match = _RATE.fullmatch(value)
+    if match is None or int(match["count"]) < 1:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate (use <count>/<period> with a period of "
+            "s, min, hour or day, e.g. 1200/min)"
+        )
+    return value
+
+
+_DATABASE_SCHEMES = {"postgres", "postgresql", "pgsql", "sqlite"}
+
+
+def env_database(name: str, env: Mapping[str, str] | None = None, **options) -> dict | None:
+    """Django's DATABASES entry for a database URL (PostgreSQL or SQLite), or None when unset.
+    `options` go to dj_database_url (connection age, health checks)."""
+    value = env_str(name, "", env)
+    if not value:
+        return None
+    scheme = value.partition("://")[0].lower()
+    accepted = "use postgres://user:password@host:5432/dbname or sqlite:////absolute/file.sqlite3"
+    if scheme not in _DATABASE_SCHEMES:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a database URL memhub supports ({accepted})"
+        )
+    try:
+        config = dj_database_url.parse(value, **options)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={value!r} cannot be read: {exc} ({accepted})") from None
+    if not config.get("NAME"):
+        raise ImproperlyConfigured(f"{name}={value!r} names no database ({accepted})")
+    return config
+
+
+def env_url(name: str, default: str = "", env: Mapping[str, str] | None = None) -> str:
+    """An http(s) URL with a host, or the default when unset."""
+    value = env_str(name, default, env)
+    if value and not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not an http:// or https:// URL")
+    return value
+
+
+def env_origins(name: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """A comma-separated list of origins, each `http(s)://host[:port]` and nothing after."""
+    origins = [item.strip() for item in env_str(name, "", env).split(",") if item.strip()]
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^\s/?#]+", origin):
+            raise ImproperlyConfigured(
+                f"{name}: {origin!r} is not an origin (use https://host or http://host:port, "
+                "comma-separated)"
+            )
+    return origins
+
+
+def env_hosts(name: str, default: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """A comma-separated list of host names as Django's ALLOWED_HOSTS takes them (`.example.com`
+    for every subdomain, `*` for any host, `[::1]`)."""
+    hosts = [item.strip() for item in env_str(name, default, env).split(",") if item.strip()]
+    for host in hosts:
+        if not re.fullmatch(r"\*|\.?[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]", host):
+            raise ImproperlyConfigured(
+                f"{name}: {host!r} is not a host name (use names such as memhub.example.com, "
+                ".example.com or [::1], comma-separated)"
+            )
+    return hosts
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def env_log_level(name: str, default: str, env: Mapping[str, str] | None = None) -> str:
+    value = env_str(name, default, env).upper()
+    if value not in LOG_LEVELS:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value
+
+
+def env_redis_url(name: str, env: Mapping[str, str] | None = None) -> str:
+    value = env_str(name, "", env)
+    if value and not re.fullmatch(r"rediss?://\S+", value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a Redis URL (redis://host:6379/0)")
+    return value

@@ -5,18 +5,24 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from memapp.env import (
     env_bind,
     env_bool,
     env_cache,
+    env_database,
     env_float,
+    env_hosts,
     env_int,
+    env_log_level,
+    env_origins,
     env_path,
+    env_rate,
+    env_redis_url,
     env_str,
     env_tasks,
+    env_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -30,7 +36,13 @@ def _default_data_dir() -> Path:
 
 
 MEMHUB_DATA_DIR = env_path("MEMHUB_DATA_DIR", _default_data_dir())
-MEMHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
+try:
+    MEMHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(
+        f"MEMHUB_DATA_DIR={str(MEMHUB_DATA_DIR)!r} cannot be created ({exc.strerror}): use a "
+        "directory memhub may write to"
+    ) from None
 
 
 def _secret_key() -> str:
@@ -52,16 +64,10 @@ SECRET_KEY = _secret_key()
 DEBUG = env_bool("MEMHUB_DEBUG", False)
 
 MEMHUB_BIND = env_bind("MEMHUB_BIND", "127.0.0.1:8000")
-ALLOWED_HOSTS = [
-    host.strip()
-    for host in env_str("MEMHUB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")
-    if host.strip()
-]
+ALLOWED_HOSTS = env_hosts("MEMHUB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 if MEMHUB_BIND[0] not in ("0.0.0.0", "::", "[::]") and MEMHUB_BIND[0] not in ALLOWED_HOSTS:
     ALLOWED_HOSTS.append(MEMHUB_BIND[0])
-CSRF_TRUSTED_ORIGINS = [
-    origin.strip() for origin in env_str("MEMHUB_CSRF_TRUSTED_ORIGINS").split(",") if origin.strip()
-]
+CSRF_TRUSTED_ORIGINS = env_origins("MEMHUB_CSRF_TRUSTED_ORIGINS")
 
 # Discovery of the local user's agent memory (docs/design.md §1, §3).
 MEMHUB_DISCOVER = env_bool("MEMHUB_DISCOVER", True)
@@ -73,7 +79,7 @@ MEMHUB_TEAM_REMOTE = env_str("MEMHUB_TEAM_REMOTE")
 
 # Recall (docs/design.md §7): without a key memhub recalls offline.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
-ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+ANTHROPIC_BASE_URL = env_url("ANTHROPIC_BASE_URL")
 MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
 # Seconds the LLM selector may take per attempt (one retry) before recall falls back offline.
 MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
@@ -139,13 +145,11 @@ _SQLITE_DEFAULT = {
     "ENGINE": "django.db.backends.sqlite3",
     "NAME": MEMHUB_DATA_DIR / "memhub.sqlite3",
 }
-DATABASE_URL = env_str("DATABASE_URL")
 # One connection per worker, not per request (a new PostgreSQL connection costs milliseconds),
 # checked before reuse so a restarted database server costs one failed request, not many.
 DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
-    if DATABASE_URL
-    else _SQLITE_DEFAULT
+    "default": env_database("DATABASE_URL", conn_max_age=60, conn_health_checks=True)
+    or _SQLITE_DEFAULT
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers proceed during a write; IMMEDIATE avoids "database is locked" upgrades.
@@ -170,7 +174,7 @@ CACHES = {"default": env_cache("MEMHUB_CACHE_URL", "db://")}
 # default keeps them in the database and `manage.py serve` starts the worker that runs them.
 TASKS = {"default": env_tasks("MEMHUB_TASKS", "database")}
 if TASKS["default"]["BACKEND"] == "django_tasks_rq.RQBackend":
-    MEMHUB_RQ_URL = env_str("MEMHUB_RQ_URL")
+    MEMHUB_RQ_URL = env_redis_url("MEMHUB_RQ_URL")
     if not MEMHUB_RQ_URL:
         raise ImproperlyConfigured("MEMHUB_TASKS=rq needs MEMHUB_RQ_URL (e.g. redis://host:6379/0)")
     INSTALLED_APPS += ["django_rq", "django_tasks_rq"]
@@ -202,7 +206,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
-MEMHUB_API_RATE = env_str("MEMHUB_API_RATE", "1200/min")
+MEMHUB_API_RATE = env_rate("MEMHUB_API_RATE", "1200/min")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memapp.api.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -257,5 +261,5 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("MEMHUB_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_log_level("MEMHUB_LOG_LEVEL", "INFO")},
 }

@@ -1,10 +1,11 @@
 """WSGI entry point (gunicorn serves `memapp.wsgi:application`).
 
 The whole app is loaded here, before any request. Django would otherwise, on the first request
-to each worker, import the URL patterns with every view, DRF and the Anthropic SDK, and compile
-the URL patterns: that request took over a second, longer than an agent's hook waits
-(docs/design.md §21). `manage.py serve` runs gunicorn with `--preload`, so this happens once,
-before the workers fork; it opens no database connection, which a forked worker must not share.
+to each worker, import the URL patterns with every view, DRF and (with an API key) the
+Anthropic SDK, and compile the URL patterns: that request took over a second, longer than an
+agent's hook waits (docs/design.md §21). `manage.py serve` runs gunicorn with `--preload`, so
+this happens once, before the workers fork; it opens no database connection, which a forked
+worker must not share.
 """
 
 import contextlib

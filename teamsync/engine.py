@@ -21,8 +21,6 @@ lock per clone that a crashed process cannot leave held (an `flock` dies with it
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import posixpath
 import re
 import tempfile
@@ -32,11 +30,20 @@ from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
-from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
+from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.filelock import file_lock
-from memapp.memdir.index import INDEX_FILENAME, parse_index_entries
+from memapp.memdir.index import parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.scan import settled_signature
+from memapp.memdir.store_files import (
+    INDEX_FILENAME,
+    FileRejected,
+    check_entry,
+    checksum,
+    entry_path,
+    is_index_key,
+    read_store,
+    write_entries,
+)
 
 BRANCH = "main"
 GITATTRIBUTES = (
@@ -66,10 +73,6 @@ def is_permanent(error: str) -> bool:
     return not _REJECTED.search(error) and bool(_PERMANENT.search(error))
 
 
-def checksum(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 @dataclass(frozen=True)
 class StoreSpec:
     """A team store as the engine sees it."""
@@ -96,8 +99,9 @@ class Conflict:
 class CommitResult:
     committed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    blocked: dict[str, list] = field(default_factory=dict)  # secrets, or too large
+    blocked: dict[str, list] = field(default_factory=dict)  # secrets, too large or invalid
     too_large: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)  # not UTF-8 text, or holding NUL
     capped: list[str] = field(default_factory=list)  # new keys refused over the entry cap
     conflicts: list[Conflict] = field(default_factory=list)  # changed here and in the clone
     total_entries: int = 0
@@ -118,19 +122,6 @@ class ApplyResult:
     deleted: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
     base: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PushResult:
-    ok: bool
-    attempts: int = 0
-    error: str | None = None
-    permanent: bool = False
-    conflicts: tuple[Conflict, ...] = ()
-
-
-def _is_index(key: str) -> bool:
-    return posixpath.basename(key) == INDEX_FILENAME
 
 
 def _entries_outside(key: str, text: str, in_repo: set[str]) -> set[int]:
@@ -183,77 +174,6 @@ def _write_clone(path: Path, data: bytes) -> None:
     tree to its last commit, and the change is still in the store, so the next sync redoes it;
     a thousand fsyncs would double the git work of a large push."""
     write_atomic_bytes(path, data, durable=False)
-
-
-def _store_files(directory: Path, exclude: tuple[str, ...]) -> Iterator[tuple[str, os.DirEntry]]:
-    """(key, entry) of every `*.md` file of a store directory, recursively. Hidden entries,
-    symlinks and anything but regular files and directories are skipped, as are the top-level
-    entries named in `exclude` (stores of their own). Unreadable directories are skipped."""
-    stack = [("", os.fspath(directory))]
-    while stack:
-        prefix, path = stack.pop()
-        try:
-            listing = os.scandir(path)
-        except OSError:
-            continue
-        with listing:
-            for entry in listing:
-                name = entry.name
-                if name.startswith(".") or (not prefix and name in exclude):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((f"{prefix}{name}/", entry.path))
-                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    yield prefix + name, entry
-
-
-def _read(entry: os.DirEntry) -> bytes | None:
-    try:
-        with open(entry.path, "rb") as file:  # noqa: PTH123 (a Path per file costs 2x here)
-            return file.read()
-    except FileNotFoundError:  # deleted since the directory was listed
-        return None
-
-
-def read_store(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Every `*.md` file of a store directory (see `_store_files`), keyed by `/`-separated path."""
-    files = {}
-    for key, entry in _store_files(directory, exclude):
-        data = _read(entry)
-        if data is not None:
-            files[key] = data
-    return files
-
-
-# directory -> key -> (stat signature, checksum), as of the last `store_checksums` of it.
-_checksum_memo: dict[str, dict[str, tuple[tuple[int, ...], str]]] = {}
-
-
-def store_checksums(directory: Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
-    """The `checksum` of every file `read_store` reads, reading only files whose stat changed
-    since the last call (see `settled_signature`): protocol clients ask for every checksum
-    before each push."""
-    previous = _checksum_memo.get(os.fspath(directory), {})
-    memo: dict[str, tuple[tuple[int, ...], str]] = {}
-    sums = {}
-    for key, entry in _store_files(directory, exclude):
-        try:
-            signature = settled_signature(entry.stat(follow_symlinks=False))
-        except FileNotFoundError:
-            continue
-        known = previous.get(key)
-        if signature is not None and known is not None and known[0] == signature:
-            sums[key] = known[1]
-            memo[key] = known
-            continue
-        data = _read(entry)
-        if data is None:
-            continue
-        sums[key] = checksum(data)
-        if signature is not None:
-            memo[key] = (signature, sums[key])
-    _checksum_memo[os.fspath(directory)] = memo
-    return sums
 
 
 class TeamClone:
@@ -344,7 +264,8 @@ class TeamClone:
     ) -> CommitResult:
         """Commit the store's changes since its base (all keys, or just `keys`).
 
-        Files with a secret or over `max_entry_bytes` are not committed (returned as blocked);
+        Files with a secret, over `max_entry_bytes` or not text (the entry checks of
+        docs/design.md §6a) are not committed (returned as blocked);
         new files beyond `max_entries` are refused (returned as capped) while changes to
         existing ones still go. A key that also changed in the clone since the base (a merged
         remote change the store has not received yet) is merged three-way with it, never
@@ -360,18 +281,18 @@ class TeamClone:
         topics = {
             key
             for key in candidates - spec.held
-            if not _is_index(key)
+            if not is_index_key(key)
             and (checksum(store[key]) if key in store else None) != spec.base.get(key)
         }
         self._gate(topics, store, secret_check, max_entry_bytes, result)
-        topic = {k for k in clone if not _is_index(k)}
+        topic = {k for k in clone if not is_index_key(k)}
         room = max_entries - len(topic)
         for key in sorted(topics):
             room = self._commit_key(spec, key, store.get(key), clone, result, room)
         # Then the indexes, in the form they are shared: what that is depends on the files.
         in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
         indexes = {}
-        for key in sorted(k for k in candidates - spec.held if _is_index(k)):
+        for key in sorted(k for k in candidates - spec.held if is_index_key(k)):
             ours = shared_index(key, store[key], in_repo) if key in store else None
             if ours is not None and not ours.strip() and store[key].strip():
                 ours = None  # only entries of files outside the repository: nothing to share
@@ -383,8 +304,8 @@ class TeamClone:
             self._commit_key(spec, key, ours, clone, result, room, full=store.get(key))
         result.total_entries = (
             len(topic)
-            + sum(1 for k in result.committed if k not in clone and not _is_index(k))
-            - sum(1 for k in result.deleted if not _is_index(k))
+            + sum(1 for k in result.committed if k not in clone and not is_index_key(k))
+            - sum(1 for k in result.deleted if not is_index_key(k))
         )
         if result.committed or result.deleted:
             with self.repo() as repo:
@@ -405,12 +326,15 @@ class TeamClone:
         result: CommitResult,
     ) -> None:
         """Add to `result.blocked` the `keys` whose content in `files` must not be committed."""
-        texts = {key: files[key].decode("utf-8", "replace") for key in keys if key in files}
-        too_large = [key for key in texts if len(files[key]) > max_entry_bytes]
-        result.too_large += too_large
-        result.blocked.update(secret_check({k: v for k, v in texts.items() if k not in too_large}))
-        for key in too_large:
-            result.blocked[key] = []
+        texts = {}
+        for key in sorted(keys & files.keys()):
+            try:
+                texts[key] = check_entry(key, files[key], max_bytes=max_entry_bytes, secrets=False)
+            except FileRejected as exc:
+                kept_back = result.too_large if exc.code == "entry_too_large" else result.invalid
+                kept_back.append(key)
+                result.blocked[key] = []
+        result.blocked.update(secret_check(texts))
 
     def _commit_key(
         self,
@@ -435,7 +359,7 @@ class TeamClone:
             self._commit_diverged(spec, key, ours, shared, result, full)
             return room
         if ours is not None:
-            if key not in clone and not _is_index(key):
+            if key not in clone and not is_index_key(key):
                 if room <= 0:
                     result.capped.append(key)
                     return room
@@ -466,7 +390,7 @@ class TeamClone:
         path = f"{spec.folder}/{key}"
         with self.repo() as repo:
             base = self._find_version(repo, path, spec.base.get(key))
-            index = _is_index(key)
+            index = is_index_key(key)
             merged = None
             if ours is not None and theirs is not None and (base is not None or index):
                 merged = self._merge_file(repo, ours, base or b"", theirs, union=index)
@@ -665,14 +589,14 @@ class TeamClone:
         folder = self.clone_dir / spec.folder
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)
-        keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (_is_index(k), k))
-        writes: dict[Path, bytes] = {}
+        keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
+        writes: dict[str, bytes] = {}
         for key in keys:
             incoming = clone.get(key)
             if (checksum(incoming) if incoming is not None else None) == spec.base.get(key):
                 continue
             ours = store.get(key)
-            if _is_index(key):
+            if is_index_key(key):
                 in_repo = set(clone) | set(result.deleted)  # what goes now was shared
                 if ours is not None:
                     incoming = with_local_entries(key, incoming, ours, in_repo)
@@ -686,19 +610,18 @@ class TeamClone:
                 result.not_applied.append(key)
                 continue
             try:
-                target = validate_key(spec.directory, key)
-            except PathTraversalError:
+                target = entry_path(spec.directory, key, spec.exclude)
+            except FileRejected:
                 result.not_applied.append(key)
                 continue
             if incoming is None:
                 delete_file(target, missing_ok=True)
                 result.deleted.append(key)
             else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                writes[target] = incoming
+                writes[key] = incoming
                 result.written.append(key)
             self._set_base(result.base, key, arriving)
-        write_atomic_files(writes)
+        write_entries(spec.directory, writes, spec.exclude)
         return result
 
     @staticmethod

@@ -75,11 +75,13 @@ class TeamConflict(models.Model):
 
 
 class BlockedFile(models.Model):
-    """A file of a team store that was not pushed: a secret, too large, or over the cap."""
+    """A file of a team store that was not pushed: a secret, too large, not text, or over the
+    cap (the caps are flags: `team_max_entry_bytes`, `team_max_entries`)."""
 
     class Reason(models.TextChoices):
         SECRET = "secret", "contains a secret"
-        TOO_LARGE = "too_large", "over 250,000 bytes"
+        TOO_LARGE = "too_large", "over the size cap"
+        INVALID = "invalid", "not UTF-8 text"
         CAPPED = "capped", "over the entry cap"
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="blocked_files")

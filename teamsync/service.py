@@ -97,6 +97,14 @@ def _hits(hits) -> list[dict]:
     return [{"rule_id": h.rule_id, "label": h.label, "line": h.line} for h in hits]
 
 
+def _blocked_reason(result: CommitResult, key: str) -> BlockedFile.Reason:
+    if key in result.too_large:
+        return BlockedFile.Reason.TOO_LARGE
+    if key in result.invalid:
+        return BlockedFile.Reason.INVALID
+    return BlockedFile.Reason.SECRET
+
+
 def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> CommitResult:
     """Commit a store's local changes; record blocked files, caps and events."""
     flags = get_flags(store.project)
@@ -114,7 +122,7 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
     )
     with transaction.atomic():
         for key, hits in result.blocked.items():
-            reason = BlockedFile.Reason.TOO_LARGE if key in result.too_large else "secret"
+            reason = _blocked_reason(result, key)
             BlockedFile.objects.update_or_create(
                 store=store, key=key, defaults={"reason": reason, "hits": _hits(hits)}
             )
@@ -142,9 +150,13 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
             )
     for conflict in result.conflicts:  # changed here while a merge changed it in the clone
         _record_conflict(store, conflict.path.removeprefix(folder_for(store) + "/"), conflict)
-    secret_keys = [k for k in result.blocked if k not in result.too_large]
+    secret_keys = [
+        k for k in result.blocked if _blocked_reason(result, k) == BlockedFile.Reason.SECRET
+    ]
     # Reported when something is newly blocked, not again on every sync while it stays so.
-    fresh_secrets = any(known.get(k) != ("secret", _hits(result.blocked[k])) for k in secret_keys)
+    fresh_secrets = any(
+        known.get(k) != (BlockedFile.Reason.SECRET, _hits(result.blocked[k])) for k in secret_keys
+    )
     fresh_capped = any(known.get(k, ("",))[0] != BlockedFile.Reason.CAPPED for k in result.capped)
     if fresh_secrets:
         rule_ids = sorted({h.rule_id for k in secret_keys for h in result.blocked[k]})
@@ -322,10 +334,6 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
 def request_sync() -> None:
     """'Sync now': the worker picks it up on its next tick (the web request does not wait)."""
     TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(requested_at=timezone.now())
-
-
-def entry_checksum(data: bytes) -> str:
-    return checksum(data)
 
 
 def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None = None) -> None:

@@ -25,20 +25,30 @@ CHROMIUM_ARGS = [
 PASSWORD = "correct horse battery staple"
 
 
+def pytest_configure(config):
+    """Passwords hashed the fast way: the default (a million PBKDF2 rounds) takes a quarter of
+    a second per user, and most tests create three or four. No test is about the hashing."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
 
 
 def pytest_collection_modifyitems(config, items):
     """With MEMHUB_TEST_DATABASE_ONLY=1 (the PostgreSQL run of scripts/test) only the tests
-    that touch the database run, browser tests aside (they test pages, not the database)."""
+    that touch the database run, minus those that drive a live server through a browser or a
+    `memhub-agent` process: they test pages and the client, and the views and queries behind
+    them run in-process in the web, API and protocol tests, which do run on PostgreSQL."""
     if os.environ.get("MEMHUB_TEST_DATABASE_ONLY") != "1":
         return
     keep, drop = [], []
     for item in items:
-        uses_db = DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
-        if (uses_db or item.get_closest_marker("django_db")) and not item.get_closest_marker(
-            "browser"
-        ):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        uses_db = DATABASE_FIXTURES & fixtures
+        through_a_client = "live_server" in fixtures or item.get_closest_marker("browser")
+        if (uses_db or item.get_closest_marker("django_db")) and not through_a_client:
             keep.append(item)
         else:
             drop.append(item)

@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -47,12 +51,90 @@ def test_empty_strings_fall_back_to_the_default():
 
 
 def test_settings_module_fails_at_start_on_a_bad_value(tmp_path):
-    import subprocess
-    import sys
-
     env = {"PATH": "/usr/bin:/bin", "MEMHUB_DATA_DIR": str(tmp_path), "MEMHUB_DISCOVER": "perhaps"}
     result = subprocess.run(
         [sys.executable, "-c", "import memapp.settings"], env=env, capture_output=True, text=True
     )
     assert result.returncode != 0
     assert "MEMHUB_DISCOVER='perhaps' is not a boolean" in result.stderr
+
+
+MANAGE = Path(__file__).resolve().parent.parent / "manage.py"
+
+# Every setting memhub reads at start (README), each with a value it cannot use and words of
+# what it accepts that the one-line message must carry.
+BAD_SETTINGS = [
+    ("MEMHUB_DATA_DIR", "relative/dir", "absolute path"),
+    ("DATABASE_URL", "notaurl", "postgres://"),
+    ("DATABASE_URL", "mysql://db/memhub", "postgres://"),
+    ("DATABASE_URL", "postgres://host", "names no database"),
+    ("MEMHUB_BIND", "localhost", "host:port"),
+    ("MEMHUB_ALLOWED_HOSTS", "memhub.example.com,https://x", "memhub.example.com"),
+    ("MEMHUB_CSRF_TRUSTED_ORIGINS", "memhub.example.com", "https://host"),
+    ("MEMHUB_DEBUG", "maybe", "true/false"),
+    ("MEMHUB_DISCOVER", "perhaps", "true/false"),
+    ("ANTHROPIC_BASE_URL", "api.example.com", "https://"),
+    ("MEMHUB_RECALL_TIMEOUT", "soon", "not a number"),
+    ("MEMHUB_RECALL_TIMEOUT", "0", "at least 0.1"),
+    ("MEMHUB_STALE_DAYS", "a month", "not an integer"),
+    ("MEMHUB_EVENT_RETENTION_DAYS", "-1", "at least 0"),
+    ("MEMHUB_API_RATE", "lots", "1200/min"),
+    ("MEMHUB_API_RATE", "0/min", "1200/min"),
+    ("MEMHUB_CACHE_URL", "memcached://x", "db://"),
+    ("MEMHUB_TASKS", "celery", "database, rq, immediate"),
+    ("MEMHUB_RESCAN_SECONDS", "1", "at least 5"),
+    ("MEMHUB_LOG_LEVEL", "loud", "DEBUG, INFO"),
+]
+
+
+def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MEMHUB_DATA_DIR": str(tmp_path)}
+    return subprocess.run(
+        [sys.executable, str(MANAGE), *args],
+        env={**env, **variables},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("name", "value", "accepted"), BAD_SETTINGS)
+def test_a_bad_setting_stops_manage_py_with_one_line_naming_it(tmp_path, name, value, accepted):
+    result = manage(tmp_path, "check", **{name: value})
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"memhub: {name}")
+    assert accepted in line
+
+
+def test_every_command_stops_the_same_way_serve_included(tmp_path):
+    for command in (["serve", "--no-background"], ["migrate"], ["create_api_token", "alice"]):
+        result = manage(tmp_path, *command, MEMHUB_API_RATE="lots")
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            "memhub: MEMHUB_API_RATE='lots' is not a rate (use <count>/<period> with a period "
+            "of s, min, hour or day, e.g. 1200/min)"
+        ]
+
+
+def test_rq_tasks_need_a_redis_url(tmp_path):
+    result = manage(tmp_path, "check", MEMHUB_TASKS="rq", MEMHUB_RQ_URL="localhost:6379")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "memhub: MEMHUB_RQ_URL='localhost:6379' is not a Redis URL (redis://host:6379/0)"
+    ]
+
+
+def test_good_settings_pass_the_check(tmp_path):
+    result = manage(
+        tmp_path,
+        "check",
+        MEMHUB_API_RATE="10/s",
+        MEMHUB_CSRF_TRUSTED_ORIGINS="https://memhub.example.com,http://10.0.0.5:8000",
+        MEMHUB_ALLOWED_HOSTS="memhub.example.com,.example.org,[::1]",
+        MEMHUB_LOG_LEVEL="warning",
+        DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
+    )
+    assert result.returncode == 0, result.stderr

@@ -9,6 +9,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from memapp.memdir.store_files import FileRejected
+
 
 class ApiError(exceptions.APIException):
     """An error with a stable machine-readable code and optional details."""
@@ -33,13 +35,30 @@ _CODES = {
 }
 
 
+# The HTTP status of each code a refused write carries (`FileRejected`); any other is a 400.
+_REFUSAL_STATUS = {
+    "precondition_failed": status.HTTP_412_PRECONDITION_FAILED,
+    "entry_too_large": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "team_memory_too_many_entries": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    "secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
+    "team_memory_secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
+}
+
+
+def status_for(code: str) -> int:
+    """The HTTP status of a refused write's code."""
+    return _REFUSAL_STATUS.get(code, status.HTTP_400_BAD_REQUEST)
+
+
 def error_body(code: str, message: str, details=None) -> dict:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
 def api_exception_handler(exc, context):
     """Every API error as `{"error": {"code", "message", "details"}}` (docs/design.md §15)."""
-    if isinstance(exc, Http404):
+    if isinstance(exc, FileRejected):
+        exc = ApiError(status_for(exc.code), exc.code, str(exc), exc.details)
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.NotFound("Not found.")  # never leak that something exists

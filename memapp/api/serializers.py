@@ -357,3 +357,24 @@ class MeSerializer(serializers.Serializer):
     username = serializers.CharField()
     token = TokenInfoSerializer(help_text="The token this request carries.")
     version = serializers.CharField(help_text="memhub's version.")
+
+
+class TextField(serializers.Field):
+    """Text as sent, any text: the entry checks (docs/design.md §6a) judge NUL and size, with
+    the codes clients rely on."""
+
+    default_error_messages = {"not_text": "Must be text."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class TeamMemoryPutSerializer(StrictSerializer):
+    """The team memory protocol's PUT body, exactly `{"entries": {key: text}}`."""
+
+    entries = serializers.DictField(child=TextField())

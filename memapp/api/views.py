@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from pathlib import Path
 
 from django.http import Http404
 from drf_spectacular.utils import (
@@ -24,14 +23,12 @@ from memapp.api import serializers as s
 from memapp.api.errors import ApiError
 from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.store_files import CHECKSUM_PREFIX, FileRejected, checksum
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import (
-    FileRejected,
-    checksum,
     do_forget_memory,
     do_put_files,
     do_save_memory,
-    store_checksums,
     store_file_path,
 )
 from memapp.stores.models import Store
@@ -40,10 +37,6 @@ from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
 from memapp.stores.tokens import do_revoke_api_token
-
-
-def _raise(exc: FileRejected):
-    raise ApiError(exc.status, exc.code, str(exc), exc.details) from exc
 
 
 def etag_value(header: str | None) -> str | None:
@@ -106,6 +99,20 @@ def store_resolve(request: Request) -> Response:
     return Response(s.StoreSerializer(store).data)
 
 
+def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
+    """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
+    one per folder that has topic files."""
+    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
+    found = {}
+    for folder in folders:
+        key = f"{folder}{INDEX_FILENAME}"
+        try:
+            found[key] = checksum(store_file_path(store, key).read_bytes())
+        except (FileRejected, OSError):
+            continue
+    return found
+
+
 @extend_schema(
     operation_id="listFiles",
     summary="List a store's files (or their checksums)",
@@ -121,20 +128,17 @@ def store_resolve(request: Request) -> Response:
 def file_list(request: Request, store_id: int) -> Response:
     """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
     store = get_store_for_user(request.user, store_id)
-    if request.query_params.get("view") == "hashes":
-        return Response({"checksums": store_checksums(store)})
     files = store.files.order_by("path")
-    indexes = {
-        key: sum_
-        for key, sum_ in store_checksums(store).items()
-        if key.rsplit("/", 1)[-1] == INDEX_FILENAME
-    }
+    if request.query_params.get("view") == "hashes":
+        sums = {path: CHECKSUM_PREFIX + sha for path, sha in files.values_list("path", "sha256")}
+        return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
+    indexes = _index_checksums(store, list(files.values_list("path", flat=True)))
     return Response(
         {
             "files": [
                 {
                     "key": f.path,
-                    "checksum": f"sha256:{f.sha256}",
+                    "checksum": f.checksum,
                     "size": f.size,
                     "mtime_ms": f.mtime_ms,
                     "name": f.name,
@@ -197,31 +201,27 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
     store = get_store_for_user(request.user, store_id)
     if_match = etag_value(request.headers.get("If-Match"))
-    try:
-        if request.method == "GET":
-            return _file_response(store, key, request)
-        if request.method == "PUT":
-            data = _validated(s.FileContentSerializer, request.data)
-            result = do_put_files(
-                store,
-                request.user,
-                {key: data["content"]},
-                if_match={key: if_match} if if_match else None,
-            )
-            new = checksum(data["content"].encode())
-            code = status.HTTP_200_OK if key in result["unchanged"] else status.HTTP_201_CREATED
-            return Response(
-                {"key": key, "checksum": new, **result}, status=code, headers={"ETag": f'"{new}"'}
-            )
-        store_file_path(store, key)
-        if not (Path(store.path) / key).is_file():
-            raise Http404
-        do_put_files(
-            store, request.user, {}, delete=(key,), if_match={key: if_match} if if_match else None
+    if request.method == "GET":
+        return _file_response(store, key, request)
+    if request.method == "PUT":
+        data = _validated(s.FileContentSerializer, request.data)
+        result = do_put_files(
+            store,
+            request.user,
+            {key: data["content"]},
+            if_match={key: if_match} if if_match else None,
         )
-        return Response(status=status.HTTP_204_NO_CONTENT)
-    except FileRejected as exc:
-        _raise(exc)
+        new = checksum(data["content"].encode())
+        code = status.HTTP_200_OK if key in result["unchanged"] else status.HTTP_201_CREATED
+        return Response(
+            {"key": key, "checksum": new, **result}, status=code, headers={"ETag": f'"{new}"'}
+        )
+    if not store_file_path(store, key).is_file():
+        raise Http404
+    do_put_files(
+        store, request.user, {}, delete=(key,), if_match={key: if_match} if if_match else None
+    )
+    return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema(
@@ -237,17 +237,14 @@ def file_batch(request: Request, store_id: int) -> Response:
     """Upload changed files and delete others in one all-or-nothing request."""
     store = get_store_for_user(request.user, store_id)
     data = _validated(s.BatchSerializer, request.data)
-    try:
-        result = do_put_files(
-            store,
-            request.user,
-            data["files"],
-            delete=tuple(data["delete"]),
-            if_match=data["base"],
-        )
-    except FileRejected as exc:
-        _raise(exc)
-    checksums = {f.path: f"sha256:{f.sha256}" for f in store.files.only("store", "path", "sha256")}
+    result = do_put_files(
+        store,
+        request.user,
+        data["files"],
+        delete=tuple(data["delete"]),
+        if_match=data["base"],
+    )
+    checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
     return Response({**result, "checksums": checksums})
 
 
@@ -277,12 +274,10 @@ def remember(request: Request) -> Response:
         )
     except FileNotFoundError:
         raise Http404 from None
-    except FileRejected as exc:
-        _raise(exc)
     except FrontmatterError as exc:
         raise ApiError(400, "invalid_memory", str(exc)) from exc
     return Response(
-        {"store": store.pk, "key": file.path, "checksum": f"sha256:{file.sha256}"},
+        {"store": store.pk, "key": file.path, "checksum": file.checksum},
         status=status.HTTP_201_CREATED,
     )
 
@@ -300,12 +295,9 @@ def forget(request: Request) -> Response:
     """Delete a memory's file and its MEMORY.md line."""
     data = _validated(s.ForgetSerializer, request.data)
     store = _store_from(request.user, data)
-    try:
-        if not store_file_path(store, data["path"]).is_file():
-            raise Http404
-        do_forget_memory(store, request.user, data["path"], via="api")
-    except FileRejected as exc:
-        _raise(exc)
+    if not store_file_path(store, data["path"]).is_file():
+        raise Http404
+    do_forget_memory(store, request.user, data["path"], via="api")
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -149,14 +149,15 @@ def _memory_text(rng: random.Random, i: int, slugs: list[str]) -> tuple[str, str
 def generate_corpus(root: Path, size: int, seed: int = 0, progress: bool = True) -> Corpus:
     """Write ``size`` topic files under ``root``, with ``MEMORY.md`` indexes, and return them.
 
-    Mostly top-level files; some under ``team/`` and ``team/<mount>/``, daily logs under
-    ``logs/YYYY/MM/`` (no frontmatter) and a few topic subdirectories. Mtimes spread over a year.
+    Mostly top-level files; some under ``team/`` and ``team/<mount>/`` and a few topic
+    subdirectories; besides them, one daily log under ``logs/YYYY/MM/`` (no frontmatter) for
+    every ninth memory, which a scan walks past (docs/design.md §6a). Mtimes spread over a year.
     """
     from tqdm import tqdm
 
     rng = random.Random(seed)
     now = time.time()
-    dirs = ["", "", "", "", "", "", "team/", "team/web/", "notes/infra/", "logs/"]
+    dirs = ["", "", "", "", "", "", "team/", "team/web/", "notes/infra/"]
     slugs: list[str] = []
     index_lines: list[str] = []
     made: set[str] = set()
@@ -168,19 +169,19 @@ def generate_corpus(root: Path, size: int, seed: int = 0, progress: bool = True)
         disable=not progress,
         leave=False,
     ) as bar:
-        for i in range(size):
-            where = rng.choice(dirs)
-            if where == "logs/":
+        for i in range(size + size // 9):
+            if i < size:
+                where = rng.choice(dirs)
+                text, name, description = _memory_text(rng, i, slugs)
+                rel = f"{where}{name.lower().replace(' ', '_')[:40]}_{i}.md"
+                slugs.append(name)
+                index_lines.append(f"- [{name}]({rel}) — {description}")
+            else:
                 day = time.gmtime(now - rng.uniform(0, 365 * 86400))
                 where = time.strftime("logs/%Y/%m/", day)
                 rel = f"{where}{time.strftime('%Y-%m-%d', day)}-{i}.md"
                 text = "\n".join(f"- {_sentence(rng, rng.randint(5, 15))}" for _ in range(6))
                 text += "\n"
-            else:
-                text, name, description = _memory_text(rng, i, slugs)
-                rel = f"{where}{name.lower().replace(' ', '_')[:40]}_{i}.md"
-                slugs.append(name)
-                index_lines.append(f"- [{name}]({rel}) — {description}")
             if where not in made:
                 (root / where).mkdir(parents=True, exist_ok=True)
                 made.add(where)
@@ -188,7 +189,7 @@ def generate_corpus(root: Path, size: int, seed: int = 0, progress: bool = True)
             path.write_text(text, encoding="utf-8")
             mtime = now - rng.uniform(0, 365 * 86400)
             os.utime(path, (mtime, mtime))
-            bar.update()
+            bar.update(i < size)
     index_text = "\n".join(index_lines) + "\n"
     (root / "MEMORY.md").write_text(index_text, encoding="utf-8")
     if (root / "team").is_dir():

@@ -42,7 +42,9 @@ def floor_cold_scan(root: str) -> int:
     """Plain Python: walk, stat, read the first 30 lines, parse the frontmatter with libyaml."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     count = 0
-    for dirpath, _dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath == root:  # the daily logs are not memories (docs/design.md §6a)
+            dirnames[:] = [name for name in dirnames if name != "logs"]
         for filename in filenames:
             if not filename.endswith(".md") or filename == "MEMORY.md":
                 continue
@@ -70,7 +72,8 @@ def floor_stat_walk(root: str) -> int:
         with os.scandir(stack.pop()) as listing:
             for entry in listing:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+                    if entry.path != f"{root}/logs":  # not memories (docs/design.md §6a)
+                        stack.append(entry.path)
                 else:
                     entry.stat(follow_symlinks=False)
                     count += 1

@@ -310,7 +310,7 @@ def run(files: int, runs: int, progress: bool = True) -> list[Row]:
     with django_on_temp_data_dir(), tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
         corpus = generate_corpus(Path(tmp) / "memory", files, progress=progress)
         # Every topic file is pushed; an index only with the entries of files pushed with it.
-        corpus.extra["topics"] = sum(1 for p in corpus.root.rglob("*.md") if p.name != "MEMORY.md")
+        corpus.extra["topics"] = corpus.size
         for section in SECTIONS:
             rows.extend(section(corpus, runs))
     return rows

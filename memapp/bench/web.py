@@ -5,11 +5,11 @@
 These sections run after the core ones of :mod:`memapp.bench.core`, on the same generated corpus.
 Django is set up once per process on a temporary data dir: a real SQLite database, migrated from
 scratch, in WAL mode as the settings configure it. Each corpus becomes the private store of its
-own user and project (the whole directory, ``team/`` and ``logs/`` included, so the store holds
-every generated file), mirrored by :func:`memapp.stores.mirror.rescan_store`. The API is called
-with a Bearer token from :func:`memapp.stores.tokens.do_create_api_token`. Recall is offline (no
-Anthropic key); the throttle rate is raised so that it never trips, but it still runs on every
-request.
+own user and project (the whole directory, ``team/`` included, so the store holds every
+generated memory; the daily logs beside them are not memories), mirrored by
+:func:`memapp.stores.mirror.rescan_store`. The API is called with a Bearer token from
+:func:`memapp.stores.tokens.do_create_api_token`. Recall is offline (no Anthropic key); the
+throttle rate is raised so that it never trips, but it still runs on every request.
 Django and memhub's app modules are imported inside the functions, once the settings are set up.
 
 Sections and targets (issues 3 and 4; the absolute ones hold at 2,000 files and below, the

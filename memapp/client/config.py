@@ -7,15 +7,15 @@ environment variables `MEMHUB_URL` and `MEMHUB_TOKEN` override the file, each on
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from memapp.memdir.atomic import write_atomic_bytes
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -98,28 +98,10 @@ def private_dir(path: Path) -> None:
 
 
 def write_private(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` atomically, the file readable by its owner only (0600).
-
-    The temporary file is created 0600 from the start, so the content is never readable by
-    others, not even for a moment.
-    """
+    """Replace `path` with `data` atomically, the file readable by its owner only (0600 from
+    the first byte written), in a 0700 directory."""
     private_dir(path.parent)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(temp, flags, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        temp.replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-        raise
+    write_atomic_bytes(path, data, mode=0o600)
 
 
 def save_config(config: Config, env: Mapping[str, str] | None = None) -> Path:

@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 
 __all__ = [
@@ -77,7 +78,15 @@ NO_RETRY = Backoff(attempts=1)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> None:
         return None  # urllib then raises HTTPError with the 3xx status
 
 
@@ -94,7 +103,7 @@ def _is_transient(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _retry_after(headers) -> float | None:
+def _retry_after(headers: Message) -> float | None:
     try:
         value = float(headers.get("Retry-After", ""))
     except (TypeError, ValueError):
@@ -111,7 +120,7 @@ def _memhub_error(status: int, body: bytes) -> ApiError | None:
         return None
 
 
-def _not_memhub(url: str, path: str, status: int, headers, body: bytes) -> NotMemhub:
+def _not_memhub(url: str, path: str, status: int, headers: Any, body: bytes) -> NotMemhub:
     if 300 <= status < 400 and headers.get("Location"):
         return NotMemhub(
             f"{url} redirects {path} to {headers['Location']}: log in with the server's own "

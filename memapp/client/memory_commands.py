@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memapp.client.commands import (
     CWD_OPTION,
@@ -23,12 +23,15 @@ from memapp.client.commands import (
 from memapp.client.config import config_dir
 from memapp.client.http import DEFAULT_BACKOFF
 
+if TYPE_CHECKING:
+    from memapp.client.sync import SyncReport
+
 __all__ = ["add_memory_commands"]
 
 ENVIRONMENT = f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}"
 
 
-def _sync_json(report, dry_run: bool) -> dict[str, Any]:
+def _sync_json(report: SyncReport, dry_run: bool) -> dict[str, Any]:
     return {
         "dry_run": dry_run,
         "uploaded": report.uploaded,

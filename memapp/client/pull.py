@@ -21,7 +21,6 @@ from pathlib import Path
 
 from memapp.client.config import private_dir
 from memapp.client.sync import (
-    checksum,
     exclusive,
     is_syncable_key,
     load_base,
@@ -34,6 +33,7 @@ from memapp.client.sync import (
 )
 from memapp.memdir.atomic import delete_file, write_atomic
 from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.store_files import checksum
 
 __all__ = ["MIN_WRITE_SECONDS", "pull_changes"]
 

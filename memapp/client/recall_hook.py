@@ -42,7 +42,7 @@ def recall(call: HookCall) -> str:
     }
     agent_type = call.payload.get("agent_type")
     scope = call.project.agent_scope(agent_type) if isinstance(agent_type, str) else None
-    if scope is not None:  # an agent with memory of its own recalls from it
+    if isinstance(agent_type, str) and scope is not None:  # an agent with memory of its own
         body.update(
             agent_type=agent_type,
             agent_scope=scope,

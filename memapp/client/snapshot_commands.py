@@ -36,6 +36,7 @@ from memapp.client.http import ApiError, Client
 from memapp.memdir.agent_snapshots import (
     MARKER_FILENAME,
     MAX_SNAPSHOT_FILE_BYTES,
+    ApplyResult,
     SnapshotError,
     initialize_from_snapshot,
     keep_local,
@@ -148,7 +149,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _carry_out(decision: dict, snapshot: Path, memory_dir: Path):
+def _carry_out(decision: dict, snapshot: Path, memory_dir: Path) -> ApplyResult:
     kind, stamp, files = decision["decision"], decision["updated_at"], decision["files"]
     if kind == "initialize":
         return initialize_from_snapshot(snapshot, memory_dir, updated_at=stamp, expected=files)
@@ -250,7 +251,7 @@ DESCRIPTIONS = {
 }
 
 
-def add_snapshot_commands(commands) -> None:
+def add_snapshot_commands(commands: argparse._SubParsersAction) -> None:
     """`snapshot push|apply|publish`, added to the `memhub-agent` parser."""
     snapshot = commands.add_parser(
         "snapshot",

@@ -1,6 +1,7 @@
 """Two-way sync of a private memory directory with its store on a memhub server.
 
-Each key (a `*.md` path relative to the memory dir, outside `team/` and `logs/`) is decided
+Each key (a memory file of the private store by the file rule of docs/design.md §6a: outside
+`team/` and `logs/`, no hidden names, no conflict copies) is decided
 three-way from its local checksum L, its remote checksum R and the checksum B both sides had
 at the last sync, kept in a state file in the config dir:
 
@@ -9,13 +10,15 @@ at the last sync, kept in a state file in the config dir:
     R == B, L changed      upload with R as the batch's `base` (or delete remotely)
     both changed           a conflict, resolved so that neither version is lost:
       both edited          keep the local file under its key, save the server's version next to
-                           it as `<stem>.remote-<8 hex of R>.md`, upload both (an index,
-                           `MEMORY.md`, is merged line by line instead: its lines are links)
+                           it as `<stem>.remote-<8 hex of R>.md`, upload the local one (an
+                           index, `MEMORY.md`, is merged line by line instead: its lines are
+                           links)
       deleted here         restore the server's version
       deleted there        upload the local version again
 
-A conflict copy is an ordinary memory file: every machine receives it on its next sync, so the
-person who cleans it up can do so from anywhere. Uploads go in batches under 200,000 bytes
+A conflict copy is not a memory file: it stays on this machine, never uploaded, for the person
+the report names it to, who merges what they want into the file and deletes the copy. Uploads
+go in batches under 200,000 bytes
 with the last-seen checksum as a precondition; when the server says a file changed meanwhile
 (412), the whole decision is made again from fresh checksums, at most twice more.
 
@@ -31,8 +34,7 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -41,14 +43,21 @@ from urllib.parse import quote
 from memapp.client.config import private_dir, read_json, write_private
 from memapp.client.http import ApiError, Client
 from memapp.client.project import Project
-from memapp.memdir import (
-    INDEX_FILENAME,
-    PathTraversalError,
-    delete_file,
-    validate_key,
-    write_atomic,
-)
+from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.store_files import (
+    INDEX_FILENAME,
+    TEAM_DIR,
+    FileRejected,
+    check_entry,
+    checksum,
+    is_index_key,
+    is_store_key,
+    read_store_file,
+    split_batches,
+    walk_store,
+)
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -59,13 +68,10 @@ except ImportError:  # pragma: no cover (not on Windows)
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "EXCLUDED_TOP_LEVEL",
-    "MAX_BATCH_BYTES",
-    "MAX_ENTRY_BYTES",
+    "PRIVATE_STORES",
     "Action",
     "SyncBusy",
     "SyncReport",
-    "checksum",
     "conflict_copy_key",
     "exclusive",
     "is_syncable_key",
@@ -73,6 +79,7 @@ __all__ = [
     "local_checksum",
     "merge_index_lines",
     "plan_sync",
+    "read_refusal",
     "save_base",
     "scan_local",
     "state_identity",
@@ -80,9 +87,9 @@ __all__ = [
     "sync_project",
 ]
 
-MAX_ENTRY_BYTES = 250_000
-MAX_BATCH_BYTES = 200_000
-EXCLUDED_TOP_LEVEL = frozenset({"team", "logs"})  # stores of their own, never in the private one
+# Top-level entries of the memory dir that are stores of their own, never in the private one
+# (the file rule of docs/design.md §6a leaves out the rest: daily logs, hidden names …).
+PRIVATE_STORES = (TEAM_DIR,)
 MAX_ROUNDS = 3  # the first decision plus at most two after a 412
 STATE_VERSION = 1
 
@@ -91,10 +98,6 @@ SecretScan = Callable[[str], list]
 
 class SyncBusy(Exception):
     """Another sync of the same memory dir is running."""
-
-
-def checksum(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 # --- the decision ---------------------------------------------------------------------------
@@ -164,36 +167,21 @@ def conflict_copy_key(key: str, remote: str, taken: Callable[[str], bool]) -> st
 
 
 def is_syncable_key(key: str) -> bool:
-    return key.endswith(".md") and key.split("/", 1)[0] not in EXCLUDED_TOP_LEVEL
+    return is_store_key(key, PRIVATE_STORES)
 
 
 def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
-    """Checksums of the regular `*.md` files of the private store, and the keys that exist
-    locally but must not be touched (symlinks and other non-regular files: following one
-    could read or overwrite something outside the memory dir)."""
+    """Checksums of the memory files of the private store (docs/design.md §6a), and the keys
+    that exist locally but must not be touched (symlinks and other non-regular files: following
+    one could read or overwrite something outside the memory dir)."""
     checksums: dict[str, str] = {}
     untouchable: set[str] = set()
-    if not memory_dir.is_dir():
-        return checksums, untouchable
-    for folder, dirs, files in os.walk(memory_dir):
-        relative = Path(folder).relative_to(memory_dir).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        if not prefix:
-            dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP_LEVEL]
-        dirs.sort()
-        for name in sorted(files):
-            key = prefix + name
-            if not is_syncable_key(key):
-                continue
-            path = Path(folder) / name
-            try:
-                info = path.lstat()
-                if not stat.S_ISREG(info.st_mode):
-                    untouchable.add(key)
-                    continue
-                checksums[key] = checksum(path.read_bytes())
-            except OSError:
-                untouchable.add(key)
+    for found in walk_store(memory_dir, PRIVATE_STORES, untouchable=untouchable):
+        data = read_store_file(found)
+        if data is None:
+            untouchable.add(found.key)
+        else:
+            checksums[found.key] = checksum(data)
     return checksums, untouchable
 
 
@@ -297,6 +285,37 @@ class SyncReport:
         return list(dict.fromkeys(lines))
 
 
+# --- what the server refused ----------------------------------------------------------------
+
+SECRET_CODES = ("secret_detected", "team_memory_secret_detected")  # files API, team protocol
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The keys of an upload a server's refusal names: by the secrets found in them (each hit
+    by key, rule and line), or the one key whose entry it refused (`key`)."""
+
+    secrets: list[dict[str, Any]] = field(default_factory=list)
+    key: str | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        named = {hit["key"] for hit in self.secrets}
+        return named | {self.key} if self.key is not None else named
+
+
+def read_refusal(exc: ApiError, pending: Collection[str]) -> Refusal:
+    """What a 422 (secrets) or a 400 / 413 naming one key says about the keys in `pending`;
+    an empty `Refusal` when it names none of them (the caller then raises `exc`)."""
+    if exc.status == 422 and exc.code in SECRET_CODES:
+        entries = exc.details.get("entries", [])
+        return Refusal(secrets=[e for e in entries if e.get("key") in pending])
+    key = exc.details.get("key")
+    if exc.status in (400, 413) and key in pending:
+        return Refusal(key=key)
+    return Refusal()
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -318,19 +337,14 @@ def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
     """A local file's text for upload, or None (reported) when it cannot be sent."""
     try:
         data = (memory_dir / key).read_bytes()
-        content = data.decode("utf-8")
     except OSError as exc:
         report.errors.append(f"{key}: cannot read it ({exc.strerror}); skipped")
         return None
-    except UnicodeDecodeError:
-        report.errors.append(f"{key}: not valid UTF-8; skipped")
+    try:
+        return check_entry(key, data, exclude=PRIVATE_STORES, secrets=False)
+    except FileRejected as exc:
+        report.errors.append(f"{exc}; skipped")
         return None
-    if len(data) > MAX_ENTRY_BYTES:
-        report.errors.append(
-            f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
-        )
-        return None
-    return content
 
 
 def _without_local_secrets(
@@ -392,11 +406,12 @@ class _Run:
                 raise _Retry from None
             raise
         content, remote = answer["content"], answer["checksum"]
-        data = content.encode("utf-8")
-        if len(data) > MAX_ENTRY_BYTES:
-            self.report.errors.append(f"{key}: {len(data):,} bytes on the server; skipped")
+        try:
+            check_entry(key, content, exclude=PRIVATE_STORES, secrets=False)
+        except FileRejected as exc:
+            self.report.errors.append(f"{exc} (the server's copy); skipped")
             return None
-        if checksum(data) != remote:
+        if checksum(content.encode("utf-8")) != remote:
             self.report.errors.append(f"{key}: the server's copy is not valid UTF-8; skipped")
             return None
         return content, remote
@@ -454,10 +469,11 @@ class _Run:
             fetched = self._fetch(action.key)
         local = self._read(action.key) if fetched is not None else None
         if fetched is None or local is None:
-            self.bar.update(2)
+            self.bar.update(1)
             return
         content, remote = fetched
-        if _is_index(action.key):
+        assert path is not None  # a fetch needs the key's path
+        if is_index_key(action.key):
             self._merge_indexes(action, path, local, content, remote, uploads)
             return
         wanted = checksum(content.encode())
@@ -468,9 +484,11 @@ class _Run:
             return here or self.remote.get(key, wanted) != wanted
 
         copy_key = conflict_copy_key(action.key, remote, taken)
-        copy_path = self._path(copy_key)
-        if copy_path is None:
-            self.bar.update(2)
+        try:
+            copy_path = validate_key(self.memory_dir, copy_key)
+        except PathTraversalError as exc:
+            self.report.errors.append(f"{exc}; skipped")
+            self.bar.update(1)
             return
         write_atomic(copy_path, content)
         # The server's version is safe in the copy, so from here on the local file is simply
@@ -478,9 +496,9 @@ class _Run:
         self._set_base(action.key, remote)
         self.save()
         self.report.conflicts.append(
-            f"{action.key}: {action.conflict}; kept yours, saved the server's as {copy_key}"
+            f"{action.key}: {action.conflict}; kept yours, saved the server's as {copy_key} "
+            "(here only: conflict copies are not synced)"
         )
-        uploads.append(_Upload(copy_key, content, None))
         uploads.append(_Upload(action.key, local, remote))
 
     def _merge_indexes(
@@ -522,7 +540,7 @@ class _Run:
         return clean
 
     def send(self, uploads: list[_Upload]) -> None:
-        for batch in _batches(uploads):
+        for batch in split_batches(uploads, _Upload.size):
             self._send_batch(batch)
             self.save()
 
@@ -553,15 +571,11 @@ class _Run:
 
     def _refused_keys(self, exc: ApiError, pending: dict[str, _Upload]) -> set[str]:
         """The keys a refusal names, reported; empty when it names none of this batch's."""
-        if exc.status == 422 and exc.code == "secret_detected":
-            entries = [e for e in exc.details.get("entries", []) if e.get("key") in pending]
-            self.report.secrets += entries
-            return {entry["key"] for entry in entries}
-        key = exc.details.get("key")
-        if exc.status in (400, 413) and key in pending:
-            self.report.errors.append(f"{key}: refused by the server: {exc.message}")
-            return {key}
-        return set()
+        refusal = read_refusal(exc, pending)
+        self.report.secrets += refusal.secrets
+        if refusal.key is not None:
+            self.report.errors.append(f"{refusal.key}: refused by the server: {exc.message}")
+        return refusal.keys
 
     def _record(self, sent: dict[str, _Upload], answer: dict[str, Any]) -> None:
         checksums = answer.get("checksums", {})
@@ -575,31 +589,12 @@ class _Run:
             self.bar.update(1)
 
 
-def _batches(uploads: list[_Upload]) -> Iterator[list[_Upload]]:
-    """Consecutive groups whose JSON stays under MAX_BATCH_BYTES (a single larger file goes
-    alone, as the team memory client does)."""
-    batch: list[_Upload] = []
-    size = 0
-    for item in uploads:
-        if batch and size + item.size() > MAX_BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-        batch.append(item)
-        size += item.size()
-    if batch:
-        yield batch
-
-
-def _is_index(key: str) -> bool:
-    return PurePosixPath(key).name == INDEX_FILENAME
-
-
 def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[str, str]:
     """Every file's checksum on the server. The listing comes from the server's mirror, which
     may leave out index files (`MEMORY.md`, at the top and in subfolders), so an index this
     machine knows of, and the top-level one, are asked for one by one when missing."""
     remote = client.get(f"/api/v1/stores/{store_id}/files/?view=hashes")["checksums"]
-    for key in sorted({INDEX_FILENAME, *filter(_is_index, known)} - set(remote)):
+    for key in sorted({INDEX_FILENAME, *filter(is_index_key, known)} - set(remote)):
         try:
             answer = client.get(f"/api/v1/stores/{store_id}/files/{quote(key, '/')}")
         except ApiError as exc:
@@ -614,7 +609,7 @@ def _store_id(client: Client, project: Project, *, create: bool) -> int | None:
     """The id of the caller's private store of `project`; None when it does not exist yet and
     `create` is false (the server creates it on first use, which a dry run must not do).
     A real sync sends no `create` field, so it still works with servers that lack it."""
-    body = {**project.fields(), "scope": "private"}
+    body: dict[str, Any] = {**project.fields(), "scope": "private"}
     if not create:
         body["create"] = False
     try:
@@ -704,8 +699,7 @@ def sync_project(
                     base.pop(key, None)
                 else:
                     base[key] = value
-            # A conflict kept on both sides is two uploads.
-            total = len(actions) + sum(action.kind == "keep_both" for action in actions)
+            total = len(actions)
             with tqdm(
                 total=total, desc="memhub sync", unit="file", disable=not progress or None
             ) as bar:

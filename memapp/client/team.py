@@ -31,9 +31,7 @@ import argparse
 import contextlib
 import hashlib
 import json
-import os
 import signal
-import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -57,27 +55,28 @@ from memapp.client.commands import (
 )
 from memapp.client.config import config_dir, private_dir, read_json, write_private
 from memapp.client.http import DEFAULT_BACKOFF, ApiError, Client, Unreachable
-from memapp.client.sync import (
-    MAX_BATCH_BYTES,
-    MAX_ENTRY_BYTES,
-    checksum,
-    exclusive,
-    local_checksum,
-)
+from memapp.client.sync import exclusive, local_checksum, read_refusal
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
 from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.store_files import (
+    MAX_BATCH_BYTES,
+    FileRejected,
+    check_entry,
+    checksum,
+    is_store_key,
+    read_store_file,
+    split_batches,
+    walk_store,
+)
 
 __all__ = [
     "DEBOUNCE_SECONDS",
-    "MAX_BATCH_BYTES",
     "MAX_CONFLICT_RETRIES",
-    "MAX_ENTRY_BYTES",
     "TeamBusy",
     "TeamReport",
     "TeamSync",
     "add_team_commands",
     "batches",
-    "checksum",
     "scan_team_dir",
 ]
 
@@ -106,17 +105,10 @@ def batches(entries: dict[str, str], limit: int = MAX_BATCH_BYTES) -> Iterator[d
     """Consecutive groups of `entries` whose PUT body stays under `limit` bytes; an entry too
     big for any batch (up to the 250,000-byte entry limit) goes alone."""
     overhead = len(json.dumps({"entries": {}}))
-    batch: dict[str, str] = {}
-    size = overhead
-    for key in sorted(entries):
-        item = _body_size(key, entries[key])
-        if batch and size + item >= limit:
-            yield batch
-            batch, size = {}, overhead
-        batch[key] = entries[key]
-        size += item
-    if batch:
-        yield batch
+    for group in split_batches(
+        sorted(entries), lambda key: _body_size(key, entries[key]), limit, overhead
+    ):
+        yield {key: entries[key] for key in group}
 
 
 @dataclass
@@ -174,49 +166,28 @@ class _Remote:
     known: bool = False  # whether `entries` were fetched (a checksum alone may be remembered)
 
 
-def _is_key(key: str) -> bool:
-    return key.endswith(".md")
-
-
 def scan_team_dir(team_dir: Path) -> tuple[dict[str, bytes], set[str]]:
-    """Every regular `*.md` file under `team_dir` by `/`-separated key (hidden files and
-    directories left out), and the keys that exist but must not be touched (symlinks and
-    other non-regular files: following one could read or write outside the directory)."""
+    """The memory files of the team directory by key (the file rule of docs/design.md §6a:
+    hidden names, daily logs and conflict copies left out), and the keys that exist but must
+    not be touched (symlinks and other non-regular files: following one could read or write
+    outside the directory)."""
     files: dict[str, bytes] = {}
     untouchable: set[str] = set()
-    if not team_dir.is_dir():
-        return files, untouchable
-    for folder, dirs, names in os.walk(team_dir):
-        here = Path(folder)
-        relative = here.relative_to(team_dir).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            if name.startswith(".") or not _is_key(name):
-                continue
-            path = here / name
-            try:
-                if not stat.S_ISREG(path.lstat().st_mode):
-                    untouchable.add(prefix + name)
-                    continue
-                files[prefix + name] = path.read_bytes()
-            except OSError:
-                untouchable.add(prefix + name)
+    for found in walk_store(team_dir, untouchable=untouchable):
+        data = read_store_file(found)
+        if data is None:
+            untouchable.add(found.key)
+        else:
+            files[found.key] = data
     return files, untouchable
 
 
 def _stat_snapshot(team_dir: Path) -> dict[str, tuple[int, int, int]]:
-    """Cheap change detection for watch mode: (mtime, size, inode) of every file."""
-    seen: dict[str, tuple[int, int, int]] = {}
-    if not team_dir.is_dir():
-        return seen
-    for folder, dirs, names in os.walk(team_dir):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in names:
-            with contextlib.suppress(OSError):
-                info = (Path(folder) / name).lstat()
-                seen[f"{folder}/{name}"] = (info.st_mtime_ns, info.st_size, info.st_ino)
-    return seen
+    """Cheap change detection for watch mode: (mtime, size, inode) of every memory file."""
+    return {
+        found.key: (found.stat.st_mtime_ns, found.stat.st_size, found.stat.st_ino)
+        for found in walk_store(team_dir)
+    }
 
 
 class TeamSync:
@@ -354,15 +325,15 @@ class TeamSync:
         if key in untouchable:
             report.skip(f"{key}: not a regular file here; skipped")
             return True
+        if not isinstance(text, str):
+            report.skip(f"{key}: not text on the server; skipped")
+            return True
         try:
-            data = text.encode("utf-8")
-        except (AttributeError, UnicodeEncodeError):
-            report.skip(f"{key}: not UTF-8 text on the server; skipped")
+            check_entry(key, text, secrets=False)
+        except FileRejected as exc:
+            report.skip(f"{exc} (the server's copy); skipped")
             return True
-        if len(data) > MAX_ENTRY_BYTES:
-            report.skip(f"{key}: {len(data):,} bytes on the server; skipped")
-            return True
-        incoming = checksum(data)
+        incoming = checksum(text.encode("utf-8"))
         if self.remote.entries.get(key, incoming) != incoming:
             report.skip(f"{key}: the server's copy does not match its checksum; skipped")
             return True
@@ -393,8 +364,8 @@ class TeamSync:
         return True
 
     def _path(self, key: str, report: TeamReport) -> Path | None:
-        if not _is_key(key):
-            report.skip(f"{key!r}: not a Markdown (.md) key; skipped")
+        if not is_store_key(key):
+            report.skip(f"{key!r}: not a memory file; skipped")
             return None
         try:
             return validate_key(self.team_dir, key)
@@ -419,15 +390,10 @@ class TeamSync:
                 continue  # unchanged here: the server changed or deleted it
             if self._path(key, report) is None:
                 continue
-            if len(data) > MAX_ENTRY_BYTES:
-                report.skip(
-                    f"{key}: {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,}-byte limit; skipped"
-                )
-                continue
             try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                report.skip(f"{key}: not valid UTF-8; skipped")
+                text = check_entry(key, data, secrets=False)
+            except FileRejected as exc:
+                report.skip(f"{exc}; skipped")
                 continue
             hits = self.secret_scan(text)
             if hits:
@@ -488,22 +454,17 @@ class TeamSync:
 
     def _refused(self, exc: ApiError, pending: dict[str, str], report: TeamReport) -> set[str]:
         """The keys of this batch a refusal names (reported); empty when it names none."""
-        details = exc.details
-        if exc.status == 422 and details.get("error_code") == "team_memory_secret_detected":
-            hits = [e for e in details.get("entries", []) if e.get("key") in pending]
-            report.add_secrets(hits)
-            return {hit["key"] for hit in hits}
-        if exc.status == 413 and details.get("error_code") == "team_memory_too_many_entries":
+        if exc.status == 413 and exc.details.get("error_code") == "team_memory_too_many_entries":
             report.errors.append(
-                f"the server holds at most {details.get('max_entries')} team entries; "
+                f"the server holds at most {exc.details.get('max_entries')} team entries; "
                 f"{len(pending)} new or changed entries not sent"
             )
             raise _Stop
-        key = details.get("key")
-        if exc.status in (400, 413) and key in pending:
-            report.skip(f"{key}: refused by the server: {exc.message}")
-            return {key}
-        return set()
+        refusal = read_refusal(exc, pending)
+        report.add_secrets(refusal.secrets)
+        if refusal.key is not None:
+            report.skip(f"{refusal.key}: refused by the server: {exc.message}")
+        return refusal.keys
 
     def _record(self, sent: dict[str, str], answer: dict, report: TeamReport) -> None:
         if self.pulled is not None and self.pulled == self.remote.checksum:
@@ -555,7 +516,7 @@ def _watch(sync: TeamSync, interval: float) -> int:
     SIGINT; a run that changed nothing prints nothing."""
     stop = False
 
-    def on_signal(signum, frame) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         nonlocal stop
         stop = True
 

@@ -48,11 +48,12 @@ from memapp.memdir.index import (
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
     parse_index_entries,
-    upsert_index_entry,
+    with_index_entry,
 )
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir
 from memapp.memdir.secret_rules import SecretHit, scan_text
+from memapp.memdir.store_files import MAX_ENTRY_BYTES
 
 __all__ = [
     "MARKER_FILENAME",
@@ -89,8 +90,8 @@ __all__ = [
 SNAPSHOTS_FOLDER = "agent-memory-snapshots"
 SNAPSHOT_JSON = "snapshot.json"
 MARKER_FILENAME = ".snapshot-synced.json"
-# A snapshot file larger than a team memory entry may be (docs/design.md §10) is refused.
-MAX_SNAPSHOT_FILE_BYTES = 250_000
+# A snapshot file larger than a memory file may be (docs/design.md §6a) is refused.
+MAX_SNAPSHOT_FILE_BYTES = MAX_ENTRY_BYTES
 MAX_JSON_BYTES = 64 * 1024
 # Caps an agent applies when it loads memory (docs/design.md §5, §6, §7): reported, not enforced.
 SURFACED_BYTES = 4_096
@@ -769,7 +770,7 @@ def merge_from_snapshot(
         text = current
         for name in picked:
             if name in theirs and name not in ours:
-                text = upsert_index_entry(text, name, theirs[name])
+                text = with_index_entry(text, name, theirs[name])
                 entries.append(name)
         if text != current:
             write_atomic_bytes(index_path, text.encode("utf-8", "surrogateescape"))

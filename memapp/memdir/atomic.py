@@ -40,7 +40,9 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_atomic_bytes(path, text.encode("utf-8"))
 
 
-def write_atomic_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
+def write_atomic_bytes(
+    path: str | os.PathLike[str], data: bytes, *, durable: bool = True, mode: int | None = None
+) -> None:
     """Replace the file at `path` with `data`, atomically and durably.
 
     `durable=False` skips both fsyncs: readers still see the old file or the new one, but a power
@@ -49,13 +51,15 @@ def write_atomic_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bo
 
     - An existing file keeps its permission bits. A new file gets 0o666 minus the process umask
       (0o644 under the usual umask 022), exactly like a file created with `open()`.
+    - `mode` (e.g. 0o600 for a file holding a token) sets the bits instead, new file or not; the
+      temporary file has them from the start, so the content is never readable by others.
     - A symlink at `path` is replaced by a regular file; the write never goes through the link
       (the store root check is done on paths, and a link could point anywhere).
     - The parent directory must exist (`FileNotFoundError` otherwise).
     - On any failure the temporary file is removed, the target is left as it was, and the
       exception propagates.
     """
-    directory = _replace(path, data, fsync=durable)
+    directory = _replace(path, data, fsync=durable, mode=mode)
     if durable:
         _fsync_directory(directory)
 
@@ -76,15 +80,18 @@ def write_atomic_files(files: Mapping[Path, bytes]) -> None:
         _fsync_directory(directory)
 
 
-def _replace(path: str | os.PathLike[str], data: bytes, *, fsync: bool) -> Path:
+def _replace(
+    path: str | os.PathLike[str], data: bytes, *, fsync: bool, mode: int | None = None
+) -> Path:
     """Write `data` to a temporary file beside `path` and rename it over `path`; returns the
     directory, whose entry is not yet synced."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     target = Path(path)
     directory = target.parent
-    mode = _existing_mode(target)
-    fd, temp = _create_temp(directory, target.name)
+    if mode is None:
+        mode = _existing_mode(target)
+    fd, temp = _create_temp(directory, target.name, _NEW_FILE_MODE if mode is None else mode)
     try:
         try:
             if mode is not None:
@@ -132,14 +139,14 @@ def _existing_mode(target: Path) -> int | None:
     return stat.S_IMODE(st.st_mode)
 
 
-def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
+def _create_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
     # Not tempfile.mkstemp: it creates files 0o600 regardless of umask, and a new memory file
     # should get the same mode as any other file the user creates.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(_TEMP_ATTEMPTS):
         temp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(temp, flags, _NEW_FILE_MODE), temp
+            return os.open(temp, flags, mode), temp
         except FileExistsError:
             continue
     raise FileExistsError(f"could not create a unique temporary file in {directory}")

@@ -19,7 +19,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from memapp.memdir.atomic import write_atomic_bytes
-from memapp.memdir.scan import scan_memory_files, settled_signature
+from memapp.memdir.scan import scan_memory_files
+from memapp.memdir.store_files import INDEX_FILENAME, settled_signature
 
 __all__ = [
     "INDEX_FILENAME",
@@ -29,7 +30,7 @@ __all__ = [
     "IndexEntry",
     "IndexHealth",
     "IndexTruncation",
-    "add_or_update_index_entry",
+    "write_index_entry",
     "cut_to_bytes",
     "format_index_entry",
     "format_size",
@@ -37,13 +38,12 @@ __all__ = [
     "over_caps_reason",
     "parse_index_entries",
     "read_index",
-    "remove_from_index",
-    "remove_index_entry",
+    "delete_index_entry",
+    "without_index_entry",
     "truncate_index",
-    "upsert_index_entry",
+    "with_index_entry",
 ]
 
-INDEX_FILENAME = "MEMORY.md"
 MAX_INDEX_LINES = 200
 MAX_INDEX_BYTES = 25_000
 MAX_ENTRY_CHARS = 200
@@ -272,7 +272,8 @@ def _parse_line(line_number: int, raw: str) -> IndexEntry | None:
         return None
     target = link["angle"] if link["angle"] is not None else link["bare"]
     rest = raw[link.end() :]
-    hook = rest[_HOOK_SEPARATOR.match(rest).end() :].strip()
+    separator = _HOOK_SEPARATOR.match(rest)  # it matches the empty string: never None
+    hook = rest[separator.end() if separator else 0 :].strip()
     return IndexEntry(
         line_number=line_number,
         title=_ESCAPED.sub(r"\1", link["text"]),
@@ -320,7 +321,7 @@ def format_index_entry(title: str, filename: str, hook: str = "") -> str:
     `]` in the title are backslash-escaped. An empty title falls back to `filename`; an empty
     hook drops the ` — ` part. A filename with spaces or parentheses is written in angle
     brackets (`[T](<my notes.md>)`). Raises `ValueError` for a `filename` that is not a clean
-    relative path (see `upsert_index_entry`).
+    relative path (see `with_index_entry`).
     """
     path = _clean_filename(filename)
     if any(c in path for c in "<>"):
@@ -338,7 +339,7 @@ def _matches(content: str, path: str) -> bool:
     return entry is not None and entry.path == path
 
 
-def upsert_index_entry(text: str, filename: str, line: str) -> str:
+def with_index_entry(text: str, filename: str, line: str) -> str:
     """`text` with the entry for `filename` set to `line`; every other byte is kept.
 
     The entry is the first list item whose link names `filename` (also as `./file.md`,
@@ -387,11 +388,11 @@ def _remove_lines(lines: list[tuple[str, str]], drop: set[int]) -> str:
     return _join_lines(kept)
 
 
-def remove_index_entry(text: str, filename: str) -> str:
+def without_index_entry(text: str, filename: str) -> str:
     """`text` without the entries linking to `filename`; every other byte is kept.
 
     When the file did not end with a newline, it still does not. Raises `ValueError` for a bad
-    `filename`, as `upsert_index_entry` does.
+    `filename`, as `with_index_entry` does.
     """
     path = _clean_filename(filename)
     lines = _split_lines(text)
@@ -450,16 +451,16 @@ def _edit_index(directory: str | os.PathLike[str], edit: Callable[[str], str]) -
     return True
 
 
-def add_or_update_index_entry(directory: str | os.PathLike[str], filename: str, line: str) -> bool:
-    """Set the entry for `filename` in `directory`/MEMORY.md to `line` (see `upsert_index_entry`).
+def write_index_entry(directory: str | os.PathLike[str], filename: str, line: str) -> bool:
+    """Set the entry for `filename` in `directory`/MEMORY.md to `line` (see `with_index_entry`).
 
     A missing MEMORY.md is created. The file is rewritten atomically, and only when it changes;
     bytes that are not valid UTF-8 are kept as they were. Returns whether it was written.
     """
-    return _edit_index(directory, lambda text: upsert_index_entry(text, filename, line))
+    return _edit_index(directory, lambda text: with_index_entry(text, filename, line))
 
 
-def remove_from_index(directory: str | os.PathLike[str], filename: str) -> bool:
+def delete_index_entry(directory: str | os.PathLike[str], filename: str) -> bool:
     """Remove the entries for `filename` from `directory`/MEMORY.md; whether it was written.
 
     A missing MEMORY.md stays missing.
@@ -467,7 +468,7 @@ def remove_from_index(directory: str | os.PathLike[str], filename: str) -> bool:
     if _read_index_bytes(directory) is None:
         _clean_filename(filename)
         return False
-    return _edit_index(directory, lambda text: remove_index_entry(text, filename))
+    return _edit_index(directory, lambda text: without_index_entry(text, filename))
 
 
 # --- Health -----------------------------------------------------------------------------------
@@ -545,10 +546,10 @@ def index_health(
 ) -> IndexHealth:
     """Check `directory`/MEMORY.md against the topic files on disk and the caps.
 
-    `exclude` names top-level entries left out of the file scan (e.g. `("team", "logs")` for a
-    private store). `files`, the topic files' relative paths, saves a second scan when the
-    caller has just scanned. A missing MEMORY.md is healthy-but-empty: every topic file is
-    unindexed.
+    `exclude` names top-level entries that are stores of their own (`("team",)` for a private
+    store; the file rule of docs/design.md §6a leaves out the rest). `files`, the topic files'
+    relative paths, saves a second scan when the caller has just scanned. A missing MEMORY.md
+    is healthy-but-empty: every topic file is unindexed.
     """
     root = Path(directory)
     data = _read_index_bytes(root)

@@ -165,6 +165,15 @@ def _real_path(path: str, key: object) -> str:
     return str(Path(real, *reversed(missing)))
 
 
+def check_key(key: object) -> None:
+    """The rules of docs/design.md §4 that need no store: `PathTraversalError` for a key that
+    is not text, is empty, absolute, has NUL, a backslash, a drive, a traversal (also once
+    decoded) or a `.` or empty segment. `validate_key` adds the checks against a root."""
+    if not isinstance(key, str):
+        raise PathTraversalError("not-text", key)
+    _check_syntax(key)
+
+
 def validate_key(root: str | os.PathLike[str], key: str) -> Path:
     """Check `key` against every rule of docs/design.md §4 and return `root / key`.
 
@@ -176,9 +185,7 @@ def validate_key(root: str | os.PathLike[str], key: str) -> Path:
     Symlinks inside the store that stay inside it are allowed; a dangling symlink, a symlink
     loop or a permission error on the way fails closed. The root itself need not exist yet.
     """
-    if not isinstance(key, str):
-        raise PathTraversalError("not-text", key)
-    _check_syntax(key)
+    check_key(key)
     abs_root = os.path.normpath(Path(root).absolute())
     joined = os.path.normpath(Path(abs_root, key))
     if not _is_inside(joined, abs_root):

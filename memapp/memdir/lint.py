@@ -251,8 +251,8 @@ def near_duplicates(
             sets.append(frozenset(words))
 
     frequency: dict[str, int] = defaultdict(int)
-    for words in sets:
-        for word in words:
+    for word_set in sets:
+        for word in word_set:
             frequency[word] += 1
 
     min_jaccard = max(0.0, 2 * threshold - 1)
@@ -260,8 +260,8 @@ def near_duplicates(
     # j share a word among the first len - ceil(j * len) + 1 of each.
     postings: dict[str, list[int]] = defaultdict(list)
     candidates: set[tuple[int, int]] = set()
-    for i, words in enumerate(sets):
-        ordered = sorted(words, key=lambda word: (frequency[word], word))
+    for i, word_set in enumerate(sets):
+        ordered = sorted(word_set, key=lambda word: (frequency[word], word))
         prefix = ordered[: len(ordered) - ceil(min_jaccard * len(ordered) - 1e-9) + 1]
         for word in prefix:
             for j in postings[word]:

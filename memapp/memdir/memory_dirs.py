@@ -6,9 +6,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.store_files import INDEX_FILENAME, TEAM_DIR
 
-PRIVATE_EXCLUDE = ("team", "logs")
+# A private store's team memory is a store of its own; its daily logs are no memories at all,
+# which the file rule says for every store (docs/design.md §6a).
+PRIVATE_EXCLUDE = (TEAM_DIR,)
 
 
 @dataclass(frozen=True)

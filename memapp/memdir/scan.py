@@ -4,9 +4,11 @@ A scan never writes: files and directories are opened read-only with ``O_NOATIME
 kernel allows it (our own files, or as root), so neither mtimes nor atimes change (mtimes order
 every scan and give every memory its age).
 
-Symlinks inside the directory are skipped, files and directories alike: a link could lead outside
-the store (to ``~/.ssh``, say), and a scan must only ever read the store itself. The directory
-passed in may itself be a symlink (a memory dir kept on another disk).
+Which files are scanned is the store's file rule (:mod:`memapp.memdir.store_files`, one walk for
+every part of memhub): symlinks inside the directory are skipped, files and directories alike (a
+link could lead outside the store, to ``~/.ssh``, say), and so are hidden names, daily logs and
+conflict copies. The directory passed in may itself be a symlink (a memory dir kept on another
+disk).
 
 Rescans are incremental: a :class:`ScanCache` remembers each file's header under its
 ``(mtime, size, ctime)``, so a rescan of an unchanged directory only stats its files. The ctime is
@@ -19,7 +21,6 @@ from __future__ import annotations
 import datetime
 import operator
 import os
-import stat
 import threading
 import time
 from collections import OrderedDict
@@ -35,6 +36,7 @@ from .frontmatter import (
     decode_bytes,
     parse_header,
 )
+from .store_files import walk_store
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -46,7 +48,6 @@ __all__ = [
     "scan_memory_files",
 ]
 
-INDEX_NAME = "MEMORY.md"
 # A scan reads at most the first 30 lines and at most this many bytes of a file, so a 10 MB file
 # (or a 10 MB single line) costs no more than a small one.
 MAX_HEAD_BYTES = 64 * 1024
@@ -54,13 +55,11 @@ _FIRST_READ = 8 * 1024  # enough for the first 30 lines of nearly every memory
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 # O_NONBLOCK: a file swapped for a FIFO between stat and open must not hang the scan.
 _OPEN_FLAGS |= getattr(os, "O_NONBLOCK", 0)
 # O_NOATIME is only allowed on files we own (or as root); elsewhere open() would fail with EPERM.
 _NOATIME = getattr(os, "O_NOATIME", 0)
 _EUID = os.geteuid() if hasattr(os, "geteuid") else -1
-_S_IFMT, _S_IFREG, _S_IFDIR = 0o170000, stat.S_IFREG, stat.S_IFDIR  # file type bits of st_mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +149,12 @@ def scan_memory_files(
     exclude: Iterable[str] = (),
     cache: ScanCache | None = None,
 ) -> list[MemoryHeader]:
-    """Headers of every ``*.md`` file under ``directory`` except ``MEMORY.md`` (at any depth).
+    """Headers of the topic files of the store in ``directory``: its memory files at any depth
+    but the ``MEMORY.md`` indexes (the file rule of docs/design.md §6a: hidden names, daily
+    logs, conflict copies and symlinks are not among them).
 
     Newest mtime first (ties by path), at most ``limit`` of them (``None``: all). ``exclude``
-    names top-level entries to leave out, e.g. ``("team", "logs")`` for a private store. Only the
+    names top-level entries that are stores of their own, e.g. ``("team",)``. Only the
     first 30 lines (and at most :data:`MAX_HEAD_BYTES`) of each file are read, and only when the
     file changed since ``cache`` (default: one cache per process) last saw it.
 
@@ -170,63 +171,28 @@ def scan_memory_files(
     dirs: dict[str, dict[str, _Entry]] = {}
     count = hits = misses = 0
 
-    # Directories are listed through descriptors opened with O_NOATIME (listing a directory
-    # refreshes its atime otherwise) and files are opened relative to them.
-    # This loop runs once per file on every rescan: keep it lean (no per-file allocation beyond
-    # the stat on a cache hit).
-    stack = [("", root)]
-    while stack:
-        prefix, path = stack.pop()
-        try:
-            dir_fd = _open_directory(path, follow=not prefix)
-        except OSError as exc:
-            if prefix:
-                continue  # an unreadable subdirectory must not hide the rest
-            if isinstance(exc, FileNotFoundError | NotADirectoryError):
-                return []
-            raise
-        lookup = previous.dirs.get(prefix, _NO_FILES).get
-        found: dict[str, _Entry] = {}
-        try:
-            with os.scandir(dir_fd) as listing:
-                for entry in listing:
-                    name = entry.name
-                    if not prefix and name in excluded:
-                        continue
-                    # Symlinks are neither files nor directories here (see the module docstring).
-                    if not name.endswith(".md") or name == INDEX_NAME:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append((f"{prefix}{name}/", f"{path}/{name}"))
-                        continue
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue  # deleted since the directory was listed
-                    kind = st.st_mode & _S_IFMT
-                    if kind != _S_IFREG:
-                        if kind == _S_IFDIR:
-                            stack.append((f"{prefix}{name}/", f"{path}/{name}"))
-                        continue
-                    cached = lookup(name)
-                    if (
-                        cached is not None
-                        and cached[0] == st.st_mtime_ns
-                        and cached[1] == st.st_size
-                        and cached[2] == st.st_ctime_ns
-                    ):
-                        found[name] = cached
-                    else:
-                        header = _read_header(name, dir_fd, prefix + name, st)
-                        found[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
-                        misses += 1
-        except OSError:
-            if not prefix:
-                raise
-        finally:
-            os.close(dir_fd)
-        if found:
-            dirs[prefix] = found
-            count += len(found)
+    # The store's one walk (docs/design.md §6a) opens directories with O_NOATIME and hands
+    # over a descriptor to open each file relative to. This loop runs once per file on every
+    # rescan: keep it lean (no per-file allocation beyond the stat on a cache hit).
+    prefix, files, lookup = None, _NO_FILES, _NO_FILES.get
+    for rel, in_dir, name, dir_fd, st in walk_store(root, excluded, indexes=False):
+        if in_dir != prefix:  # the walk yields a directory's files together
+            prefix = in_dir
+            files = dirs.setdefault(prefix, {})
+            lookup = previous.dirs.get(prefix, _NO_FILES).get
+        cached = lookup(name)
+        if (
+            cached is not None
+            and cached[0] == st.st_mtime_ns
+            and cached[1] == st.st_size
+            and cached[2] == st.st_ctime_ns
+        ):
+            files[name] = cached
+        else:
+            header = _read_header(name, dir_fd, rel, st)
+            files[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
+            misses += 1
+        count += 1
 
     hits = count - misses
     if not misses and count == previous.count:
@@ -249,23 +215,13 @@ def _newest_first(item: tuple[str, _Entry]) -> int:
     return -item[1][0]
 
 
-def _open_directory(path: str, follow: bool) -> int:
-    flags = _DIR_FLAGS if follow else _DIR_FLAGS | _NOFOLLOW
-    if _NOATIME:
-        try:
-            return os.open(path, flags | _NOATIME)
-        except PermissionError:
-            pass  # not our directory: O_NOATIME is refused, list it anyway
-    return os.open(path, flags)
-
-
 def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> MemoryHeader:
     mtime_ms = st.st_mtime_ns // 1_000_000
     try:
         data, cut = _read_head(name, dir_fd, st)
     except OSError as exc:
-        problem = f"unreadable: {exc.strerror or exc}"
-        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, problem)
+        unreadable = f"unreadable: {exc.strerror or exc}"
+        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, unreadable)
 
     text, problem = decode_bytes(data, final=not cut)
     if problem == BINARY_FILE:
@@ -351,19 +307,6 @@ def format_manifest(headers: Sequence[MemoryHeader]) -> str:
         else:
             lines.append(f"- {tag}{h.path} ({format_mtime(h.mtime_ms)})")
     return "\n".join(lines)
-
-
-# A file changed this recently may be written again within the same clock tick, which keeps its
-# stat as it was: results read from it are not remembered yet.
-SETTLED_NS = 1_000_000_000
-
-
-def settled_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
-    """What changes with every write of a file, atomic or in place (inode, size, mtime and
-    ctime in ns), to remember results by; None while the file changed in the last second."""
-    if time.time_ns() - st.st_ctime_ns < SETTLED_NS:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def detect_type_form(directory: str) -> TypeForm:

@@ -29,7 +29,7 @@ import io
 import posixpath
 import threading
 from collections.abc import Hashable, Mapping
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.core.potential_secret import PotentialSecret
@@ -39,6 +39,7 @@ from detect_secrets.core.potential_secret import PotentialSecret
 from detect_secrets.core.scan import _process_line_based_plugins
 from detect_secrets.settings import get_settings
 from detect_secrets.transformers import get_transformed_file
+from detect_secrets.types import NamedIO
 from detect_secrets.util.filetype import FileType, determine_file_type
 
 from memapp.memdir.secret_rules import SecretHit, SecretScanCache, scan_text
@@ -60,7 +61,8 @@ _caches: dict[FileType, SecretScanCache] = {}
 
 
 def _plugin_names(entropy: bool) -> set[str]:
-    names = {plugin.__name__ for plugin in get_mapping_from_secret_type_to_class().values()}
+    plugins: list[type] = list(get_mapping_from_secret_type_to_class().values())
+    names = {plugin.__name__ for plugin in plugins}
     return names if entropy else names - set(ENTROPY_PLUGINS)
 
 
@@ -116,8 +118,9 @@ def _scan_like_scan_file(text: str, filename: str) -> list[PotentialSecret]:
     # Mirrors detect_secrets.core.scan.scan_file: transformed lines (or the raw ones), then the
     # eager transformers only when the first pass found nothing. Lines split on "\n" only, as
     # the fast rules count them.
-    file = io.StringIO(text)
-    file.name = filename  # type: ignore[misc]  # the transformers choose by file name
+    # The transformers choose by file name: a StringIO given one is the NamedIO they expect.
+    file = cast(NamedIO, io.StringIO(text))
+    file.name = filename
     lines = get_transformed_file(file) or io.StringIO(text).readlines()
     secrets = list(_process_line_based_plugins(list(enumerate(lines, 1)), filename))
     if secrets:

@@ -3,7 +3,6 @@ mirror, then an event. Views and the API only call these."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import replace
@@ -13,14 +12,19 @@ from memapp.memdir.atomic import delete_file, write_atomic
 from memapp.memdir.frontmatter import Memory, parse_memory, render_memory
 from memapp.memdir.index import (
     INDEX_FILENAME,
-    add_or_update_index_entry,
+    delete_index_entry,
     format_index_entry,
     index_health,
-    remove_from_index,
+    write_index_entry,
 )
-from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.scan import detect_type_form
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.store_files import (
+    FileRejected,
+    check_entries,
+    check_entry,
+    checksum,
+    entry_path,
+)
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
@@ -36,94 +40,10 @@ class EditConflict(Exception):
         self.path, self.disk_text, self.disk_sha256 = path, disk_text, disk_sha256
 
 
-MAX_ENTRY_BYTES = 250_000
-
-
-class FileRejected(Exception):
-    """A file the API refuses; `code` and `status` say why, nothing was written."""
-
-    status = 400
-
-    def __init__(self, code: str, message: str, details=None) -> None:
-        super().__init__(message)
-        self.code, self.details = code, details or {}
-
-
-class PreconditionFailed(FileRejected):
-    status = 412
-
-
-class EntryTooLarge(FileRejected):
-    status = 413
-
-
-class SecretDetected(FileRejected):
-    status = 422
-
-
-def checksum(data: bytes) -> str:
-    """`sha256:<hex>` as the team memory protocol writes it (docs/design.md §10)."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def store_file_path(store: Store, key: str) -> Path:
-    """The one safe-path check for a key of a store: the core's rules (docs/design.md §4), Markdown
-    files only, and never inside a top-level entry that is a store of its own (`team/`)."""
-    try:
-        path = validate_key(Path(store.path), key)
-    except PathTraversalError as exc:
-        raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
-    if not key.endswith(".md"):
-        raise FileRejected("invalid_key", f"{key!r} is not a Markdown (.md) file", {"key": key})
-    if key.split("/", 1)[0] in store.exclude:
-        raise FileRejected(
-            "invalid_key",
-            f"{key!r} belongs to another store ({key.split('/', 1)[0]}/)",
-            {"key": key},
-        )
-    return path
-
-
-def store_checksums(store: Store) -> dict[str, str]:
-    """Every file's checksum, key → `sha256:<hex>`: topic files as the mirror knows them, and
-    the `MEMORY.md` of the top and of each folder holding topic files, read from disk (the
-    mirror does not keep indexes)."""
-    rows = store.files.order_by("path").values_list("path", "sha256")
-    sums = {path: f"sha256:{sha}" for path, sha in rows}
-    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in sums if "/" in path}
-    for folder in sorted(folders):
-        key = f"{folder}{INDEX_FILENAME}"
-        try:
-            sums[key] = checksum(store_file_path(store, key).read_bytes())
-        except (FileRejected, OSError):
-            continue
-    return sums
-
-
-def _encode_checked(key: str, text: str) -> bytes:
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise FileRejected("invalid_utf8", f"{key!r} is not valid UTF-8", {"key": key}) from None
-    if len(data) > MAX_ENTRY_BYTES:
-        raise EntryTooLarge(
-            "entry_too_large",
-            f"{key!r} is {len(data):,} bytes; the limit is {MAX_ENTRY_BYTES:,}",
-            {"key": key, "size": len(data), "max_bytes": MAX_ENTRY_BYTES},
-        )
-    if "\0" in text:
-        raise FileRejected("binary_content", f"{key!r} contains NUL bytes", {"key": key})
-    return data
-
-
-def _secret_hits(files: dict[str, str]) -> list[dict]:
-    hits = []
-    for key, text in files.items():
-        hits += [
-            {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
-            for hit in scan_text(text)
-        ]
-    return hits
+    """The path of a memory file of the store: the file rule of docs/design.md §6a (safe key,
+    a memory file, not inside a store of its own); `FileRejected` otherwise."""
+    return entry_path(store.path, key, store.exclude)
 
 
 def _current_checksum(path: Path) -> str | None:
@@ -131,10 +51,6 @@ def _current_checksum(path: Path) -> str | None:
         return checksum(path.read_bytes())
     except FileNotFoundError:
         return None
-
-
-def sha256_text(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _slug(text: str, sep: str) -> str:
@@ -171,8 +87,9 @@ def do_save_memory(
 ) -> MemoryFile:
     """Create (path None) or update a topic file and its MEMORY.md line.
 
-    An update whose `base_sha256` no longer matches the file on disk raises EditConflict and
-    writes nothing, so an edit never overwrites a change made behind the form's back.
+    An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
+    matches the file on disk raises EditConflict and writes nothing, so an edit never
+    overwrites a change made behind the form's back.
     """
     root = Path(store.path)
     with store_lock(store):
@@ -184,8 +101,8 @@ def do_save_memory(
         target = store_file_path(store, path)
         if not created:
             data = target.read_bytes()
-            if base_sha256 is not None and sha256_text(data) != base_sha256:
-                raise EditConflict(path, data.decode("utf-8", "replace"), sha256_text(data))
+            if base_sha256 is not None and checksum(data) != base_sha256:
+                raise EditConflict(path, data.decode("utf-8", "replace"), checksum(data))
             previous = parse_memory(data, path=path)
         # replace() keeps the file's other keys and its problem: render_memory refuses a file
         # whose header is not closed within 30 lines rather than adding a second header.
@@ -198,17 +115,9 @@ def do_save_memory(
             type_form=previous.type_form or "top",
             path=path,
         )
-        text = render_memory(memory)
-        hits = _secret_hits({path: text})
-        if hits:
-            raise SecretDetected(
-                "secret_detected",
-                "refused: this memory contains what looks like a secret "
-                + ", ".join(f"({h['label']}, line {h['line']})" for h in hits),
-                {"entries": hits},
-            )
+        text = check_entry(path, render_memory(memory), exclude=store.exclude)
         write_atomic(target, text)
-        add_or_update_index_entry(root, path, format_index_entry(name, path, description))
+        write_index_entry(root, path, format_index_entry(name, path, description))
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
@@ -221,7 +130,7 @@ def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
     with store_lock(store):
         target = store_file_path(store, path)
         delete_file(target, missing_ok=True)
-        remove_from_index(root, path)
+        delete_index_entry(root, path)
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_forgotten", store=store, user=user, path=path, via=via)
@@ -237,7 +146,7 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             file = files.get(path)
             title = file.title if file else path.removesuffix(".md")
             hook = file.description if file else ""
-            add_or_update_index_entry(root, path, format_index_entry(title, path, hook))
+            write_index_entry(root, path, format_index_entry(title, path, hook))
         rescan_store(store)
     announce_change(store, user, {INDEX_FILENAME})
     return list(health.unindexed)
@@ -257,22 +166,16 @@ def do_put_files(
     already on disk are left alone (their mtime too)."""
     if_match = if_match or {}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
-    encoded = {key: _encode_checked(key, text) for key, text in files.items()}
-    hits = _secret_hits(files)
-    if hits:
-        keys = sorted({hit["key"] for hit in hits})
-        raise SecretDetected(
-            "secret_detected",
-            f"refused: {', '.join(keys)} contain{'s' if len(keys) == 1 else ''} what looks "
-            "like a secret (nothing was written)",
-            {"entries": hits},
-        )
+    encoded = {
+        key: text.encode("utf-8")
+        for key, text in check_entries(files, exclude=store.exclude).items()
+    }
     result: dict[str, list[str]] = {"written": [], "unchanged": [], "deleted": []}
     with store_lock(store):
         for key, expected in if_match.items():
             current = _current_checksum(paths[key])
             if expected is not None and current != expected:
-                raise PreconditionFailed(
+                raise FileRejected(
                     "precondition_failed",
                     f"{key!r} changed on the server (If-Match does not match)",
                     {"key": key, "checksum": current},

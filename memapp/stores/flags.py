@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memapp.memdir.store_files import MAX_ENTRY_BYTES
 from memapp.stores.events import record_event
 from memapp.stores.models import FlagValue
 
@@ -163,7 +164,7 @@ def _specs() -> list[FlagSpec]:
         FlagSpec(
             "team_max_entry_bytes",
             int,
-            250_000,
+            MAX_ENTRY_BYTES,
             "Bytes per team entry.",
             in_effect=True,
             minimum=1,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.db import close_old_connections, connections
 
+from memapp.memdir.store_files import TEAM_DIR, FileKind, classify
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -100,9 +101,9 @@ class LiveMirror:
             if path.startswith(root):
                 inside = path[len(root) :]
                 top = inside.split("/", 1)[0]
-                if top in exclude:
+                if top in exclude or classify(inside, exclude) is FileKind.DAILY_LOG:
                     # Its own store (a team store not known yet) or no store at all (logs/).
-                    plan.discover = plan.discover or top == "team"
+                    plan.discover = plan.discover or top == TEAM_DIR
                     return
                 plan.stores.add(pk)
                 if "/" in inside and inside.endswith("/MEMORY.md"):

@@ -7,7 +7,6 @@ gone. It never writes to the store's directory.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from pathlib import Path
 from typing import NamedTuple
@@ -19,6 +18,7 @@ from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, scan_memory_files
+from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
 from memapp.stores.models import MemoryFile, Store
 
 MAX_BODY_CHARS = 256 * 1024  # kept for search; a 10 MB file is still mirrored, its body capped
@@ -33,14 +33,12 @@ class RescanResult(NamedTuple):
 
 def _read_fields(root: Path, header: MemoryHeader) -> dict:
     """Everything the mirror keeps about one file, from one full read of it."""
-    digest = hashlib.sha256()
     try:
         data = (root / header.path).read_bytes()
     except OSError as exc:
         data, problem = b"", f"unreadable: {exc.strerror or exc}"
     else:
         problem = header.problem or ""
-    digest.update(data)
     memory = parse_memory(data, path=header.path)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
@@ -51,7 +49,7 @@ def _read_fields(root: Path, header: MemoryHeader) -> dict:
         "type_form": memory.type_form or "",
         "size": header.size,
         "mtime_ms": header.mtime_ms,
-        "sha256": digest.hexdigest(),
+        "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
         "links": list(memory.links),
         "problem": problem or memory.problem or "",
         "body": body,

@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from memapp.memdir.store_files import CHECKSUM_PREFIX
+
 
 class Project(models.Model):
     """A project: keyed by its repo slug `owner/repo`, else its sanitized memory dir name.
@@ -177,6 +179,11 @@ class MemoryFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+    @property
+    def checksum(self) -> str:
+        """The file's content as every API names it: `sha256:<hex>` (docs/design.md §6a)."""
+        return CHECKSUM_PREFIX + self.sha256
 
     @property
     def title(self) -> str:

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import Http404
 
+from memapp.memdir.memory_dirs import PRIVATE_EXCLUDE
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.models import Project, Store
 
@@ -99,6 +100,6 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
             path=str(path),
             project=project,
             owner=user,
-            exclude=["team", "logs"],
+            exclude=list(PRIVATE_EXCLUDE),
         )
     return store

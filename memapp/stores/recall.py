@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
@@ -52,6 +52,9 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.shared_state import update
+
+if TYPE_CHECKING:
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -183,14 +186,23 @@ def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[
 
 @lru_cache(maxsize=4)
 def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
+    # Imported here: the SDK takes most of a second to import, which every manage.py command
+    # and worker would pay at start, most of them never asking a model.
+    import anthropic
+
     return anthropic.Anthropic(
         api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=1
     )
 
 
 def load_model_client() -> None:
-    """Import what the SDK imports when its first client is made (its HTTP transport), so the
-    first recall of a worker does not pay for it. No client is kept and nothing is sent."""
+    """When a model selects (an API key is set), import the SDK and what it imports when its
+    first client is made (its HTTP transport), so the first recall of a worker does not pay
+    for it. No client is kept and nothing is sent."""
+    if not settings.ANTHROPIC_API_KEY:
+        return
+    import anthropic
+
     anthropic.Anthropic(api_key="not-used", max_retries=0).messages  # noqa: B018
 
 

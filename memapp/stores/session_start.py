@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from django.http import Http404
 
-from memapp.stores.actions import FileRejected, checksum, store_checksums, store_file_path
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, checksum, store_checksums
+from memapp.stores.actions import store_file_path
 from memapp.stores.models import Store
 from memapp.stores.projects import find_project, resolve_store
 from memapp.stores.prompting import team_index_for
@@ -21,7 +22,6 @@ from memapp.stores.review import ReviewCount, review_notice, waiting_for_review
 # Content sent with one answer; past it the rest waits for `memhub-agent sync` (or the next
 # session), so a hook never waits on a big first download.
 MAX_PULL_BYTES = 512 * 1024
-MAX_ENTRY_BYTES = 250_000
 
 
 @dataclass
@@ -92,7 +92,7 @@ def session_start_for(
     )
     answer = SessionStart(store=private.pk if private is not None else None)
     if private is not None:
-        answer.checksums = store_checksums(private)
+        answer.checksums = store_checksums(private.path, private.exclude)
         answer.files, answer.partial = _differing_files(private, answer.checksums, have or {})
     if team_index and project is not None:
         answer.team_index = team_index_for(user, project, memory_dir)

@@ -22,9 +22,10 @@ def test_the_generated_corpus_looks_like_a_memory_directory(tmp_path):
     headers = scan_memory_files(tmp_path, limit=None, cache=ScanCache())
     assert len(headers) == 300
     assert (tmp_path / "MEMORY.md").is_file() and (tmp_path / "team" / "MEMORY.md").is_file()
-    assert {h.type for h in headers} == {*MEMORY_TYPES, None}  # daily logs are untyped
+    assert {h.type for h in headers} == {*MEMORY_TYPES, None}  # some memories are untyped
     assert {h.type_form for h in headers} == {"top", "metadata", None}
-    assert any(h.path.startswith("logs/") for h in headers)
+    assert list(tmp_path.glob("logs/*/*/*.md"))  # daily logs beside them, which scans skip
+    assert not any(h.path.startswith("logs/") for h in headers)
     assert any(h.path.startswith("team/web/") for h in headers)
     assert all(h.problem is None for h in headers)
     assert len(corpus.index_text.splitlines()) == sum(h.name is not None for h in headers)

@@ -73,10 +73,6 @@ def ask_claude(machine: Machine, fake: FakeAnthropic, **env: str) -> str:
             "ANTHROPIC_BASE_URL": fake.url,
             "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
             "DISABLE_AUTOUPDATER": "1",
-            # A generous budget: this test is about what reaches the model, on a machine that
-            # starts the CLI (a large binary) at the same time as the hooks. The 0.7 s default
-            # is held by tests/client/test_hooks.py and measured by `memapp.bench --hooks`.
-            "MEMHUB_HOOK_TIMEOUT": "5",
             **env,
         },
         capture_output=True,

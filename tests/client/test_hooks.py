@@ -48,6 +48,8 @@ def payload(machine: Machine, event: str, prompt: str = "how do we test the data
 
 
 def timed_hook(machine: Machine, event: str) -> tuple[subprocess.CompletedProcess, float]:
+    """The hook with the budget a real agent gives it, and its wall time."""
+    machine.default_budget()
     started = time.monotonic()
     result = machine.hook(event, payload(machine, event))
     return result, time.monotonic() - started
@@ -217,6 +219,7 @@ def test_hooks_print_nothing_when_the_token_is_refused(machine_a, server, event)
 
 def test_a_hook_whose_stdin_never_closes_still_ends_within_a_second(machine_a, server):
     machine_a.login(server)
+    machine_a.default_budget()
     started = time.monotonic()
     process = subprocess.Popen(
         [str(AGENT), "hook", "claude-code", "user-prompt-submit"],

@@ -137,6 +137,7 @@ def test_an_agents_own_memory_counts_too(a):
 
 def test_the_note_needs_no_server(machine_a, closed_port):
     machine_a.extra_env.update(MEMHUB_URL=f"http://127.0.0.1:{closed_port}", MEMHUB_TOKEN="mh_x")
+    machine_a.default_budget()
     path = machine_a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
     mtime_ms = age(path, 3)
     started = time.monotonic()

@@ -126,6 +126,7 @@ def test_a_slow_server_writes_nothing_and_says_nothing(a, alice, server, slow_pr
     edit_in_memhub(alice)
     before = a.files()
     a.extra_env.update(MEMHUB_URL=slow_proxy(server.url, 1.0), MEMHUB_TOKEN=server.token)
+    a.default_budget()
     started = time.monotonic()
 
     result, text = start(a)
@@ -137,6 +138,7 @@ def test_a_slow_server_writes_nothing_and_says_nothing(a, alice, server, slow_pr
 
 def test_a_down_server_writes_nothing_and_says_nothing(machine_a, closed_port):
     machine_a.extra_env.update(MEMHUB_URL=f"http://127.0.0.1:{closed_port}", MEMHUB_TOKEN="mh_x")
+    machine_a.default_budget()
 
     result, text = start(machine_a)
 

@@ -138,7 +138,7 @@ def test_a_conflict_keeps_both_versions(a, b):
 
     result = b.sync(status=1)  # a conflict: exit status 1
 
-    assert result.stdout.strip() == summary(2, 0, 0, 0, 1, 0)
+    assert result.stdout.strip() == summary(1, 0, 0, 0, 1, 0)
     copies = [key for key in b.files() if key.startswith("feedback_db.remote-")]
     assert len(copies) == 1
     assert "conflict: feedback_db.md" in result.stderr
@@ -147,7 +147,10 @@ def test_a_conflict_keeps_both_versions(a, b):
     assert "edited on A" in b.read(copies[0])  # the server's version is next to it
 
     a.sync()
-    assert a.files() == b.files()  # both versions reach every machine
+    # The copy is for the person on B to reconcile: it stays there, never uploaded as a memory.
+    assert "edited on B" in a.read("feedback_db.md")
+    assert sorted(a.files()) == ["feedback_db.md"]
+    assert server_keys() == ["feedback_db.md"]
     assert b.sync().stdout.strip() == summary(0, 0, 0, 0, 0, 0)
 
 

@@ -13,10 +13,8 @@ import pytest
 from memapp.client.http import ApiError, Client
 from memapp.client.project import Project
 from memapp.client.sync import (
-    MAX_BATCH_BYTES,
     Action,
     SyncBusy,
-    checksum,
     conflict_copy_key,
     exclusive,
     merge_index_lines,
@@ -25,6 +23,7 @@ from memapp.client.sync import (
     state_path,
     sync_project,
 )
+from memapp.memdir.store_files import MAX_BATCH_BYTES, checksum
 from tests.client.conftest import SLUG, topic
 from tests.client.test_sync import fake_github_token
 

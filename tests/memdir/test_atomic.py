@@ -267,3 +267,26 @@ def test_delete_file_removes_a_symlink_not_its_target(tmp_path):
     assert delete_file(link) is True
     assert outside.read_text() == "precious"
     assert not link.exists()
+
+
+def test_a_mode_given_holds_for_a_new_file_and_an_existing_one_from_the_first_byte(
+    tmp_path, monkeypatch
+):
+    seen = []
+    real_write = os.write
+
+    def spy(fd, data):
+        seen.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return real_write(fd, data)
+
+    target = tmp_path / "token.json"
+    target.write_text("old")
+    target.chmod(0o644)
+    monkeypatch.setattr(os, "write", spy)
+    write_atomic_bytes(target, b"secret", mode=0o600)
+    write_atomic_bytes(tmp_path / "new.json", b"secret", mode=0o600)
+    monkeypatch.undo()
+
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o600
+    assert seen == [0o600, 0o600]  # never readable by others, not even while being written

@@ -11,17 +11,17 @@ from memapp.memdir.index import (
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
     IndexTruncation,
-    add_or_update_index_entry,
+    delete_index_entry,
     format_index_entry,
     format_size,
     index_health,
     load_index,
     parse_index_entries,
     read_index,
-    remove_from_index,
-    remove_index_entry,
     truncate_index,
-    upsert_index_entry,
+    with_index_entry,
+    without_index_entry,
+    write_index_entry,
 )
 
 HINT = "Keep index entries to one line under ~200 chars; move detail into topic files."
@@ -114,7 +114,7 @@ def test_load_index_is_the_truncated_index_and_follows_every_edit(tmp_path):
 
 
 def test_load_index_remembers_a_settled_index_until_it_is_replaced(tmp_path, monkeypatch):
-    monkeypatch.setattr("memapp.memdir.scan.SETTLED_NS", 0)  # every file counts as settled
+    monkeypatch.setattr("memapp.memdir.store_files.SETTLED_NS", 0)  # every file counts as settled
     (tmp_path / INDEX_FILENAME).write_text("- [A](a.md) — first\n", encoding="utf-8")
     assert load_index(tmp_path).content == "- [A](a.md) — first"
     replacement = tmp_path / "new.md"
@@ -285,9 +285,9 @@ def test_bad_filenames_are_refused(filename):
     with pytest.raises(ValueError):
         format_index_entry("T", filename, "h")
     with pytest.raises(ValueError):
-        upsert_index_entry("", filename, "- [T](x.md)")
+        with_index_entry("", filename, "- [T](x.md)")
     with pytest.raises(ValueError):
-        remove_index_entry("", filename)
+        without_index_entry("", filename)
 
 
 INDEX = (
@@ -342,32 +342,32 @@ def test_format_then_parse_round_trips(title, hook, filename):
 
 def test_upsert_appends_to_a_file_ending_with_a_newline():
     line = "- [New](new.md) — hook"
-    assert upsert_index_entry(INDEX, "new.md", line) == INDEX + line + "\n"
+    assert with_index_entry(INDEX, "new.md", line) == INDEX + line + "\n"
 
 
 def test_upsert_appends_to_a_file_without_a_final_newline():
     line = "- [New](new.md) — hook"
-    assert upsert_index_entry("# Index\n- [A](a.md)", "new.md", line) == (
+    assert with_index_entry("# Index\n- [A](a.md)", "new.md", line) == (
         "# Index\n- [A](a.md)\n" + line
     )
 
 
 def test_upsert_into_an_empty_file():
-    assert upsert_index_entry("", "a.md", "- [A](a.md)") == "- [A](a.md)\n"
+    assert with_index_entry("", "a.md", "- [A](a.md)") == "- [A](a.md)\n"
 
 
 def test_upsert_appends_with_the_files_crlf():
     text = "# Index\r\n- [A](a.md)\r\n"
-    assert upsert_index_entry(text, "b.md", "- [B](b.md)") == text + "- [B](b.md)\r\n"
-    assert upsert_index_entry(text[:-2], "b.md", "- [B](b.md)") == text + "- [B](b.md)"
+    assert with_index_entry(text, "b.md", "- [B](b.md)") == text + "- [B](b.md)\r\n"
+    assert with_index_entry(text[:-2], "b.md", "- [B](b.md)") == text + "- [B](b.md)"
 
 
 def test_upsert_replaces_in_place_keeping_every_other_byte():
     text = "# Index\r\n\r\n- [A](a.md) — old\r\n* other format: b.md\n- [C](c.md)"
-    assert upsert_index_entry(text, "a.md", "- [A](a.md) — new") == (
+    assert with_index_entry(text, "a.md", "- [A](a.md) — new") == (
         "# Index\r\n\r\n- [A](a.md) — new\r\n* other format: b.md\n- [C](c.md)"
     )
-    assert upsert_index_entry(text, "c.md", "- [C2](c.md) — h") == (
+    assert with_index_entry(text, "c.md", "- [C2](c.md) — h") == (
         "# Index\r\n\r\n- [A](a.md) — old\r\n* other format: b.md\n- [C2](c.md) — h"
     )
 
@@ -377,54 +377,54 @@ def test_upsert_replaces_in_place_keeping_every_other_byte():
 )
 def test_upsert_matches_other_spellings_of_the_link(written):
     text = f"# I\n- [A]({written}) — old\n- [B](b.md)\n"
-    assert upsert_index_entry(text, "a.md", "- [A](a.md) — new") == (
+    assert with_index_entry(text, "a.md", "- [A](a.md) — new") == (
         "# I\n- [A](a.md) — new\n- [B](b.md)\n"
     )
 
 
 def test_upsert_matches_the_link_target_exactly():
     text = "- [X](team/a.md)\n- [Y](ba.md)\n- [Z](a.md.bak)\n- [W](A.md)\n"
-    assert upsert_index_entry(text, "a.md", "- [A](a.md)") == text + "- [A](a.md)\n"
+    assert with_index_entry(text, "a.md", "- [A](a.md)") == text + "- [A](a.md)\n"
 
 
 def test_upsert_does_not_touch_prose_that_mentions_the_file():
     text = "See [notes](a.md) first.\n"
-    assert upsert_index_entry(text, "a.md", "- [A](a.md)") == text + "- [A](a.md)\n"
+    assert with_index_entry(text, "a.md", "- [A](a.md)") == text + "- [A](a.md)\n"
 
 
 def test_upsert_removes_later_duplicates():
     text = "- [A](a.md) — one\n- [B](b.md)\n- [A again](./a.md) — two\n"
-    assert upsert_index_entry(text, "a.md", "- [A](a.md) — new") == (
+    assert with_index_entry(text, "a.md", "- [A](a.md) — new") == (
         "- [A](a.md) — new\n- [B](b.md)\n"
     )
 
 
 def test_upsert_refuses_a_line_that_is_not_the_entry():
     with pytest.raises(ValueError, match="single line"):
-        upsert_index_entry("", "a.md", "- [A](a.md)\n")
+        with_index_entry("", "a.md", "- [A](a.md)\n")
     with pytest.raises(ValueError, match="does not link"):
-        upsert_index_entry("", "a.md", "- [A](b.md)")
+        with_index_entry("", "a.md", "- [A](b.md)")
     with pytest.raises(ValueError, match="does not link"):
-        upsert_index_entry("", "a.md", "just text")
+        with_index_entry("", "a.md", "just text")
 
 
 def test_remove_index_entry():
-    assert remove_index_entry(INDEX, "feedback_testing.md") == INDEX.replace(
+    assert without_index_entry(INDEX, "feedback_testing.md") == INDEX.replace(
         "* [Testing](./feedback_testing.md): real DB\n", ""
     )
-    assert remove_index_entry(INDEX, "absent.md") == INDEX
-    assert remove_index_entry(INDEX, "prose.md") == INDEX
+    assert without_index_entry(INDEX, "absent.md") == INDEX
+    assert without_index_entry(INDEX, "prose.md") == INDEX
 
 
 def test_remove_keeps_the_no_final_newline_convention():
-    assert remove_index_entry("# I\r\n- [A](a.md)", "a.md") == "# I"
-    assert remove_index_entry("- [A](a.md)\n", "a.md") == ""
-    assert remove_index_entry("- [A](a.md)", "a.md") == ""
-    assert remove_index_entry("- [A](a.md)\n- [A](a.md)\n# end", "a.md") == "# end"
+    assert without_index_entry("# I\r\n- [A](a.md)", "a.md") == "# I"
+    assert without_index_entry("- [A](a.md)\n", "a.md") == ""
+    assert without_index_entry("- [A](a.md)", "a.md") == ""
+    assert without_index_entry("- [A](a.md)\n- [A](a.md)\n# end", "a.md") == "# end"
 
 
 def test_remove_removes_every_duplicate():
-    assert remove_index_entry("- [A](a.md)\nx\n- [A2](<a.md>)\n", "a.md") == "x\n"
+    assert without_index_entry("- [A](a.md)\nx\n- [A2](<a.md>)\n", "a.md") == "x\n"
 
 
 # Lines that may hold anything, links included, except an entry for the file under test.
@@ -444,10 +444,10 @@ def _no_entry_for(text: str, filename: str) -> bool:
 def test_upsert_then_remove_gives_back_the_original(text, title, hook):
     assume(_no_entry_for(text, _FILENAME))
     line = format_index_entry(title, _FILENAME, hook)
-    updated = upsert_index_entry(text, _FILENAME, line)
+    updated = with_index_entry(text, _FILENAME, line)
     assert [e.raw for e in parse_index_entries(updated) if e.path == _FILENAME] == [line]
-    assert remove_index_entry(updated, _FILENAME) == text
-    assert remove_index_entry(text, _FILENAME) == text
+    assert without_index_entry(updated, _FILENAME) == text
+    assert without_index_entry(text, _FILENAME) == text
 
 
 _line_content = st.text(alphabet=_ALPHABET.replace("\n", "")).filter(
@@ -475,22 +475,22 @@ def test_upsert_replaces_only_the_entry_line(before, after, ending, final_newlin
     text = join(before) + old + ending + tail
     # Lines are entry-free one by one; make sure they stay so once joined.
     assume(_no_entry_for(join(before) + tail, _FILENAME))
-    assert upsert_index_entry(text, _FILENAME, new) == join(before) + new + ending + tail
+    assert with_index_entry(text, _FILENAME, new) == join(before) + new + ending + tail
 
 
 # --- files ------------------------------------------------------------------------------------
 
 
 def test_add_creates_the_index(tmp_path):
-    assert add_or_update_index_entry(tmp_path, "a.md", "- [A](a.md) — x") is True
+    assert write_index_entry(tmp_path, "a.md", "- [A](a.md) — x") is True
     assert (tmp_path / "MEMORY.md").read_bytes() == "- [A](a.md) — x\n".encode()
 
 
 def test_add_updates_and_appends(tmp_path):
     index = tmp_path / "MEMORY.md"
     index.write_bytes(b"# Index\r\n- [A](a.md) \xe2\x80\x94 old\r\n")
-    assert add_or_update_index_entry(str(tmp_path), "a.md", "- [A](a.md) — new") is True
-    assert add_or_update_index_entry(tmp_path, "b/c.md", "- [C](b/c.md)") is True
+    assert write_index_entry(str(tmp_path), "a.md", "- [A](a.md) — new") is True
+    assert write_index_entry(tmp_path, "b/c.md", "- [C](b/c.md)") is True
     assert index.read_bytes() == "# Index\r\n- [A](a.md) — new\r\n- [C](b/c.md)\r\n".encode()
 
 
@@ -498,32 +498,32 @@ def test_an_unchanged_index_is_not_rewritten(tmp_path):
     index = tmp_path / "MEMORY.md"
     index.write_text("- [A](a.md) — x\n")
     os.utime(index, ns=(1_000_000_000, 1_000_000_000))
-    assert add_or_update_index_entry(tmp_path, "a.md", "- [A](a.md) — x") is False
-    assert remove_from_index(tmp_path, "zzz.md") is False
+    assert write_index_entry(tmp_path, "a.md", "- [A](a.md) — x") is False
+    assert delete_index_entry(tmp_path, "zzz.md") is False
     assert index.stat().st_mtime_ns == 1_000_000_000
 
 
 def test_bytes_that_are_not_utf8_survive_an_edit(tmp_path):
     index = tmp_path / "MEMORY.md"
     index.write_bytes(b"# caf\xe9 notes\n- [A](a.md)\n")
-    assert add_or_update_index_entry(tmp_path, "b.md", "- [B](b.md) — é") is True
+    assert write_index_entry(tmp_path, "b.md", "- [B](b.md) — é") is True
     assert (
         index.read_bytes() == b"# caf\xe9 notes\n- [A](a.md)\n- [B](b.md) \xe2\x80\x94 \xc3\xa9\n"
     )
-    assert remove_from_index(tmp_path, "a.md") is True
+    assert delete_index_entry(tmp_path, "a.md") is True
     assert index.read_bytes() == b"# caf\xe9 notes\n- [B](b.md) \xe2\x80\x94 \xc3\xa9\n"
 
 
 def test_remove_from_a_missing_index_creates_nothing(tmp_path):
-    assert remove_from_index(tmp_path, "a.md") is False
+    assert delete_index_entry(tmp_path, "a.md") is False
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError):
-        remove_from_index(tmp_path, "../a.md")
+        delete_index_entry(tmp_path, "../a.md")
 
 
-def test_remove_from_index(tmp_path):
+def test_delete_index_entry(tmp_path):
     (tmp_path / "MEMORY.md").write_text("- [A](a.md)\n- [B](b.md)")
-    assert remove_from_index(tmp_path, "b.md") is True
+    assert delete_index_entry(tmp_path, "b.md") is True
     assert (tmp_path / "MEMORY.md").read_text() == "- [A](a.md)"
     assert [p.name for p in tmp_path.iterdir()] == ["MEMORY.md"]
 

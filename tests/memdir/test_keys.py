@@ -8,7 +8,7 @@ import pwd
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from memapp.memdir import keys
@@ -364,7 +364,8 @@ def test_any_text_key_is_rejected_or_stays_inside(trap_store, key):
     )
 )
 def test_any_plain_nested_key_is_accepted(trap_store, segments):
-    key = "/".join(["plain", *segments]) + ".md"  # not under a/, where a/b is a trap
+    assume(segments[0] != "b")  # a/b is the trap store's symlink out of it
+    key = "/".join(["a", *segments]) + ".md"
     try:
         result = validate_key(trap_store, key)
     except PathTraversalError as exc:

@@ -126,11 +126,14 @@ def test_exclude_leaves_out_top_level_entries_only(tmp_path):
     write(tmp_path, "logs/2026/03/2026-03-28.md", "- did things")
     write(tmp_path, "notes/team/deep.md", memory("deep"))
     write(tmp_path, "logs.md", memory("a file named like an excluded dir is a file"))
-    assert paths(scan(tmp_path, exclude=("team", "logs"))) == [
+    write(tmp_path, "notes/logs/deeper.md", memory("only the top-level logs/ holds daily logs"))
+    assert paths(scan(tmp_path, exclude=("team",))) == [
         "a.md",
         "logs.md",
+        "notes/logs/deeper.md",
         "notes/team/deep.md",
     ]
+    # Daily logs are never memory files, whatever the store excludes.
     assert len(scan(tmp_path)) == 5
 
 

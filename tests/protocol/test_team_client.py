@@ -410,7 +410,9 @@ def test_a_pull_skips_oversized_and_unsafe_entries(laptop, bob, tmp_path):
 
     result = team_sync(laptop, status=1)  # entries skipped: exit status 1
 
-    assert "huge.md: 250,001 bytes on the server; skipped" in result.stderr
+    assert (
+        "huge.md: 250,001 bytes, over the 250,000-byte limit (the server's copy)" in result.stderr
+    )
     assert "unsafe memory key 'bad\\\\name.md': the key contains a backslash" in result.stderr
     assert files(team_dir(laptop))["fine.md"] == "fine\n"
     assert not (team_dir(laptop) / "huge.md").exists()

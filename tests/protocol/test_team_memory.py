@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from memapp.api import team_memory as protocol
 from memapp.stores.actions import do_forget_memory
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Project, Store
+from teamsync import protocol
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
 from teamsync.service import resolve_conflict
 from tests.api.conftest import api_client

@@ -2,13 +2,12 @@ from pathlib import Path
 
 import pytest
 
+from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.actions import (
     EditConflict,
-    FileRejected,
     do_forget_memory,
     do_rebuild_index_entries,
     do_save_memory,
-    sha256_text,
 )
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, Store
@@ -81,7 +80,7 @@ def test_updating_keeps_other_index_lines_byte_for_byte(store, alice):
         memory_type="user",
         body="Lead.\n",
         path="user_role.md",
-        base_sha256=file.sha256,
+        base_sha256=file.checksum,
     )
     index = Path(store.path, "MEMORY.md").read_bytes()
     assert index == (
@@ -93,7 +92,7 @@ def test_updating_keeps_other_index_lines_byte_for_byte(store, alice):
 
 def test_a_stale_edit_raises_a_conflict_and_writes_nothing(store, alice):
     path = Path(store.path, "user_role.md")
-    opened_with = sha256_text(path.read_bytes())
+    opened_with = checksum(path.read_bytes())
     path.write_text(path.read_text() + "Changed by an agent.\n")
     on_disk = path.read_bytes()
     with pytest.raises(EditConflict) as caught:
@@ -109,7 +108,7 @@ def test_a_stale_edit_raises_a_conflict_and_writes_nothing(store, alice):
         )
     assert path.read_bytes() == on_disk
     assert caught.value.disk_text.endswith("Changed by an agent.\n")
-    assert caught.value.disk_sha256 == sha256_text(on_disk)
+    assert caught.value.disk_sha256 == checksum(on_disk)
     assert Path(store.path, "MEMORY.md").read_bytes().decode() == INDEX
 
 

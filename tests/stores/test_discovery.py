@@ -14,7 +14,7 @@ from tests.conftest import write_memory
 def test_it_finds_private_team_and_agent_directories(memory_base):
     found = discover_memory_dirs(memory_base)
     assert [(f.kind, f.path.relative_to(memory_base).as_posix(), f.exclude) for f in found] == [
-        ("private", "projects/-home-alice-app/memory", ("team", "logs")),
+        ("private", "projects/-home-alice-app/memory", ("team",)),
         ("team", "projects/-home-alice-app/memory/team", ()),
         ("agent", "agent-memory/code-reviewer", ()),
     ]

@@ -35,12 +35,12 @@ class Instance:
             "DJANGO_SETTINGS_MODULE": "memapp.settings",
         }
 
-    def popen(self, *args: str) -> subprocess.Popen:
+    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start `manage.py <args>` in a session of its own (so its git children can be killed
-        with it)."""
+        with it); `env` adds to its environment."""
         return subprocess.Popen(
             [sys.executable, str(MANAGE), *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

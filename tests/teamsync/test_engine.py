@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from teamsync.engine import INDEX_FILENAME, checksum, read_store, store_checksums
+from memapp.memdir.store_files import INDEX_FILENAME, checksum, read_store, store_checksums
 from tests.teamsync.gitutil import (
     MARKERS,
     Member,
@@ -640,7 +640,7 @@ def test_store_checksums_are_those_of_read_store_and_follow_every_change(tmp_pat
     (store / "a.md").write_text("ALPHA")  # in place, same size, within the same clock tick
     assert store_checksums(store, ("team",)) == expected()
     monkeypatch.setattr(
-        "memapp.memdir.scan.SETTLED_NS", 0
+        "memapp.memdir.store_files.SETTLED_NS", 0
     )  # every file counts as settled: remembered
     assert store_checksums(store, ("team",)) == expected()
     replacement = store / "new.tmp"

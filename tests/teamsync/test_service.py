@@ -19,7 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memapp.stores.actions import SecretDetected, do_forget_memory, do_save_memory
+from memapp.memdir.store_files import FileRejected
+from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event
 from memapp.stores.tokens import do_create_api_token
@@ -160,6 +161,29 @@ def test_files_an_agent_wrote_behind_memhubs_back_are_committed_by_the_next_sync
     assert report.committed == 1 and report.pushed
     assert authors(remote, "main")[0] == "memhub"
     assert tip_files(remote, FOLDER) == {"reference_runbook.md": memory("Runbook", "Page Lin.\n")}
+
+
+def test_a_hidden_file_is_neither_listed_counted_nor_shared(client, team_store, bob, dora, remote):
+    """docs/design.md §6a: the review UI and team sync agree that hidden names are not
+    memories (a draft an agent keeps in `.drafts/` stays on this machine, unlisted)."""
+    (root(team_store) / "reference_runbook.md").write_text(memory("Runbook", "Page Lin.\n"))
+    (root(team_store) / ".hidden.md").write_text(memory("Hidden", "Not a memory.\n"))
+    (root(team_store) / ".drafts").mkdir()
+    (root(team_store) / ".drafts" / "n.md").write_text(memory("Draft", "Half done.\n"))
+
+    client.force_login(bob)
+    client.post(reverse("store_rescan", args=[team_store.pk]))
+    page = client.get(reverse("store", args=[team_store.pk])).content.decode()
+    team_store.refresh_from_db()
+    report = sync_team()
+    dora.pull()
+
+    assert "Runbook" in page and "Hidden" not in page and "Draft" not in page
+    assert team_store.file_count == 1
+    assert report.committed == 1 and report.pushed
+    assert tip_files(remote, FOLDER) == {"reference_runbook.md": memory("Runbook", "Page Lin.\n")}
+    assert dora.read("reference_runbook.md") and dora.read(".hidden.md") is None
+    assert "Not a memory" not in history(remote) and "Half done" not in history(remote)
 
 
 def test_a_memory_from_a_teammate_arrives_in_the_store_and_the_mirror(team_store, dora, remote):
@@ -329,7 +353,7 @@ def test_a_blocked_file_that_is_deleted_leaves_the_blocked_list(team_store, remo
 
 def test_a_secret_is_refused_at_the_door_when_saved_through_memhub(team_store, alice, remote):
     token = fake_tokens(5)["slack-bot-token"]
-    with pytest.raises(SecretDetected):
+    with pytest.raises(FileRejected, match="secret"):
         save(team_store, alice, "CI", body=f"token {token}\n")
     assert list(root(team_store).iterdir()) == []
     sync_team()

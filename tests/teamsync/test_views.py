@@ -123,7 +123,7 @@ def test_blocked_files_show_the_rule_and_line_but_never_the_value(
         "reference_db.md acme/app contains a secret Secret Keyword ( detect-secrets:Secret "
         "Keyword ), line 6" in blocked
     )
-    assert "reference_dump.md acme/app over 250,000 bytes" in blocked
+    assert "reference_dump.md acme/app over the size cap (250,000 bytes)" in blocked
     html = response.content.decode()
     assert token not in html and token[14:40] not in html
     assert password not in html

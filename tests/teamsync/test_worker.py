@@ -9,8 +9,8 @@ import fcntl
 import hashlib
 import os
 import random
+import select
 import signal
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -165,47 +165,57 @@ def test_an_unreachable_remote_is_not_retried_on_every_tick(
 # --- SIGKILL in the middle of a push -----------------------------------------------------------
 
 PROJECT_DIR = "-home-dev-app"
-FILES = 300
+FILES = 40  # git stops at the step by itself (below): no need for a push long enough to catch
 
 
-def _session_commands(sid: int) -> list[list[str]]:
-    """The command lines of every process in session `sid`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            if int(stat[stat.rindex(")") + 2 :].split()[3]) != sid:
-                continue
-            found.append(Path(f"/proc/{entry}/cmdline").read_bytes().decode().split("\0"))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
+# A `git` that stops at one step: it tells the test through a FIFO, then waits to be killed.
+# At `push` it stops in the receiving end, once the push has started (the remote is a local
+# path: `--receive-pack` names the program git starts there).
+GIT_THAT_STOPS = """#!/bin/sh
+here=$(dirname "$0")
+if [ "$1" = "$STOP_AT" ]; then
+  echo "$1" > "$here/stopped"
+  exec sleep 600
+fi
+if [ "$1" = push ] && [ "$STOP_AT" = receive-pack ]; then
+  shift
+  exec /usr/bin/git push --receive-pack="$here/receive-pack" "$@"
+fi
+exec /usr/bin/git "$@"
+"""
+RECEIVE_PACK_THAT_STOPS = """#!/bin/sh
+echo receive-pack > "$(dirname "$0")/stopped"
+exec sleep 600
+"""
 
 
-def _git_step(args: list[str]) -> str | None:
-    if len(args) > 1 and Path(args[0]).name == "git":
-        return args[1]
-    if args and Path(args[0]).name in ("git-receive-pack", "git-pack-objects"):
-        return "push"
-    return None
+def _stopping_git(directory: Path) -> Path:
+    directory.mkdir()
+    for name, script in (("git", GIT_THAT_STOPS), ("receive-pack", RECEIVE_PACK_THAT_STOPS)):
+        (directory / name).write_text(script)
+        (directory / name).chmod(0o755)
+    os.mkfifo(directory / "stopped")
+    return directory
 
 
-def _kill_during(instance: Instance, step: str) -> bool:
+def _kill_during(instance: Instance, step: str, shim: Path) -> bool:
     """Start `teamsync push` and SIGKILL it (with its git children, as a crash or an OOM kill
-    of the service would) the moment git runs `step`. False if the push finished first."""
-    process = instance.popen("teamsync", "push")
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        if any(_git_step(args) == step for args in _session_commands(process.pid)):
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            process.communicate()
-            return True
-        time.sleep(0.0005)
-    process.communicate()
-    return False
+    of the service would) while git is at `step`. False if the push finished first."""
+    # Opened before the push starts, so the shim's write never blocks.
+    fifo = os.open(shim / "stopped", os.O_RDONLY | os.O_NONBLOCK)
+    path = f"{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    process = instance.popen("teamsync", "push", env={"PATH": path, "STOP_AT": step})
+    try:
+        while process.poll() is None:
+            ready, _, _ = select.select([fifo], [], [], 0.5)
+            if ready and os.read(fifo, 64):
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return True
+        return False
+    finally:
+        process.communicate()
+        os.close(fifo)
 
 
 def _lock_is_free(lock: Path) -> bool:
@@ -225,7 +235,7 @@ def _digests(files: dict[str, str | bytes]) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("step", ["add", "commit", "push"])
+@pytest.mark.parametrize("step", ["add", "commit", "push", "receive-pack"])
 def test_a_push_killed_with_sigkill_loses_nothing_and_the_next_run_completes(tmp_path, step):
     remote = make_bare(tmp_path / "team.git")
     machine = Instance(tmp_path / "data", tmp_path / "claude", remote, admin="ana")
@@ -237,7 +247,7 @@ def test_a_push_killed_with_sigkill_loses_nothing_and_the_next_run_completes(tmp
         (team / key).write_text(text, encoding="utf-8")
     machine.start()
 
-    killed = _kill_during(machine, step)
+    killed = _kill_during(machine, step, _stopping_git(tmp_path / "bin"))
     assert killed, f"the push finished before git ran {step!r}"
 
     # The lock died with its holder, and the store is exactly what the agent wrote.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from django.urls import reverse
 
+from memapp.memdir.store_files import checksum
 from memapp.stores.models import Store
 
 DAY = 86_400
@@ -45,7 +45,8 @@ def pre(response, selector: str) -> str:
 
 
 def base_sha256(response) -> str:
-    match = re.search(r'name="base_sha256" value="([0-9a-f]{64})"', response.content.decode())
+    page = response.content.decode()
+    match = re.search(r'name="base_sha256" value="(sha256:[0-9a-f]{64})"', page)
     assert match, "no base_sha256 in the form"
     return match.group(1)
 
@@ -65,4 +66,4 @@ def files_on_disk(base: Path) -> dict[str, bytes]:
 
 
 def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return checksum(path.read_bytes())

@@ -63,7 +63,7 @@ def test_saving_rewrites_the_file_its_index_line_and_the_mirror(client, stores, 
     )
     row = stores.private.files.get(path="feedback_tests.md")
     assert row.description == "Integration tests hit a real database"
-    assert row.sha256 == sha256(target)
+    assert row.checksum == sha256(target)
     assert row.missing_sections == []
     page = client.get(response["Location"])
     assert "Saved feedback_tests.md." in text(page)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,13 +16,12 @@ from memapp.memdir.freshness import memory_age, memory_header, staleness_note
 from memapp.memdir.frontmatter import FrontmatterError, parse_memory
 from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import link_targets, memory_warnings
+from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
     EditConflict,
-    FileRejected,
     do_forget_memory,
     do_save_memory,
-    sha256_text,
 )
 from memapp.stores.models import MemoryFile, Store
 from memapp.web.forms import MemoryForm
@@ -93,12 +93,20 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     return render(request, "memapp/memory.html", context)
 
 
-def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None):
-    """Save a valid form, or return the page that explains why not (warnings, conflict)."""
+class _Saved(NamedTuple):
+    """What saving a form led to: the answer to send (a redirect, the conflict page), or None
+    to show the form again with its errors and the `warnings` to confirm."""
+
+    response: HttpResponse | None
+    warnings: list[str]
+
+
+def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None) -> _Saved:
+    """Save a valid form through `do_save_memory`, or say why not (warnings, a conflict)."""
     data = form.cleaned_data
     warnings = _warnings(store, data["type"], data["body"], data["description"])
     if warnings and "save_anyway" not in request.POST:
-        return None, warnings
+        return _Saved(None, warnings)
     try:
         file = do_save_memory(
             store,
@@ -112,7 +120,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
         )
     except EditConflict as conflict:
         mine = form.cleaned_data
-        return render(
+        page = render(
             request,
             "memapp/conflict.html",
             {
@@ -123,12 +131,13 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
                 "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
             },
             status=409,
-        ), []
+        )
+        return _Saved(page, [])
     except (FrontmatterError, FileRejected) as exc:
         form.add_error(None, str(exc))
-        return None, []
+        return _Saved(None, [])
     messages.success(request, f"Saved {file.path}.")
-    return redirect(_memory_url(store, file.path)), []
+    return _Saved(redirect(_memory_url(store, file.path)), [])
 
 
 @login_required
@@ -153,7 +162,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
                 "description": memory.description or "",
                 "type": memory.type or "",
                 "body": memory.body,
-                "base_sha256": sha256_text(data),
+                "base_sha256": checksum(data),
             }
         )
     context = {

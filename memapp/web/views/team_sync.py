@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from memapp.stores.flags import get_flags
 from memapp.stores.models import Event, Store
 from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
 from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
@@ -28,6 +29,21 @@ def _team_stores(user):
     return Store.objects.visible_to(user).filter(kind=Store.Kind.TEAM).select_related("project")
 
 
+def _blocked_files(stores: list[Store]) -> list[BlockedFile]:
+    """The files kept back, each with `why` in words: the size cap is its project's flag."""
+    blocked = list(BlockedFile.objects.filter(store__in=stores).select_related("store__project"))
+    caps: dict[int, int] = {}
+    for file in blocked:
+        why = file.get_reason_display()
+        if file.reason == BlockedFile.Reason.TOO_LARGE:
+            project = file.store.project
+            if project.pk not in caps:
+                caps[project.pk] = get_flags(project)["team_max_entry_bytes"]
+            why = f"{why} ({caps[project.pk]:,} bytes)"
+        file.why = why
+    return blocked
+
+
 @login_required
 def sync_status(request: HttpRequest) -> HttpResponse:
     stores = list(_team_stores(request.user))
@@ -40,7 +56,7 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         "status": TeamSyncStatus.get(),
         "remote": team_remote_display(),
         "stores": [(store, folder_for(store)) for store in stores],
-        "blocked": BlockedFile.objects.filter(store__in=stores).select_related("store__project"),
+        "blocked": _blocked_files(stores),
         "conflicts": TeamConflict.objects.filter(
             store__in=stores, resolved_at__isnull=True
         ).select_related("store__project"),

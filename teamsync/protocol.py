@@ -1,0 +1,239 @@
+"""The writes and state of Claude Code's team memory protocol (docs/design.md §10), served by
+`memapp.api.team_memory`.
+
+A PUT is an upsert through the same write path as every other change (`do_put_files`, so it
+becomes a commit authored by the token's user). Everything a PUT could be refused for is checked
+before anything is written, the project it may create included. A key deleted in memhub and
+uploaded again is held as a conflict for review instead of coming back to life: the protocol
+client never deletes, so even one that has just fetched the current checksum re-uploads what it
+still has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.http import Http404
+
+from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import (
+    FileRejected,
+    check_entries,
+    is_index_key,
+    read_store,
+    store_checksums,
+)
+from memapp.stores.actions import do_put_files
+from memapp.stores.events import record_event
+from memapp.stores.flags import get_flag, get_flags
+from memapp.stores.locks import data_dir_lock
+from memapp.stores.models import Project, Store
+from memapp.stores.projects import find_project, managed_store_dir
+from teamsync.models import StoreSyncState, TeamConflict, Tombstone
+
+ORGANIZATION_ID = "memhub"
+
+
+def store_checksum(entry_checksums: dict[str, str]) -> str:
+    """`sha256:` of the sorted `key NUL entry-checksum` pairs, one per line (renames change it)."""
+    digest = hashlib.sha256()
+    for key in sorted(entry_checksums):
+        digest.update(f"{key}\0{entry_checksums[key]}\n".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+def entry_checksums(store: Store) -> dict[str, str]:
+    return store_checksums(Path(store.path), tuple(store.exclude))
+
+
+def read_team_entries(store: Store) -> dict[str, bytes]:
+    return read_store(Path(store.path), tuple(store.exclude))
+
+
+def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
+    """The project's team store; None when a PUT may create it. Raises Http404 for an unknown
+    repo, a repo the user is no member of, and (GET) a repo without a team store."""
+    project = find_project(slug)
+    if project is None:
+        allowed = user.is_staff or get_flag("protocol_project_creation") == "everyone"
+        if not (for_put and allowed and get_flag("team_memory")):
+            raise Http404
+        return None
+    if not project.members.filter(pk=user.pk).exists() or not get_flag("team_memory", project):
+        raise Http404
+    store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
+    if store is None and not for_put:
+        raise Http404
+    return store
+
+
+@dataclass(frozen=True)
+class TeamMemoryMeta:
+    """What every answer of the protocol carries about the team memory."""
+
+    repo: str
+    version: int
+    last_modified: str  # ISO 8601 in UTC
+    checksum: str
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "organizationId": ORGANIZATION_ID,
+            "repo": self.repo,
+            "version": self.version,
+            "lastModified": self.last_modified,
+            "checksum": self.checksum,
+        }
+
+
+def team_memory_meta(store: Store, sums: dict[str, str]) -> TeamMemoryMeta:
+    state = StoreSyncState.objects.get_or_create(store=store)[0]
+    return TeamMemoryMeta(
+        repo=store.project.repo_slug or store.project.key,
+        version=state.version,
+        last_modified=state.last_modified.isoformat().replace("+00:00", "Z"),
+        checksum=store_checksum(sums),
+    )
+
+
+@dataclass(frozen=True)
+class PutOutcome:
+    meta: TeamMemoryMeta
+    held: list[str]  # keys deleted in memhub, held as conflicts for a person
+
+
+def _put_lock(slug: str) -> AbstractContextManager[None]:
+    """One PUT per repo at a time, so If-Match is checked against what the write replaces."""
+    return data_dir_lock(slug, prefix="protocol-")
+
+
+def do_put_team_memory(
+    user, slug: str, uploaded: dict[str, str], if_match: str | None
+) -> PutOutcome:
+    """Upsert `uploaded` into the team memory of repo `slug` (keys not sent are kept).
+
+    Raises Http404 when the user may not write it, and `FileRejected` with the protocol's code
+    when the PUT must not be applied at all: ``precondition_failed`` (`details["checksum"]` is
+    the current one), an entry check (``invalid_key``, ``invalid_utf8``, ``binary_content``,
+    ``entry_too_large``), ``team_memory_too_many_entries`` or ``team_memory_secret_detected``.
+    Nothing is written then, and no project or store created.
+    """
+    with _put_lock(slug):
+        store = find_team_store(user, slug, for_put=True)
+        if store is None:  # checked as the store it would be; created once all is well
+            project = find_project(slug)
+            path = managed_store_dir(project or Project(key=slug), Store.Kind.TEAM)
+            store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
+        sums = entry_checksums(store) if store.pk else {}
+        _check_put(store, uploaded, sums, if_match)
+        if store.pk is None:
+            store = _create_team_store(user, slug)
+        tombstoned = list(Tombstone.objects.filter(store=store, key__in=list(uploaded)))
+        held = {tomb.key for tomb in tombstoned}
+        upserts = {k: v for k, v in uploaded.items() if k not in held}
+        # Per-key preconditions too, checked under the store's own lock: a UI or API write
+        # that lands after the snapshot is not overwritten.
+        expected = {k: sums[k] for k in upserts if k in sums}
+        try:
+            do_put_files(store, user, upserts, if_match=expected, via="protocol")
+        except FileRejected as exc:
+            raise _as_protocol_refusal(exc, store) from None
+        _hold_resurrections(store, user, tombstoned, uploaded)
+        return PutOutcome(team_memory_meta(store, entry_checksums(store)), sorted(held))
+
+
+def _stale(store: Store) -> FileRejected:
+    current = store_checksum(entry_checksums(store)) if store.pk else store_checksum({})
+    return FileRejected(
+        "precondition_failed",
+        "The team memory changed; fetch it again.",
+        {"checksum": current},
+    )
+
+
+def _as_protocol_refusal(exc: FileRejected, store: Store) -> FileRejected:
+    if exc.code == "precondition_failed":
+        return _stale(store)
+    if exc.code == "secret_detected":
+        return FileRejected("team_memory_secret_detected", "Refused: secrets found.", exc.details)
+    return exc
+
+
+def _check_put(
+    store: Store, uploaded: dict[str, str], sums: dict[str, str], if_match: str | None
+) -> None:
+    """Raise `FileRejected` when the PUT must not be applied at all."""
+    if if_match is not None and if_match != store_checksum(sums):
+        raise _stale(store)
+    flags = get_flags(store.project)
+    try:
+        check_entries(
+            uploaded,
+            exclude=store.exclude,
+            max_bytes=flags["team_max_entry_bytes"],
+            secrets=False,  # both layers, below, once the counts are known
+        )
+    except FileRejected as exc:
+        raise _as_protocol_refusal(exc, store) from None
+    topics = [k for k in set(sums) | set(uploaded) if not is_index_key(k)]
+    if len(topics) > flags["team_max_entries"]:
+        raise FileRejected(
+            "team_memory_too_many_entries",
+            "Too many team memory entries.",
+            {"max_entries": flags["team_max_entries"], "received_entries": len(topics)},
+        )
+    # Both layers of docs/design.md §10a: what the protocol accepts is served to every member at
+    # once, so a file the push gate would quarantine must not get in either.
+    blocked = scan_for_push(uploaded)
+    if blocked:
+        hits = [
+            {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
+            for key in sorted(blocked)
+            for hit in blocked[key]
+        ]
+        raise FileRejected(
+            "team_memory_secret_detected", "Refused: secrets found.", {"entries": hits}
+        )
+
+
+def _create_team_store(user, slug: str) -> Store:
+    """The managed team store a PUT writes to, with its project (the user as first member)
+    when memhub does not know the repo yet."""
+    project = find_project(slug)
+    if project is None:
+        project = Project.objects.create(key=slug, repo_slug=slug)
+        project.members.add(user)
+    path = managed_store_dir(project, Store.Kind.TEAM)
+    path.mkdir(parents=True, exist_ok=True)
+    return Store.objects.create(
+        kind=Store.Kind.TEAM, origin=Store.Origin.MANAGED, path=str(path), project=project
+    )
+
+
+def _hold_resurrections(
+    store: Store, user, tombstones: list[Tombstone], uploaded: dict[str, str]
+) -> None:
+    """Keys deleted in memhub that a client sends again: each is held as an open `resurrect`
+    conflict (updated with the latest text) for a person to resolve; a text the person already
+    refused is held without asking again. Resolving it with the client's text commits the key,
+    which removes its tombstone."""
+    for tomb in tombstones:
+        text = uploaded[tomb.key]
+        conflicts = TeamConflict.objects.filter(
+            store=store, key=tomb.key, kind=TeamConflict.Kind.RESURRECT
+        )
+        open_conflict = conflicts.filter(resolved_at__isnull=True).first()
+        if open_conflict is not None:
+            if open_conflict.theirs != text:
+                open_conflict.theirs = text
+                open_conflict.save(update_fields=["theirs"])
+            continue
+        if conflicts.filter(resolved_at__gte=tomb.deleted_at, theirs=text).exists():
+            continue
+        TeamConflict.objects.create(
+            store=store, key=tomb.key, kind=TeamConflict.Kind.RESURRECT, ours=None, theirs=text
+        )
+        record_event("conflict", store=store, user=user, path=tomb.key, reason="resurrect")
