@@ -2,8 +2,9 @@
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
-team sync's own policy) and the daily pruning of events. The tasks themselves run in the task
-worker (`manage.py db_worker`, or RQ workers on other machines), never here.
+team sync's own policy) and the daily pruning of events, of session transcripts and of
+the trash. The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
+other machines), never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """
@@ -18,9 +19,10 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
+from memapp.lifecycle.tasks import prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
-from memapp.stores.tasks import prune_events_task
+from memapp.stores.tasks import prune_events_task, prune_trash_task
 from teamsync.scheduling import enqueue_due_sync
 
 __all__ = ["Clock", "run_background"]
@@ -46,7 +48,9 @@ class Clock:
         if self.pruned_at is None or now - self.pruned_at >= PRUNE_EVERY:
             self.pruned_at = now
             prune_events_task.enqueue()
-            enqueued.append("prune events")
+            prune_sessions_task.enqueue()
+            prune_trash_task.enqueue()
+            enqueued += ["prune events", "prune sessions", "prune trash"]
         return enqueued
 
     def run(self, stop: threading.Event) -> None:

@@ -84,10 +84,19 @@ MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
 # Seconds the LLM selector may take per attempt (one retry) before recall falls back offline.
 MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
 
+# Extraction (docs/design.md §14): the model that proposes memories from sessions, and how long
+# one attempt may take (a failed attempt is tried once more).
+MEMHUB_EXTRACTION_MODEL = env_str("MEMHUB_EXTRACTION_MODEL", "claude-sonnet-4-6")
+MEMHUB_EXTRACTION_TIMEOUT = env_float("MEMHUB_EXTRACTION_TIMEOUT", 60.0, minimum=1.0)
+# Session transcripts older than this many days are pruned (daily); 0 keeps them.
+MEMHUB_TRANSCRIPT_RETENTION_DAYS = env_int("MEMHUB_TRANSCRIPT_RETENTION_DAYS", 30, minimum=0)
+
 MEMHUB_STALE_DAYS = env_int("MEMHUB_STALE_DAYS", 30, minimum=1)
 # Events older than this many days are pruned (daily by the sync worker, or `prune_events`);
 # 0 keeps them all.
 MEMHUB_EVENT_RETENTION_DAYS = env_int("MEMHUB_EVENT_RETENTION_DAYS", 90, minimum=0)
+# Forgotten memories stay restorable this many days, then go with their history.
+MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -107,6 +116,7 @@ INSTALLED_APPS = [
     "memapp.web",
     "teamsync",
     "snapshots",
+    "memapp.lifecycle",
 ]
 
 MIDDLEWARE = [
@@ -136,6 +146,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "memapp.web.context_processors.waiting",
             ],
         },
     },

@@ -27,8 +27,9 @@ from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir, canonical_git_root, repo_slug_for, sanitize_path
 from memapp.memdir.secret_rules import scan_text
 from memapp.stores.events import record_event
+from memapp.stores.history import record_changes
 from memapp.stores.mirror import rescan_store
-from memapp.stores.models import Project, Store
+from memapp.stores.models import Project, Store, Via
 from memapp.stores.projects import find_project
 from snapshots.models import Checkout, SnapshotDecision, upload_root
 from snapshots.targets import SCOPES, Target, snapshot_agents
@@ -181,6 +182,25 @@ def _apply(target: Target, decision: str, approved: dict[str, str]):
     return replace_from_snapshot(snapshot, memory, updated_at=stamp, expected=approved)
 
 
+def _top_level_memories(directory: Path) -> dict[str, bytes]:
+    """The bytes of a memory dir's top-level `*.md` files, before a decision replaces them."""
+    found = {}
+    for entry in _scandir(directory):
+        if entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            try:
+                found[entry.name] = Path(entry.path).read_bytes()
+            except OSError:
+                continue
+    return found
+
+
+def _scandir(directory: Path) -> list[os.DirEntry]:
+    try:
+        return list(os.scandir(directory))
+    except OSError:
+        return []
+
+
 def do_decide_snapshot(
     user, target: Target, decision: str, fingerprint: str, files: Collection[str] = ()
 ) -> SnapshotDecision:
@@ -218,6 +238,9 @@ def do_decide_snapshot(
     applied_at = None
     store = target.store
     if checkout.origin == Checkout.Origin.HOST and decision != Decision.DISMISS:
+        if store is not None:
+            rescan_store(store)  # local changes not yet seen go into the history first
+        before = _top_level_memories(target.memory_dir)
         try:
             done = _apply(target, decision, approved)
         except (SnapshotError, PathTraversalError, OSError) as exc:
@@ -230,6 +253,16 @@ def do_decide_snapshot(
         }
         applied_at = timezone.now()
         store = ensure_agent_store(checkout, target.agent_type, target.scope, target.memory_dir)
+        written = {name: (target.memory_dir / name).read_bytes() for name in done.written}
+        removed = {name: before.get(name) for name in done.removed}
+        record_changes(
+            store,
+            written,
+            removed,
+            via=Via.SNAPSHOT,
+            user=user,
+            note=f"{decision} from the snapshot of {status.updated_at}",
+        )
         rescan_store(store)
     row = SnapshotDecision.objects.create(
         checkout=checkout,

@@ -6,7 +6,7 @@ class SnapshotsConfig(AppConfig):
     verbose_name = "agent memory snapshots"
 
     def ready(self) -> None:
-        from memapp.stores.review import count_for_review
-        from snapshots.targets import pending_updates
+        from memapp.stores.waiting import register_waiting
+        from snapshots.waiting import pending_updates
 
-        count_for_review("snapshot_updates", "snapshot update", "snapshot updates", pending_updates)
+        register_waiting("snapshots", "snapshot updates", "snapshot_list", pending_updates)

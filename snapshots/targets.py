@@ -142,8 +142,3 @@ def get_target_for_user(user, checkout_id: int, agent_type: str, scope: str) -> 
                 raise Http404("No such snapshot.")
             return target
     raise Http404("No such agent memory.")
-
-
-def pending_updates(user) -> int:
-    """Snapshot updates of the user's checkouts that nobody decided on yet."""
-    return sum(target.pending for target in targets_for_user(user))

@@ -7,17 +7,10 @@ class TeamsyncConfig(AppConfig):
 
     def ready(self) -> None:
         from memapp.stores.changes import follow_changes
-        from memapp.stores.review import count_for_review
-        from teamsync.review import held_back_for_secrets, open_conflicts
+        from memapp.stores.waiting import register_waiting
         from teamsync.service import commit_team_change
+        from teamsync.waiting import blocked_files, open_conflicts
 
         follow_changes(commit_team_change)
-        count_for_review(
-            "team_conflicts", "team sync conflict", "team sync conflicts", open_conflicts
-        )
-        count_for_review(
-            "held_for_secrets",
-            "file held back for secrets",
-            "files held back for secrets",
-            held_back_for_secrets,
-        )
+        register_waiting("conflicts", "team sync conflicts", "sync", open_conflicts)
+        register_waiting("blocked", "files kept back from team sync", "sync", blocked_files)

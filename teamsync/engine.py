@@ -678,6 +678,22 @@ class TeamClone:
             )
         return rows
 
+    def last_authors(self, paths: list[str]) -> dict[str, str]:
+        """Who made the latest commit touching each of `paths` (repository paths)."""
+        if not paths:
+            return {}
+        with self.repo() as repo:
+            if not repo.head.is_valid():
+                return {}
+            out = repo.git.log("--format=%x1e%an", "--name-only", "--no-renames", "--", *paths)
+        authors: dict[str, str] = {}
+        for commit in out.split("\x1e")[1:]:
+            name, *changed = commit.splitlines()
+            for path in changed:
+                if path:
+                    authors.setdefault(path, name)
+        return authors
+
     def show(self, sha: str, path: str) -> str | None:
         with self.repo() as repo:
             try:

@@ -23,9 +23,10 @@ from memapp.memdir.secret_gate import scan_for_push
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
+from memapp.stores.history import capture_before_write, is_topic, record_changes
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
-from memapp.stores.models import Store
+from memapp.stores.models import Store, Via
 from teamsync.engine import (
     INDEX_FILENAME,
     MAX_PUSH_ATTEMPTS,
@@ -196,6 +197,7 @@ class SyncReport:
     error: str | None = None
     suppressed: bool = False
     duration_ms: int = 0
+    authors: set[str] = field(default_factory=set)  # who made the changes pulled
 
 
 def _store_for_path(stores: list[Store], path: str) -> tuple[Store, str] | None:
@@ -239,8 +241,11 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
         # The store's own lock: a write through the UI or API waits instead of landing
         # between what apply read and what it writes (which it would overwrite).
         with store_lock(store):
+            if merged.merged:
+                rescan_store(store)  # what changed on disk since goes into its history first
             state = _state(store)
             applied = clone.apply_incoming(_spec(store, state))
+            _record_incoming(clone, store, applied, report)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -251,6 +256,26 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
+
+
+def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:
+    """Each file a pull wrote or deleted is a version by team sync, noting who made it."""
+    folder = folder_for(store)
+    keys = [*applied.written, *applied.deleted]
+    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_topic(key)])
+    by_author: dict[str, tuple[dict, dict]] = {}
+    for key in keys:
+        author = authors.get(f"{folder}/{key}", "")
+        written, deleted = by_author.setdefault(author, ({}, {}))
+        if key in applied.written:
+            written[key] = (Path(store.path) / key).read_bytes()
+        else:
+            deleted[key] = None
+    for author, (written, deleted) in by_author.items():
+        note = f"from {author}" if author else ""
+        record_changes(store, written, deleted, via=Via.TEAM_SYNC, note=note)
+        if author:
+            report.authors.add(author)
 
 
 def sync_team(*, push: bool = True) -> SyncReport:
@@ -301,6 +326,7 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
         not_modified=report.written + report.deleted == 0,
         duration_ms=report.duration_ms,
         error=pull_error,
+        authors=sorted(report.authors),
     )
     fields = {"last_pull_at": now, "last_error": report.error or "", "requested_at": None}
     if push and (report.push_attempts or report.committed):
@@ -349,17 +375,25 @@ def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None
         clone.ensure()
         with store_lock(store):
             target = validate_key(Path(store.path), conflict.key)
+            capture_before_write(store, [conflict.key])
             if Path(conflict.key).name == INDEX_FILENAME:  # the versions are the shared form
                 in_repo = set(clone.folder_files(folder_for(store)))
                 chosen = None if content is None else content.encode("utf-8")
                 current = target.read_bytes() if target.is_file() else None
                 kept = with_local_entries(conflict.key, chosen, current, in_repo)
                 content = None if kept is None else kept.decode("utf-8", "replace")
+            note = f"resolved a team sync conflict: kept {choice}"
             if content is None:
+                old = target.read_bytes() if target.is_file() else None
                 delete_file(target, missing_ok=True)
+                if old is not None:
+                    record_changes(store, {}, {conflict.key: old}, via=Via.UI, user=user, note=note)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic_bytes(target, content.encode("utf-8"))
+                record_changes(
+                    store, {conflict.key: content.encode("utf-8")}, via=Via.UI, user=user, note=note
+                )
             conflict.resolved_at, conflict.resolved_by = timezone.now(), user
             conflict.resolution = choice
             conflict.save(update_fields=["resolved_at", "resolved_by", "resolution"])

@@ -59,17 +59,21 @@ def pytest_collection_modifyitems(config, items):
 def pytest_unconfigure(config):
     """Events a live server buffered during the last tests refer to rows that are gone now."""
     from memapp.stores.events import discard_buffered_events
+    from memapp.stores.recall_stats import discard_recall_counts
 
     discard_buffered_events()
+    discard_recall_counts()
 
 
 @pytest.fixture(autouse=True)
 def no_buffered_events():
-    """Events buffered by one test never reach another test's database."""
+    """Events and recall counts buffered by one test never reach another test's database."""
     yield
     from memapp.stores.events import discard_buffered_events
+    from memapp.stores.recall_stats import discard_recall_counts
 
     discard_buffered_events()
+    discard_recall_counts()
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ control socket (one data dir so deep that its socket path would not fit)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from memapp.management.commands.serve import MAX_SOCKET_PATH, banner, control_socket_path
 from memapp.stores.first_admin import FirstAdmin
-from tests.test_serve import MANAGE, _answers, free_port, wait_until
+from tests.test_serve import MANAGE, _answers, free_port, stop_serve, wait_until
 
 
 def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict]:
@@ -42,14 +41,6 @@ def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict
     return process, url, out, env
 
 
-def stop(process: subprocess.Popen) -> int:
-    os.killpg(process.pid, signal.SIGTERM)
-    code = process.wait(timeout=30)
-    left = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True).stdout
-    assert left == b"", "serve left processes running"
-    return code
-
-
 def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60) / "data"
     started = [start(tmp_path / "one" / "data", tmp_path / "one"), start(deep, tmp_path / "two")]
@@ -68,7 +59,7 @@ def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
             wait_until(lambda logs=logs: "GET /login/" in (logs / "access.log").read_text(), 10)
             assert "Booting worker" in (logs / "server.log").read_text()
     finally:
-        codes = [stop(process) for process, *_ in started]
+        codes = [stop_serve(process) for process, *_ in started]
     assert codes == [0, 0]
     assert not any(path.exists() for path in sockets)
 
@@ -86,7 +77,7 @@ def test_the_password_in_the_box_logs_the_admin_in(tmp_path):
         )
         assert done.stdout.strip().splitlines()[-1] == "True"
     finally:
-        stop(process)
+        stop_serve(process)
 
 
 def test_the_box_says_how_to_log_in_in_each_case(tmp_path):

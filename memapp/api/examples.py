@@ -99,3 +99,36 @@ PUT_TEAM_MEMORY = _example(
         }
     },
 )
+SESSION_ENTRIES = _example(
+    "One turn of a session",
+    {
+        "project": "acme/app",
+        "project_dirname": "-home-ana-app",
+        "memory_dir": "/home/ana/.claude/projects/-home-ana-app/memory",
+        "cwd": "/home/ana/app",
+        "entries": [
+            {
+                "type": "user",
+                "uuid": "5c0f2a6e-1b7d-4e3a-9c2f-8d4b6a1e0f37",
+                "parentUuid": None,
+                "sessionId": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
+                "timestamp": "2026-03-05T10:00:07.000Z",
+                "cwd": "/home/ana/app",
+                "entrypoint": "cli",
+                "message": {"role": "user", "content": "remember that we deploy on Fridays"},
+            },
+            {
+                "type": "assistant",
+                "uuid": "9e3d7b2a-6c1f-4a8e-b5d0-2f7c9a4e1b63",
+                "parentUuid": "5c0f2a6e-1b7d-4e3a-9c2f-8d4b6a1e0f37",
+                "sessionId": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
+                "timestamp": "2026-03-05T10:00:12.000Z",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+            },
+        ],
+        "final": False,
+        "skipped": {"unknown_type": 1},
+    },
+    "Entries after the session's cursor, redacted on the agent's machine",
+)
+APPROVE = _example("Approve two of the changes", {"changes": [12, 14]})

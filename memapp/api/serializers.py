@@ -317,10 +317,11 @@ class RecallResultSerializer(serializers.Serializer):
     )
 
 
-class ReviewCountSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="`snapshot_updates`, `team_conflicts`, …")
-    count = serializers.IntegerField()
-    label = serializers.CharField(help_text="The count in words: `2 snapshot updates`.")
+class WaitingSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="`proposals`, `conflicts`, `blocked`, `snapshots`, …")
+    label = serializers.CharField(help_text="What waits, in words: `proposals to review`.")
+    count = serializers.IntegerField(help_text="How many wait (never 0: those are left out).")
+    url = serializers.URLField(help_text="The page where they are settled.")
 
 
 class SessionStartResultSerializer(serializers.Serializer):
@@ -336,7 +337,9 @@ class SessionStartResultSerializer(serializers.Serializer):
     )
     partial = serializers.BooleanField(help_text="Some differing files were left out (size).")
     team_index = serializers.CharField(allow_blank=True)
-    waiting = ReviewCountSerializer(many=True, help_text="What waits for the user's review.")
+    waiting = WaitingSerializer(
+        many=True, help_text="Each kind of thing with something waiting for the user's review."
+    )
     notice = serializers.CharField(
         allow_blank=True, help_text="One line saying what waits, or empty."
     )
@@ -378,3 +381,111 @@ class TeamMemoryPutSerializer(StrictSerializer):
     """The team memory protocol's PUT body, exactly `{"entries": {key: text}}`."""
 
     entries = serializers.DictField(child=TextField())
+
+
+# --- sessions, proposals and past-context search (docs/design.md §14) ------------------------
+
+
+class SessionEntriesSerializer(PromptSerializer):
+    entries = serializers.ListField(
+        child=serializers.JSONField(allow_null=True),
+        max_length=10_000,
+        help_text="Transcript entries after the session's cursor, as the JSONL file holds them.",
+    )
+    cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+    final = serializers.BooleanField(
+        required=False, default=False, help_text="The session ended (SessionEnd)."
+    )
+    skipped = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=1_000_000),
+        required=False,
+        default=dict,
+        help_text="Lines the client did not send, counted by reason.",
+    )
+
+    def validate_skipped(self, value: dict) -> dict:
+        if len(value) > 20 or any(len(reason) > 40 for reason in value):
+            raise serializers.ValidationError("At most 20 reasons of up to 40 characters.")
+        return value
+
+
+class SessionEntriesResultSerializer(serializers.Serializer):
+    session = serializers.CharField()
+    received = serializers.IntegerField()
+    stored = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    redacted = serializers.IntegerField(help_text="Secrets replaced by [REDACTED:<label>].")
+    skipped = serializers.DictField(child=serializers.IntegerField())
+    entry_count = serializers.IntegerField()
+    extraction = serializers.ChoiceField(
+        choices=["off", "waiting", "queued", "trailing", "coalesced"],
+        help_text="What the new turns did: nothing yet (waiting for N turns) or a run.",
+    )
+
+
+class ApproveSerializer(StrictSerializer):
+    changes = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Ids of the changes to apply; all pending ones when absent.",
+    )
+
+
+class ProposalChangeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.ChoiceField(choices=["create", "update", "delete"])
+    file = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    type = serializers.CharField(allow_null=True)
+    body = serializers.CharField()
+    reason = serializers.CharField()
+    status = serializers.CharField()
+    checks = serializers.JSONField()
+    message = serializers.CharField()
+
+
+class ProposalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=["extraction", "consolidation", "distillation"])
+    status = serializers.ChoiceField(choices=["pending", "applied", "rejected", "failed"])
+    store = serializers.IntegerField()
+    scope = serializers.CharField()
+    project = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    sessions = serializers.ListField(child=serializers.CharField())
+    changes = ProposalChangeSerializer(many=True)
+    dropped = serializers.JSONField()
+
+
+class ProposalListSerializer(serializers.Serializer):
+    proposals = ProposalSerializer(many=True)
+
+
+class DecisionResultSerializer(serializers.Serializer):
+    proposal = ProposalSerializer()
+    applied = serializers.ListField(child=serializers.CharField())
+    conflicts = serializers.ListField(child=serializers.CharField())
+    refused = serializers.ListField(child=serializers.CharField())
+    skipped = serializers.ListField(child=serializers.CharField())
+
+
+class SearchHitSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["memory", "session"])
+    title = serializers.CharField()
+    snippet = serializers.CharField(help_text="Matched words in **bold**.")
+    score = serializers.FloatField()
+    url = serializers.CharField(help_text="Where a person reads it in memhub.")
+    store = serializers.IntegerField(required=False)
+    path = serializers.CharField(required=False)
+    session_id = serializers.CharField(required=False)
+    seq = serializers.IntegerField(required=False)
+    when = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    memories = SearchHitSerializer(many=True)
+    sessions = SearchHitSerializer(many=True)

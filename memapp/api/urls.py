@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from memapp.api import snapshots, views
+from memapp.api import lifecycle, snapshots, views
 from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
@@ -26,6 +26,24 @@ urlpatterns = [
         snapshots.agent_snapshot,
         name="api_agent_snapshot",
     ),
+    path(
+        "api/v1/sessions/<str:session_id>/entries",
+        lifecycle.session_entries,
+        name="api_session_entries",
+    ),
+    path("api/v1/sessions/<str:session_id>", lifecycle.session_detail, name="api_session"),
+    path("api/v1/proposals", lifecycle.proposal_list, name="api_proposals"),
+    path(
+        "api/v1/proposals/<int:proposal_id>/approve",
+        lifecycle.proposal_approve,
+        name="api_proposal_approve",
+    ),
+    path(
+        "api/v1/proposals/<int:proposal_id>/reject",
+        lifecycle.proposal_reject,
+        name="api_proposal_reject",
+    ),
+    path("api/v1/search", lifecycle.search, name="api_search"),
     path("api/claude_code/team_memory", team_memory, name="team_memory"),
     re_path(r"^api/(?P<rest>.*)$", views.not_found),
 ]

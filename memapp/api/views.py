@@ -7,6 +7,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
 from django.http import Http404
+from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -31,7 +32,7 @@ from memapp.stores.actions import (
     do_save_memory,
     store_file_path,
 )
-from memapp.stores.models import Store
+from memapp.stores.models import Store, Via
 from memapp.stores.projects import resolve_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
@@ -243,6 +244,7 @@ def file_batch(request: Request, store_id: int) -> Response:
         data["files"],
         delete=tuple(data["delete"]),
         if_match=data["base"],
+        via=Via.AGENT_SYNC,
     )
     checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
     return Response({**result, "checksums": checksums})
@@ -439,8 +441,13 @@ def session_start(request: Request) -> Response:
             "partial": answer.partial,
             "team_index": answer.team_index,
             "waiting": [
-                {"kind": count.kind, "count": count.count, "label": count.words}
-                for count in answer.waiting
+                {
+                    "kind": item.kind.key,
+                    "label": item.kind.label,
+                    "count": item.count,
+                    "url": request.build_absolute_uri(reverse(item.kind.url_name)),
+                }
+                for item in answer.waiting
             ],
             "notice": answer.notice,
         }

@@ -1,12 +1,15 @@
 """memhub's benchmark command.
 
-    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live] [--hooks]
+    python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
+                           [--hooks] [--lifecycle]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
 through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
 (:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
-the smallest size (:mod:`memapp.bench.hooks`). Nothing in the product imports this package.
+the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, transcript
+ingest and past-context search (:mod:`memapp.bench.lifecycle`). Nothing in the product imports
+this package.
 """
 
 from __future__ import annotations
@@ -76,6 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="--hooks: the memhub-agent command to measure (default: this checkout's), e.g. "
         "an older build's, to compare",
     )
+    parser.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="also measure the Stop hook, transcript ingest and past-context search (Django)",
+    )
+    parser.add_argument(
+        "--sessions", type=int, default=1000, help="--lifecycle: sessions of 200 messages searched"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -118,6 +129,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hook_command=args.hook_command,
             )
             legends.append(hooks.LEGEND)
+        if args.lifecycle:
+            from memapp.bench import lifecycle  # Django, gunicorn and the client
+
+            rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
+            legends.append(lifecycle.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"

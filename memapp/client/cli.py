@@ -1,5 +1,5 @@
-"""`memhub-agent`: log in to a memhub server, sync a project's memory, recall, prompt, and
-answer Claude Code's hooks.
+"""`memhub-agent`: log in to a memhub server, sync a project's memory, recall, prompt, search
+past sessions, and answer Claude Code's hooks.
 
 Every sub-command registers in `COMMANDS`, one line each. Failures are reported on stderr in
 one sentence (on stdout as JSON with `--json`) with an exit status by class (`EXIT_STATUSES`
@@ -24,6 +24,7 @@ COMMANDS = [
     "memapp.client.memory_commands:add_memory_commands",
     "memapp.client.team:add_team_commands",
     "memapp.client.snapshot_commands:add_snapshot_commands",
+    "memapp.client.transcripts:add_transcript_commands",
     "memapp.client.cli:add_hook_command",
 ]
 HOOK_AGENTS = ("claude-code",)

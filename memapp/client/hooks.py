@@ -68,6 +68,8 @@ HOOKS: dict[str, Hook] = {
     "session-start": Hook("SessionStart", "memapp.client.session_hook:session_start"),
     "user-prompt-submit": Hook("UserPromptSubmit", "memapp.client.recall_hook:recall"),
     "post-tool-use": Hook("PostToolUse", "memapp.client.read_hook:after_read"),
+    "stop": Hook("Stop", "memapp.client.transcript_hook:stop"),
+    "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
 }
 
 

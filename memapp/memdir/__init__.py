@@ -53,6 +53,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FoundStore": ("memory_dirs", "FoundStore"),
     "discover_memory_dirs": ("memory_dirs", "discover_memory_dirs"),
     "RecallIndex": ("offline_recall", "RecallIndex"),
+    "match_spans": ("offline_recall", "match_spans"),
     "recall_index": ("offline_recall", "recall_index"),
     "recall_offline": ("offline_recall", "recall_offline"),
     "select_reason": ("offline_recall", "select_reason"),
@@ -141,6 +142,7 @@ __all__ = [
     "format_manifest",
     "index_health",
     "load_user_settings",
+    "match_spans",
     "memory_age",
     "memory_age_days",
     "load_index",
@@ -232,6 +234,7 @@ if TYPE_CHECKING:
     from memapp.memdir.memory_dirs import FoundStore, discover_memory_dirs
     from memapp.memdir.offline_recall import (
         RecallIndex,
+        match_spans,
         recall_index,
         recall_offline,
         select_reason,

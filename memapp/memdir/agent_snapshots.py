@@ -72,6 +72,7 @@ __all__ = [
     "SnapshotReview",
     "SnapshotSecretError",
     "SnapshotStatus",
+    "compare_file",
     "compare_snapshot",
     "format_iso",
     "initialize_from_snapshot",
@@ -556,7 +557,10 @@ def _checks_for(name: str, data: bytes) -> tuple[str, ...]:
     return tuple(problems)
 
 
-def _compare_one(name: str, local: bytes | None, theirs: bytes | None) -> FileChange:
+def compare_file(name: str, local: bytes | None, theirs: bytes | None) -> FileChange:
+    """One file compared between two versions, as the review shows it: the change, a
+    frontmatter table and a side-by-side body diff (none when the new version has a secret),
+    its secrets and its problems. Proposal reviews use it too."""
     local_sha = None if local is None else _sha(local)
     their_sha = None if theirs is None else _sha(theirs)
     if theirs is None:
@@ -616,7 +620,7 @@ def compare_snapshot(
     read = _read_snapshot(snapshot, memory_dir)
     local = _local_files(memory_dir)
     names = sorted(set(read.files) | set(local), key=lambda n: (n != INDEX_FILENAME, n))
-    files = tuple(_compare_one(n, local.get(n), read.files.get(n)) for n in names)
+    files = tuple(compare_file(n, local.get(n), read.files.get(n)) for n in names)
     checks = []
     topic_count = sum(1 for n in read.files if n.endswith(".md") and n != INDEX_FILENAME)
     if topic_count > SCAN_FILES:

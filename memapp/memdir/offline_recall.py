@@ -49,6 +49,7 @@ __all__ = [
     "SYNONYMS",
     "RecallIndex",
     "clear_recall_cache",
+    "match_spans",
     "recall_index",
     "recall_offline",
     "select_reason",
@@ -473,6 +474,23 @@ class RecallIndex:
             for i, score in self._ranked(query, recent_tools, already_surfaced, limit, now_ms)
         ]
 
+    def rank(self, query: str, now_ms: float | None = None) -> list[tuple[MemoryHeader, float]]:
+        """Every memory matching a word of ``query`` or one of its synonyms, best first, with
+        its normalised score: scored as :meth:`search` scores, without its thresholds and
+        limit (a person searching wants the weak matches too, ranked below the strong ones)."""
+        raw = self._score(query)
+        if now_ms is None:
+            now_ms = time.time() * 1000
+        norm = 1.0 / self.max_idf
+        ranked = []
+        for i, score in raw.items():
+            header = self.headers[i]
+            age_days = max(0.0, (now_ms - header.mtime_ms) / 86_400_000)
+            boost = 1.0 + RECENCY_BOOST * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+            ranked.append((i, score * norm * TYPE_PRIOR.get(header.type, 1.0) * boost))
+        ranked.sort(key=lambda row: (-row[1], row[0]))
+        return [(self.headers[i], score) for i, score in ranked]
+
     def _ranked(
         self,
         query: str,
@@ -568,6 +586,52 @@ def _tool_phrases(tools: Iterable[str]) -> tuple[str, ...]:
             if words:
                 phrases.append(f" {' '.join(words)} ")
     return tuple(phrases)
+
+
+# -- highlighting -------------------------------------------------------------------------------
+
+_TEXT_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def match_spans(query: str, text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a word (or a synonym phrase) that a word of ``query`` matches, as
+    ``(start, end)`` character spans in order: what the ranking counted, for marking it."""
+    stems: set[str] = set()
+    concepts: set[str] = set()
+    for token in _tokens(query):
+        if token.stem:
+            stems.add(token.stem)
+        concepts.update(token.concepts)
+    if not stems and not concepts:
+        return []
+    words = list(_TEXT_WORD.finditer(text))
+    word_stems = [_stem(m.group().lower()) for m in words]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(words):
+        stem, taken = word_stems[i], 0
+        if stem in _PHRASE_STARTS:
+            for n in _PHRASE_LENGTHS:
+                phrase = _PHRASE_CONCEPTS.get(tuple(word_stems[i : i + n]))
+                if phrase and 1 < n <= len(words) - i and not concepts.isdisjoint(phrase):
+                    taken = n
+                    break
+        word = words[i].group()
+        parts = [stem]
+        if _MIXED.fullmatch(word):
+            parts += [_stem(p.lower()) for p in _CAMEL_PART.findall(word)]
+        if not taken and any(
+            (p in stems and p not in STOP_WORDS)
+            or not concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
+            for p in parts
+        ):
+            taken = 1
+        if taken:
+            spans.append((words[i].start(), words[i + taken - 1].end()))
+            i += taken
+        else:
+            i += 1
+    return spans
 
 
 # -- reasons ------------------------------------------------------------------------------------

@@ -435,9 +435,9 @@ def _search_past_context(directories: list[str]) -> Section:
     return "## Searching past context", (
         "When you need something from earlier work that the index does not point to:\n"
         f"1. Search the memory files for a specific term:\n{greps}\n"
-        "2. As a last resort, search the transcripts of past sessions (JSONL files, one per "
-        "session) for the same term. They are large: search narrowly and read only the "
-        "matching lines."
+        "2. Search your past sessions (and the memories you can see) with `memhub-agent search "
+        '"<words>"`: it prints the best matches, each with a short excerpt and where it came '
+        "from. Use a few specific words; every word must match."
     )
 
 

@@ -42,9 +42,15 @@ from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
 from detect_secrets.util.filetype import FileType, determine_file_type
 
-from memapp.memdir.secret_rules import SecretHit, SecretScanCache, scan_text
+from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_text
 
-__all__ = ["DETECT_SECRETS_PREFIX", "ENTROPY_PLUGINS", "configure", "scan_for_push"]
+__all__ = [
+    "DETECT_SECRETS_PREFIX",
+    "ENTROPY_PLUGINS",
+    "configure",
+    "redact_with_gate",
+    "scan_for_push",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -97,7 +103,7 @@ def configure(*, entropy: bool = False) -> None:
         _entropy = bool(entropy)
 
 
-def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:
+def _detect_secrets(text: str, filename: str) -> list[PotentialSecret]:
     global _entropy
     with _lock:
         if _entropy is None:
@@ -105,7 +111,11 @@ def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:
             _entropy = False
         elif not _settings_intact(_entropy):  # something swapped the global settings object
             _apply_settings(_entropy)
-        secrets = _scan_like_scan_file(text, filename)
+        return _scan_like_scan_file(text, filename)
+
+
+def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:
+    secrets = _detect_secrets(text, filename)
     found = {
         (secret.line_number, secret.type)
         for secret in secrets
@@ -169,3 +179,30 @@ def scan_for_push(files: Mapping[K, str]) -> dict[K, list[SecretHit]]:
         if hits:
             blocked[key] = hits
     return blocked
+
+
+def redact_with_gate(text: str, filename: str = "transcript.md") -> tuple[str, list[SecretHit]]:
+    """``text`` with what both layers find replaced by ``[REDACTED:<label>]``, and the hits.
+
+    For what memhub stores but never shares as it came (session transcripts): the fast rules
+    redact their matches; each detect-secrets finding then has its value replaced on its line,
+    or, when the value cannot be found there (a transformer read the line differently), the
+    whole line. Hits are reported as :func:`scan_for_push` reports them.
+    """
+    redacted, hits = redact_text(text)
+    found = [s for s in _detect_secrets(redacted, filename) if not _is_documentation_example(s)]
+    if not found:
+        return redacted, hits
+    lines = redacted.split("\n")
+    for secret in found:
+        number = secret.line_number
+        if not 1 <= number <= len(lines):
+            continue
+        line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
+        value = secret.secret_value or ""
+        if len(value) >= 4 and value in line:
+            lines[number - 1] = line.replace(value, label)
+        else:
+            lines[number - 1] = label
+        hits.append(SecretHit(DETECT_SECRETS_PREFIX + secret.type, secret.type, number))
+    return "\n".join(lines), sorted(set(hits), key=lambda hit: (hit.line, hit.rule_id))

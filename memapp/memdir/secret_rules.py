@@ -26,7 +26,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["RULES", "SecretHit", "SecretScanCache", "scan_text"]
+__all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class _Rule:
     min_entropy: float = 3.0  # Shannon entropy of the whole match, in bits per character
     mixed: bool = False  # the match must mix at least two of lower case, upper case, digits
     check: Callable[[str], bool] | None = None
+    group: int | str = 0  # the part of the match that is the secret (checked and redacted)
 
 
 # Boundaries: a token must not be glued to the end of a longer identifier or word.
@@ -68,12 +69,40 @@ def _rule(
     min_entropy: float = 3.0,
     mixed: bool = False,
     check: Callable[[str], bool] | None = None,
+    group: int | str = 0,
 ) -> _Rule:
-    return _Rule(id, label, keywords, re.compile(pattern), min_entropy, mixed, check)
+    return _Rule(id, label, keywords, re.compile(pattern), min_entropy, mixed, check, group)
 
 
 def _has_both_cases(token: str) -> bool:
     return any(c.islower() for c in token) and any(c.isupper() for c in token)
+
+
+def _not_a_placeholder(value: str) -> bool:
+    # Templates and examples (`${DB_PASSWORD}`, `%(password)s`, `{{ secret }}`, `$TOKEN`,
+    # `YOUR_API_KEY`, `xxxxxxxx`) name a secret without holding one.
+    if re.fullmatch(r"\$\{.*\}|\$[A-Z_][A-Z0-9_]*|%\(\w+\)s|%s|\{\{.*\}\}|<.*>", value):
+        return False
+    lowered = value.lower()
+    if any(word in lowered for word in ("your", "example", "placeholder", "redacted", "changeme")):
+        return False
+    return len(set(value)) > 3
+
+
+def _classes(token: str) -> int:
+    return (
+        any(c.islower() for c in token)
+        + any(c.isupper() for c in token)
+        + any(c.isdigit() for c in token)
+        + any(not c.isalnum() for c in token)
+    )
+
+
+def _quoted_password(value: str) -> bool:
+    # A path (`pwd = "/home/Ana/src2"`) or a URL is not a password.
+    if value.startswith(("/", "~/", "./", "../")) or "://" in value:
+        return False
+    return _not_a_placeholder(value) and _classes(value) >= 3
 
 
 def _not_aws_example(token: str) -> bool:
@@ -344,6 +373,32 @@ _RULES: tuple[_Rule, ...] = (
         rf"(?:[A-Za-z][A-Za-z-]*:[^\n\\]{{0,200}}{_PEM_GAP}){{0,4}}[A-Za-z0-9+/=]{{32,}}",
         min_entropy=0.0,  # the base64 body after the BEGIN line is the evidence
     ),
+    # Credentials in a URL's query string: webhook and callback URLs, pre-signed links,
+    # `?access_token=…`, `&key=…`, `&sig=…`. Only the value is the secret (and redacted); it
+    # must look random (length, entropy, mixed classes) and not be a placeholder.
+    _rule(
+        "url-query-credential",
+        "Credential in a URL query string",
+        ("token=", "key=", "Key=", "KEY=", "secret=", "password=", "pwd=", "sig=", "ignature="),
+        r"[?&](?i:[a-z0-9_.-]{0,40}?(?:token|key|secret|password|passwd|pwd|sig|signature"
+        r"|auth))=(?P<value>[A-Za-z0-9_.~%+/=-]{12,})",
+        mixed=True,
+        check=_not_a_placeholder,
+        group="value",
+    ),
+    # A quoted password value that begins with a symbol (`password = "%Tq8!…"`): detect-secrets'
+    # keyword rule takes such values for templates and skips them. Placeholders (`${…}`, `%(…)s`,
+    # `$NAME`) are not secrets; a real one mixes at least three character classes.
+    _rule(
+        "quoted-password",
+        "Password in quotes",
+        ("password", "Password", "PASSWORD", "passwd", "Passwd", "PASSWD", "pwd", "PWD"),
+        r"(?i:password|passwd|pwd)[\"']?[ \t]{0,20}(?::=|=>|[:=])[ \t]{0,20}(?P<q>[\"'])"
+        r"(?P<value>[!#$%&()*+,./:;<=>?@\[\]^_`{|}~-][^\s\"'\\]{7,127})(?P=q)",
+        min_entropy=2.5,
+        check=_quoted_password,
+        group="value",
+    ),
 )
 
 RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}
@@ -369,20 +424,48 @@ def _accepts(rule: _Rule, token: str) -> bool:
     return rule.check is None or rule.check(token)
 
 
+def _matches(text: str) -> list[tuple[int, int, _Rule]]:
+    """(start, end, rule) of every accepted secret in ``text``: the secret's own span."""
+    found = []
+    for rule in _RULES:
+        if not any(keyword in text for keyword in rule.keywords):
+            continue
+        for match in rule.pattern.finditer(text):
+            if _accepts(rule, match.group(rule.group)):
+                found.append((match.start(rule.group), match.end(rule.group), rule))
+    return found
+
+
 def scan_text(text: str) -> list[SecretHit]:
     """Every fast-rule hit in ``text``, ordered by line then rule; one hit per rule and line.
 
     Line numbers count ``\\n`` only (as editors do), from 1; a match spanning lines (a private
     key) is reported on its first line.
     """
-    found: set[tuple[int, str]] = set()
-    for rule in _RULES:
-        if not any(keyword in text for keyword in rule.keywords):
-            continue
-        for match in rule.pattern.finditer(text):
-            if _accepts(rule, match.group()):
-                found.add((text.count("\n", 0, match.start()) + 1, rule.id))
+    found = {(text.count("\n", 0, start) + 1, rule.id) for start, _, rule in _matches(text)}
     return [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in sorted(found)]
+
+
+def redact_text(text: str) -> tuple[str, list[SecretHit]]:
+    """``text`` with every secret the fast rules find replaced by ``[REDACTED:<label>]``, and
+    the hits (as :func:`scan_text` reports them, lines counted in the original text).
+
+    For transcripts, which carry credentials a memory never should (environment dumps, webhook
+    URLs): the conversation stays readable, the values are gone. Overlapping matches are
+    redacted once, under the first rule's label.
+    """
+    matches = _matches(text)
+    if not matches:
+        return text, []
+    hits = sorted({(text.count("\n", 0, start) + 1, rule.id) for start, _, rule in matches})
+    parts, position = [], 0
+    for start, end, rule in sorted(matches, key=lambda m: (m[0], -m[1])):
+        if start < position:
+            continue  # inside a span already redacted
+        parts += [text[position:start], f"[REDACTED:{rule.label}]"]
+        position = end
+    parts.append(text[position:])
+    return "".join(parts), [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in hits]
 
 
 class SecretScanCache:

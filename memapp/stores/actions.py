@@ -18,6 +18,8 @@ from memapp.memdir.index import (
     write_index_entry,
 )
 from memapp.memdir.scan import detect_type_form
+from memapp.memdir.secret_gate import configure as configure_secret_gate
+from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
@@ -27,9 +29,12 @@ from memapp.memdir.store_files import (
 )
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
+from memapp.stores.flags import get_flags
+from memapp.stores.history import blob_bytes, capture_before_write, index_lines, record_changes
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
-from memapp.stores.models import MemoryFile, Store
+from memapp.stores.models import MemoryFile, MemoryVersion, Store, TrashItem, Via
+from memapp.stores.prompting import team_store_for
 
 
 class EditConflict(Exception):
@@ -73,6 +78,26 @@ def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -
     return candidate
 
 
+def edited_text(
+    previous: Memory, path: str, name: str, description: str, memory_type: str | None, body: str
+) -> str:
+    """The file an edit writes: the fields replaced, every other frontmatter key kept.
+
+    replace() keeps the file's other keys and its problem: render_memory refuses a file whose
+    header is not closed within 30 lines rather than adding a second header.
+    """
+    memory = replace(
+        previous,
+        name=name,
+        description=description,
+        type=memory_type,
+        body=body,
+        type_form=previous.type_form or "top",
+        path=path,
+    )
+    return render_memory(memory)
+
+
 def do_save_memory(
     store: Store,
     user,
@@ -83,57 +108,76 @@ def do_save_memory(
     body: str,
     path: str | None = None,
     base_sha256: str | None = None,
-    via: str = "ui",
+    via: str = Via.UI,
 ) -> MemoryFile:
-    """Create (path None) or update a topic file and its MEMORY.md line.
+    """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
+    update a topic file and its MEMORY.md line.
 
     An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
-    matches the file on disk raises EditConflict and writes nothing, so an edit never
-    overwrites a change made behind the form's back.
+    matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
+    writes nothing, so an edit never overwrites a change made behind the form's back. The bytes
+    it replaces are in the file's history (docs/design.md §23).
     """
     root = Path(store.path)
     with store_lock(store):
-        created = path is None
-        if created:
+        created = path is None or base_sha256 == ""
+        if path is None:
             form = detect_type_form(str(root))
             path = new_memory_path(root, name, memory_type, form)
-            previous = Memory(type_form=form, has_frontmatter=True)
         target = store_file_path(store, path)
-        if not created:
+        if created:
+            if target.exists():
+                data = target.read_bytes()
+                raise EditConflict(path, data.decode("utf-8", "replace"), checksum(data))
+            previous = Memory(type_form=detect_type_form(str(root)), has_frontmatter=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        else:
             data = target.read_bytes()
             if base_sha256 is not None and checksum(data) != base_sha256:
                 raise EditConflict(path, data.decode("utf-8", "replace"), checksum(data))
             previous = parse_memory(data, path=path)
-        # replace() keeps the file's other keys and its problem: render_memory refuses a file
-        # whose header is not closed within 30 lines rather than adding a second header.
-        memory = replace(
-            previous,
-            name=name,
-            description=description,
-            type=memory_type,
-            body=body,
-            type_form=previous.type_form or "top",
-            path=path,
-        )
-        text = check_entry(path, render_memory(memory), exclude=store.exclude)
+        rendered = edited_text(previous, path, name, description, memory_type, body)
+        text = check_entry(path, rendered, exclude=store.exclude)
+        if not created:
+            capture_before_write(store, [path])
         write_atomic(target, text)
-        write_index_entry(root, path, format_index_entry(name, path, description))
+        line = format_index_entry(name, path, description)
+        data = {path: text.encode("utf-8")}
+        record_changes(store, data, via=via, user=user, index_lines={path: line})
+        write_index_entry(root, path, line)
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
 
 
-def do_forget_memory(store: Store, user, path: str, via: str = "ui") -> None:
-    """Delete a topic file and its MEMORY.md line; the mirror follows."""
+def do_forget_memory(store: Store, user, path: str, via: str = Via.UI) -> None:
+    """Move a topic file to the trash and remove its MEMORY.md line; the mirror follows."""
+    do_forget_memories(store, user, [path], via=via)
+
+
+def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) -> list[str]:
+    """Move topic files to the trash (restorable for MEMHUB_TRASH_DAYS, with their index
+    lines) and remove their MEMORY.md lines; returns the paths that were there."""
     root = Path(store.path)
+    targets = {path: store_file_path(store, path) for path in paths}
+    forgotten: dict[str, bytes] = {}
     with store_lock(store):
-        target = store_file_path(store, path)
-        delete_file(target, missing_ok=True)
-        delete_index_entry(root, path)
+        capture_before_write(store, targets)
+        lines = index_lines(root, targets)
+        for path, target in targets.items():
+            try:
+                forgotten[path] = target.read_bytes()
+            except FileNotFoundError:
+                continue
+            delete_file(target, missing_ok=True)
+            delete_index_entry(root, path)
+        record_changes(store, {}, forgotten, via=via, user=user, index_lines=lines)
         rescan_store(store)
-    announce_change(store, user, {path, INDEX_FILENAME})
-    record_event("memory_forgotten", store=store, user=user, path=path, via=via)
+    announce_change(store, user, {*targets, INDEX_FILENAME})
+    for path in forgotten:
+        record_event("memory_forgotten", store=store, user=user, path=path, via=via)
+    return list(forgotten)
 
 
 def do_rebuild_index_entries(store: Store, user) -> list[str]:
@@ -159,12 +203,16 @@ def do_put_files(
     *,
     delete: tuple[str, ...] = (),
     if_match: dict[str, str | None] | None = None,
-    via: str = "api",
+    via: str = Via.API,
+    index: dict[str, str] | None = None,
+    note: str = "",
 ) -> dict[str, list[str]]:
     """Write several files at once: all are checked first (keys, sizes, UTF-8, secrets,
     preconditions) and nothing is written unless every one passes. Files whose content is
-    already on disk are left alone (their mtime too)."""
+    already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
+    written keys; deleted files go to the trash, replaced bytes stay in their history."""
     if_match = if_match or {}
+    index = index or {}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
     encoded = {
         key: text.encode("utf-8")
@@ -181,6 +229,9 @@ def do_put_files(
                     {"key": key, "checksum": current},
                 )
         created = set()
+        capture_before_write(store, [*encoded, *delete])
+        lines = index_lines(Path(store.path), delete) if delete else {}
+        gone: dict[str, bytes] = {}
         for key, data in encoded.items():
             current = _current_checksum(paths[key])
             if current == checksum(data):
@@ -192,12 +243,23 @@ def do_put_files(
             write_atomic(paths[key], data.decode("utf-8"))
             result["written"].append(key)
         for key in delete:
-            if delete_file(paths[key], missing_ok=True):
-                result["deleted"].append(key)
+            try:
+                gone[key] = paths[key].read_bytes()
+            except FileNotFoundError:
+                continue
+            delete_file(paths[key], missing_ok=True)
+            result["deleted"].append(key)
+        for key, line in index.items():
+            if key in result["written"]:
+                write_index_entry(Path(store.path), key, line)
         if result["written"] or result["deleted"]:
+            written = {key: encoded[key] for key in result["written"]}
+            lines.update(index_lines(Path(store.path), written))
+            record_changes(store, written, gone, via=via, user=user, note=note, index_lines=lines)
             rescan_store(store)
     if result["written"] or result["deleted"]:
-        announce_change(store, user, set(result["written"] + result["deleted"]))
+        touched = set(result["written"] + result["deleted"])
+        announce_change(store, user, touched | ({INDEX_FILENAME} if index else set()))
     for key in result["written"]:
         record_event(
             "memory_written", store=store, user=user, path=key, via=via, created=key in created
@@ -205,3 +267,182 @@ def do_put_files(
     for key in result["deleted"]:
         record_event("memory_forgotten", store=store, user=user, path=key, via=via)
     return result
+
+
+def free_path(root: Path, path: str, suffix: str) -> str:
+    """`path`, or `<stem>-<suffix>.md` (then `-2`, `-3` …) when a file is already there."""
+    if not (root / path).exists():
+        return path
+    stem = path.removesuffix(".md")
+    candidate, n = f"{stem}-{suffix}.md", 2
+    while (root / candidate).exists():
+        candidate, n = f"{stem}-{suffix}-{n}.md", n + 1
+    return candidate
+
+
+def _entry_for(text: str, path: str) -> str:
+    """A MEMORY.md line for `path` from its own header (name, else file name; description)."""
+    memory = parse_memory(text.encode("utf-8", "surrogateescape"), path=path)
+    title = memory.name or path.rsplit("/", 1)[-1].removesuffix(".md")
+    return format_index_entry(title, path, memory.description or "")
+
+
+def do_restore_version(
+    store: Store, user, version: MemoryVersion, *, base_checksum: str | None = None
+) -> str:
+    """Make a past version the file's content again, through the normal write path (so the
+    restore is itself a new version, and the current bytes stay in the history). Its
+    MEMORY.md line follows the restored header when the file is listed or was deleted.
+
+    `base_checksum` (`sha256:…`, or "" for a file that did not exist) is what the person saw:
+    if the file changed since, FileRejected (`precondition_failed`) and nothing is written.
+    """
+    data = blob_bytes(version.sha256) if version.sha256 else None
+    if data is None:
+        raise FileRejected("not_found", "This version's content is no longer kept.")
+    path = version.path
+    text = data.decode("utf-8", "surrogateescape")
+    root = Path(store.path)
+    listed = path in index_lines(root, [path])
+    line = version.index_line or _entry_for(text, path)
+    index = {path: line} if listed or not (root / path).exists() else {}
+    if_match = None if base_checksum is None else {path: base_checksum or None}
+    if base_checksum == "" and (root / path).exists():
+        raise FileRejected(
+            "precondition_failed", f"{path!r} was created again since you opened this page"
+        )
+    do_put_files(
+        store,
+        user,
+        {path: text},
+        if_match=if_match,
+        via=Via.UI,
+        index=index,
+        note=f"restored the version of {version.created_at:%Y-%m-%d %H:%M:%S}",
+    )
+    return path
+
+
+def do_restore_from_trash(item: TrashItem, user) -> str:
+    """Put a forgotten memory back with its MEMORY.md line; under a new name when a file has
+    taken its place meanwhile. Returns the path it was restored to."""
+    store = item.store
+    data = blob_bytes(item.sha256)
+    if data is None:
+        raise FileRejected("not_found", "This memory's content is no longer kept.")
+    text = data.decode("utf-8", "surrogateescape")
+    root = Path(store.path)
+    path = free_path(root, item.path, "restored")
+    line = item.index_line if path == item.path and item.index_line else _entry_for(text, path)
+    do_put_files(
+        store,
+        user,
+        {path: text},
+        via=Via.UI,
+        index={path: line},
+        note=f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})",
+    )
+    item.delete()
+    return path
+
+
+def _team_gate(team: Store, files: dict[str, str]) -> None:
+    """The checks of team sync's push gate (docs/design.md §10a) and caps, before anything is
+    written to a team store: what would never be pushed is not copied there either."""
+    flags = get_flags(team.project)
+    configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
+    blocked = scan_for_push(files)
+    if blocked:
+        hits = [
+            {"key": key, "rule_id": h.rule_id, "label": h.label, "line": h.line}
+            for key, found in blocked.items()
+            for h in found
+        ]
+        raise FileRejected(
+            "secret_detected",
+            "refused: "
+            + ", ".join(f"{h['key']} ({h['label']}, line {h['line']})" for h in hits)
+            + " would not pass team sync's secret filter; nothing was shared",
+            {"entries": hits},
+        )
+    limit = flags["team_max_entry_bytes"]
+    large = [key for key, text in files.items() if len(text.encode("utf-8")) > limit]
+    if large:
+        raise FileRejected(
+            "entry_too_large",
+            f"refused: {', '.join(large)} over {limit:,} bytes, the team store's limit",
+            {"keys": large, "max_bytes": limit},
+        )
+    new = [key for key in files if not (Path(team.path) / key).exists()]
+    total = team.files.count() + len(new)
+    if new and total > flags["team_max_entries"]:
+        raise FileRejected(
+            "team_memory_too_many_entries",
+            f"refused: the team store would hold {total} memories; the limit is "
+            f"{flags['team_max_entries']}",
+            {"max_entries": flags["team_max_entries"], "received_entries": total},
+        )
+
+
+def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
+    """Copy private memories into the project's team store, through the push gate, each with
+    its MEMORY.md line. A memory already there unchanged is left alone; a different memory of
+    the same name is never overwritten: the copy gets a new name. Returns path → team path."""
+    team = team_store_for(user, store.project) if store.kind == Store.Kind.PRIVATE else None
+    if team is None:
+        raise FileRejected("no_team_store", "This memory's project has no team store you share.")
+    root, team_root = Path(store.path), Path(team.path)
+    texts = {}
+    for path in paths:
+        data = store_file_path(store, path).read_bytes()
+        try:
+            texts[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FileRejected("invalid_utf8", f"{path!r} is not valid UTF-8") from None
+    lines = index_lines(root, paths)
+    targets: dict[str, str] = {}
+    files: dict[str, str] = {}
+    index: dict[str, str] = {}
+    for path, text in texts.items():
+        existing = team_root / path
+        if existing.is_file() and existing.read_bytes() == text.encode("utf-8"):
+            targets[path] = path
+            continue
+        target = free_path(team_root, path, "shared")
+        targets[path] = target
+        files[target] = text
+        line = lines.get(path)
+        index[target] = line if line and target == path else _entry_for(text, target)
+    if files:
+        _team_gate(team, files)
+        do_put_files(
+            team,
+            user,
+            files,
+            via=Via.UI,
+            index=index,
+            note=f"shared from {user.get_username()}'s private memory",
+        )
+    return targets
+
+
+def do_import_files(
+    store: Store, user, files: dict[str, str], index: dict[str, str], *, replace: bool
+) -> dict[str, list[str]]:
+    """Write the files of a checked import (`memapp.stores.transfer.read_import`): new files
+    always; files that exist with other content only with `replace` (their old bytes stay in
+    their history), else they are listed as `kept`. Team stores pass the push gate first."""
+    root = Path(store.path)
+    kept = [
+        key
+        for key in files
+        if not replace
+        and (root / key).is_file()
+        and (root / key).read_bytes() != files[key].encode("utf-8")
+    ]
+    wanted = {key: text for key, text in files.items() if key not in kept}
+    if store.kind == Store.Kind.TEAM and wanted:
+        _team_gate(store, wanted)
+    lines = {key: index.get(key) or _entry_for(text, key) for key, text in wanted.items()}
+    result = do_put_files(store, user, wanted, via=Via.IMPORT, index=lines)
+    return {**result, "kept": kept}

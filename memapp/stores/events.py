@@ -20,7 +20,7 @@ from memapp.stores.models import Event
 
 # Each kind's fields, in the order a person reads them (the events page shows them so).
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "sync_pull": ("success", "files_written", "not_modified", "duration_ms", "error"),
+    "sync_pull": ("success", "files_written", "not_modified", "duration_ms", "error", "authors"),
     "sync_push": (
         "success",
         "files_uploaded",
@@ -41,6 +41,20 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "memory_forgotten": ("path", "via"),
     "conflict": ("path", "reason", "resolution"),
     "stores_discovered": ("found", "removed", "duration_ms"),
+    "extraction_run": (
+        "outcome",
+        "trigger",
+        "sessions",
+        "messages",
+        "proposed",
+        "dropped",
+        "selector",
+        "duration_ms",
+        "error",
+    ),
+    "proposal_decided": ("proposal_kind", "decision", "applied", "conflicts", "refused", "skipped"),
+    "member_added": ("member",),
+    "member_removed": ("member",),
 }
 
 

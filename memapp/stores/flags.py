@@ -67,7 +67,8 @@ class FlagSpec:
 def _specs() -> list[FlagSpec]:
     # `in_effect=True` only where the code reads the flag today: prompting.py (prompt modes and
     # index caps), recall.py (recall, model, limit, scan and surfacing caps), views/stores.py (the
-    # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol).
+    # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol),
+    # memapp.lifecycle (extraction and how its proposals are applied).
     return [
         FlagSpec(
             "auto_memory",
@@ -125,9 +126,36 @@ def _specs() -> list[FlagSpec]:
             "Prompts add 'Searching past context'.",
             in_effect=True,
         ),
-        FlagSpec("extraction", bool, True, "Background extraction of memories from sessions."),
-        FlagSpec("extraction_every_n_turns", int, 1, "Extract every N turns.", minimum=1),
-        FlagSpec("extraction_non_interactive", bool, False, "Extract in non-interactive sessions."),
+        FlagSpec(
+            "extraction",
+            bool,
+            True,
+            "Background extraction of memories from sessions.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "extraction_every_n_turns",
+            int,
+            1,
+            "Extract every N turns of a session.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "extraction_non_interactive",
+            bool,
+            False,
+            "Extract from non-interactive sessions (SDK, -p) too.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "lifecycle_apply",
+            str,
+            "review",
+            "Proposed memory changes wait for a person (review) or are applied at once (auto).",
+            in_effect=True,
+            choices=("review", "auto"),
+        ),
         FlagSpec("consolidation", bool, True, "Background consolidation of memory."),
         FlagSpec("consolidation_min_hours", int, 24, "Hours between consolidations.", minimum=1),
         FlagSpec("consolidation_min_sessions", int, 5, "Sessions before consolidating.", minimum=1),

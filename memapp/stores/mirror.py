@@ -19,6 +19,7 @@ from memapp.memdir.index import index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, scan_memory_files
 from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
+from memapp.stores.history import record_found_on_disk
 from memapp.stores.models import MemoryFile, Store
 
 MAX_BODY_CHARS = 256 * 1024  # kept for search; a 10 MB file is still mirrored, its body capped
@@ -31,14 +32,16 @@ class RescanResult(NamedTuple):
     unchanged: int
 
 
-def _read_fields(root: Path, header: MemoryHeader) -> dict:
-    """Everything the mirror keeps about one file, from one full read of it."""
+def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> dict:
+    """Everything the mirror keeps about one file, from one full read of it (its bytes are
+    left in `contents`, for its history)."""
     try:
         data = (root / header.path).read_bytes()
     except OSError as exc:
         data, problem = b"", f"unreadable: {exc.strerror or exc}"
     else:
         problem = header.problem or ""
+        contents[header.path] = data
     memory = parse_memory(data, path=header.path)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
@@ -80,10 +83,12 @@ def rescan_store(store: Store) -> RescanResult:
         )
     }
     added, changed, unchanged = [], [], 0
+    contents: dict[str, bytes] = {}
     for header in headers:
         row = existing.pop(header.path, None)
         if row is None:
-            added.append(MemoryFile(store=store, path=header.path, **_read_fields(root, header)))
+            fields = _read_fields(root, header, contents)
+            added.append(MemoryFile(store=store, path=header.path, **fields))
         elif row["mtime_ms"] != header.mtime_ms or row["size"] != header.size:
             changed.append(
                 MemoryFile(
@@ -92,7 +97,7 @@ def rescan_store(store: Store) -> RescanResult:
                     path=header.path,
                     in_index=row["in_index"],  # as they were: refreshed below with the rest
                     dangling_links=row["dangling_links"],
-                    **_read_fields(root, header),
+                    **_read_fields(root, header, contents),
                 )
             )
         else:
@@ -110,6 +115,7 @@ def rescan_store(store: Store) -> RescanResult:
         if gone:
             MemoryFile.objects.filter(pk__in=gone).delete()
         MemoryFile.objects.bulk_create(added + changed, batch_size=500)
+        record_found_on_disk(store, contents, list(existing))
         _refresh_cross_file_flags(store, indexed)
         store.file_count = len(headers)
         store.scanned_at = timezone.now()

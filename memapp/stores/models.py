@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from memapp.memdir.store_files import CHECKSUM_PREFIX
@@ -144,6 +144,9 @@ class MemoryFileQuerySet(models.QuerySet):
             qs = qs.exclude(dangling_links=[])
         elif problem == "relative_dates":
             qs = qs.exclude(relative_dates=[])
+        elif problem == "never_recalled":
+            recalled = RecallStat.objects.filter(store=OuterRef("store"), path=OuterRef("path"))
+            qs = qs.exclude(Exists(recalled))
         order = {"name": ["name", "path"], "type": ["type", "-mtime_ms"]}
         return qs.order_by(*order.get(filters.get("sort") or "", ["-mtime_ms", "path"]))
 
@@ -303,3 +306,112 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class Blob(models.Model):
+    """The bytes of a memory file at some moment, kept once per distinct SHA-256: a store's
+    twenty thousand first versions cost one row each, and a restored version costs nothing."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    data = models.BinaryField()
+    size = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class Via(models.TextChoices):
+    """How a version came about (docs/design.md §23)."""
+
+    UI = "ui", "the web UI"
+    API = "api", "the API"
+    AGENT_SYNC = "agent_sync", "memhub-agent sync"
+    PROTOCOL = "protocol", "the team memory protocol"
+    TEAM_SYNC = "team_sync", "team sync"
+    PROPOSAL = "proposal", "an approved proposal"
+    SNAPSHOT = "snapshot", "a snapshot decision"
+    IMPORT = "import", "a zip import"
+    DISK = "disk", "found on disk"
+
+
+class MemoryVersion(models.Model):
+    """One version of one topic file: its bytes (a Blob) or, with an empty checksum, its
+    deletion; who made it and through what."""
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="versions")
+    path = models.CharField(max_length=1024)
+    sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="Empty: the file was deleted."
+    )
+    size = models.BigIntegerField(default=0)
+    via = models.CharField(max_length=16, choices=Via.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=300, blank=True)
+    index_line = models.TextField(blank=True, help_text="Its MEMORY.md line at the time, if any.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["store", "path", "id"], name="memoryversion_timeline")]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.path} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def deleted(self) -> bool:
+        return not self.sha256
+
+
+class TrashItem(models.Model):
+    """A forgotten (or deleted) memory, restorable until MEMHUB_TRASH_DAYS have passed."""
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="trash")
+    path = models.CharField(max_length=1024)
+    sha256 = models.CharField(max_length=64, help_text="Its content, a Blob.")
+    size = models.BigIntegerField(default=0)
+    name = models.CharField(max_length=1000, blank=True)
+    description = models.TextField(blank=True)
+    index_line = models.TextField(blank=True, help_text="Its MEMORY.md line when forgotten.")
+    version = models.ForeignKey(
+        MemoryVersion,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The deletion's version: pruning drops the history up to it.",
+    )
+    via = models.CharField(max_length=16, choices=Via.choices)
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    deleted_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.path} (trash)"
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+class RecallStat(models.Model):
+    """How often recall returned a memory, and when last (a row of its own: mirror rows are
+    replaced whenever their file changes)."""
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="recall_stats")
+    path = models.CharField(max_length=1024)
+    count = models.PositiveIntegerField(default=0)
+    last_recalled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["store", "path"], name="one_recall_stat_per_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} recalled {self.count}×"

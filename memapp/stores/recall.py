@@ -51,6 +51,7 @@ from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
+from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import update
 
 if TYPE_CHECKING:
@@ -134,14 +135,23 @@ def store_recall_index(store: Store, limit: int) -> RecallIndex:
             store.refresh_from_db(fields=["scanned_at"])  # another worker may have just done it
             if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
                 rescan_store(store)
+    return index_from_mirror(store, limit, _indexes_by_store, _indexes_lock)
+
+
+def index_from_mirror(
+    store: Store, limit: int | None, cache: dict[int, RecallIndex], lock: threading.Lock
+) -> RecallIndex:
+    """The offline index of the store's newest `limit` files (None: all), from the mirror's
+    rows; the one in `cache` while those files are unchanged, else rebuilt reading only the
+    bodies of files that changed."""
     rows = list(
         store.files.order_by("-mtime_ms", "path").values_list(
             "path", "mtime_ms", "size", "name", "description", "type", "type_form", "problem"
         )[:limit]
     )
     stamps = tuple((path, mtime, size) for path, mtime, size, *_ in rows)
-    with _indexes_lock:
-        previous = _indexes_by_store.get(store.pk)
+    with lock:
+        previous = cache.get(store.pk)
     if previous is not None and previous.key == stamps:
         return previous
     headers = [
@@ -160,10 +170,13 @@ def store_recall_index(store: Store, limit: int) -> RecallIndex:
     ]
     known = set(previous.key) if previous is not None else set()
     wanted = [h.path for h in headers if (h.path, h.mtime_ms, h.size) not in known]
-    bodies = dict(store.files.filter(path__in=wanted).values_list("path", "body"))
+    bodies = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        bodies.update(store.files.filter(path__in=chunk).values_list("path", "body"))
     index = RecallIndex.build(headers, bodies, previous)
-    with _indexes_lock:
-        _indexes_by_store[store.pk] = index
+    with lock:
+        cache[store.pk] = index
     return index
 
 
@@ -446,6 +459,7 @@ def recall_for(
     now_ms: int | None = None,
     wait_ms: int | None = None,
     project=None,
+    preview: bool = False,
 ) -> RecallOutcome:
     """At most `recall_max` memories that fit `query`, from the user's private store of a project
     and/or its team store (or from an agent's own store), each cut to the surfacing budget.
@@ -453,12 +467,15 @@ def recall_for(
     `wait_ms` is how long the caller can wait for the answer; the model gets what is left of
     it once the candidates are ready (without it, the model gets as long as it takes).
     `project` is the project asked about, for its flags, when `private` belongs to none (an
-    agent's user-scope memory)."""
+    agent's user-scope memory). A `preview` (the "What would my agent recall?" page) answers
+    the same but is no recall: no session budget is used, no event recorded, no memory counted
+    as recalled."""
     started = time.monotonic()
     project = project or private.project
     flags = get_flags(project)
     if not flags["recall"]:
         return RecallOutcome(selector="disabled")
+    session_id = None if preview else session_id
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
     surfaced_paths = set(already_surfaced) | _session(user, session_id).paths
@@ -499,6 +516,9 @@ def recall_for(
         ],
         now_ms,
     )
+    if preview:
+        return outcome
+    count_recalled((item.candidate.store.pk, item.candidate.header.path) for item in shown)
     record_event_later(
         "recall",
         project=project,

@@ -3,7 +3,8 @@
 A hook has well under a second, so one answer carries all of it: the private store's files
 that differ from the agent's copy (so an approved change made on the server reaches the next
 session before the agent reads its memory dir), the team index when the agent has no team
-memory of its own, and what waits for the person's review.
+memory of its own, and what waits for the person's review (the registry of
+`memapp.stores.waiting`, the same the navigation's badges read).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from memapp.stores.actions import store_file_path
 from memapp.stores.models import Store
 from memapp.stores.projects import find_project, resolve_store
 from memapp.stores.prompting import team_index_for
-from memapp.stores.review import ReviewCount, review_notice, waiting_for_review
+from memapp.stores.waiting import Waiting, waiting_for, waiting_notice
 
 # Content sent with one answer; past it the rest waits for `memhub-agent sync` (or the next
 # session), so a hook never waits on a big first download.
@@ -31,7 +32,7 @@ class SessionStart:
     files: dict[str, str] = field(default_factory=dict)  # those that differ from the agent's
     partial: bool = False  # some differing files were left out (size)
     team_index: str = ""
-    waiting: list[ReviewCount] = field(default_factory=list)
+    waiting: list[Waiting] = field(default_factory=list)
     notice: str = ""
 
 
@@ -96,6 +97,6 @@ def session_start_for(
         answer.files, answer.partial = _differing_files(private, answer.checksums, have or {})
     if team_index and project is not None:
         answer.team_index = team_index_for(user, project, memory_dir)
-    answer.waiting = waiting_for_review(user)
-    answer.notice = review_notice(answer.waiting, site_url)
+    answer.waiting = waiting_for(user)
+    answer.notice = waiting_notice(answer.waiting, site_url)
     return answer

@@ -13,6 +13,13 @@ from memapp.stores.models import ApiToken
 TOKEN_PREFIX = "mh_"
 # Remember a token's last use at most this often, so API calls are not each a database write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# A revoked token can be reinstated this long (docs/design.md §23): long enough to undo a click
+# on the wrong row, short enough that "revoked" soon means gone for good.
+REINSTATE_WITHIN = timedelta(hours=24)
+
+
+class ReinstateRefused(Exception):
+    """Too late (or never revoked): the token stays as it is."""
 
 
 def hash_token(token: str) -> str:
@@ -32,6 +39,25 @@ def do_revoke_api_token(token: ApiToken) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+
+
+def reinstatable_until(token: ApiToken):
+    """Until when a revoked token can be reinstated (None: it cannot be)."""
+    if token.revoked_at is None:
+        return None
+    until = token.revoked_at + REINSTATE_WITHIN
+    return until if until > timezone.now() else None
+
+
+def do_reinstate_api_token(token: ApiToken) -> None:
+    """Undo a revoke made less than REINSTATE_WITHIN ago: the same token works again."""
+    if reinstatable_until(token) is None:
+        raise ReinstateRefused(
+            f"{token.name!r} was revoked more than {REINSTATE_WITHIN.total_seconds() / 3600:.0f} "
+            "hours ago: create a new token instead."
+        )
+    token.revoked_at = None
+    token.save(update_fields=["revoked_at"])
 
 
 def authenticate_token(token: str) -> ApiToken | None:

@@ -243,3 +243,53 @@ def sync_history(events, days: list[datetime.date]) -> SyncHistory:
         .order_by()
     )
     return SyncHistory(days, *(_per_day(rows, days, name) for name in counts))
+
+
+@dataclass
+class ExtractionActivity:
+    """Extraction runs by outcome and proposal decisions, per day (docs/design.md §14)."""
+
+    days: list[datetime.date]
+    proposed: list[int]
+    nothing: list[int]
+    skipped: list[int]
+    failed: list[int]
+    approved: list[int]
+    rejected: list[int]
+
+    def total(self, name: str) -> int:
+        return sum(getattr(self, name))
+
+    @property
+    def total_proposed(self) -> int:
+        return self.total("proposed")
+
+    @property
+    def runs(self) -> int:
+        return sum(self.total(name) for name in ("proposed", "nothing", "skipped", "failed"))
+
+    @property
+    def approval_pct(self) -> int | None:
+        """Approved decisions (by a person or automatically) of all decisions; None when none."""
+        decided = self.total("approved") + self.total("rejected")
+        return round(100 * self.total("approved") / decided) if decided else None
+
+
+def extraction_activity(events, days: list[datetime.date]) -> ExtractionActivity:
+    """Runs by outcome and decisions per day, in one query."""
+    run = Q(kind="extraction_run")
+    counts = {
+        name: Count("id", filter=run & Q(fields__outcome=name))
+        for name in ("proposed", "nothing", "skipped", "failed")
+    }
+    decided = Q(kind="proposal_decided")
+    counts["approved"] = Count("id", filter=decided & ~Q(fields__decision="rejected"))
+    counts["rejected"] = Count("id", filter=decided & Q(fields__decision="rejected"))
+    rows = list(
+        events.filter(kind__in=["extraction_run", "proposal_decided"])
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(**counts)
+        .order_by()
+    )
+    return ExtractionActivity(days, *(_per_day(rows, days, name) for name in counts))

@@ -37,7 +37,7 @@ class MemoryForm(forms.Form):
 class FilterForm(forms.Form):
     """The store page's filters; every field optional, bad values simply ignored."""
 
-    SORTS = [("newest", "newest"), ("name", "name"), ("type", "type")]
+    SORTS = [("", "best match"), ("newest", "newest"), ("name", "name"), ("type", "type")]
     AGES = [
         ("", "any age"),
         ("1", "today or yesterday"),
@@ -52,6 +52,7 @@ class FilterForm(forms.Form):
         ("unindexed", "not in the index"),
         ("dangling", "dangling links"),
         ("relative_dates", "relative dates"),
+        ("never_recalled", "never recalled"),
     ]
 
     q = forms.CharField(required=False, label="Search")

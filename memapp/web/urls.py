@@ -1,22 +1,28 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, reverse_lazy
 
 from memapp.web.views import (
     dashboard,
     event_log,
+    history,
     home,
+    lifecycle,
     memories,
+    projects,
+    recall_preview,
     settings_page,
     snapshots,
     stores,
     team_sync,
     tokens,
+    transfer,
 )
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("rescan/", home.rescan, name="rescan"),
     path("search/", stores.search, name="search"),
+    path("recall/", recall_preview.recall_preview, name="recall_preview"),
     path("stores/<int:store_id>/", stores.store_detail, name="store"),
     path("stores/<int:store_id>/rescan/", stores.store_rescan, name="store_rescan"),
     path("stores/<int:store_id>/health/", stores.store_health, name="store_health"),
@@ -28,9 +34,37 @@ urlpatterns = [
     path(
         "stores/<int:store_id>/m/<path:path>/forget/", memories.memory_forget, name="memory_forget"
     ),
+    path("stores/<int:store_id>/m/<path:path>/share/", memories.memory_share, name="memory_share"),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/",
+        history.memory_history,
+        name="memory_history",
+    ),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/<int:version_id>/",
+        history.version_detail,
+        name="memory_version",
+    ),
+    path(
+        "stores/<int:store_id>/m/<path:path>/history/<int:version_id>/restore/",
+        history.version_restore,
+        name="memory_version_restore",
+    ),
+    path("stores/<int:store_id>/trash/", history.trash_list, name="trash"),
+    path("stores/<int:store_id>/export/", transfer.store_export, name="store_export"),
+    path("stores/<int:store_id>/import/", transfer.store_import, name="store_import"),
+    path("stores/<int:store_id>/bulk/", transfer.store_bulk, name="store_bulk"),
+    path(
+        "stores/<int:store_id>/trash/<int:item_id>/restore/",
+        history.trash_restore,
+        name="trash_restore",
+    ),
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("profile/tokens/", tokens.token_list, name="tokens"),
     path("profile/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path(
+        "profile/tokens/<int:token_id>/reinstate/", tokens.token_reinstate, name="token_reinstate"
+    ),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("events/", event_log.event_list, name="events"),
     path("settings/", settings_page.settings_page, name="settings"),
@@ -55,6 +89,32 @@ urlpatterns = [
         "snapshots/<int:checkout_id>/<str:agent_type>/<str:scope>/",
         snapshots.snapshot_review,
         name="snapshot_review",
+    ),
+    path("proposals/", lifecycle.proposal_list, name="proposals"),
+    path("proposals/<int:proposal_id>/", lifecycle.proposal_detail, name="proposal"),
+    path(
+        "proposals/changes/<int:change_id>/rebase/", lifecycle.change_rebase, name="change_rebase"
+    ),
+    path("sessions/", lifecycle.session_list, name="sessions"),
+    path("sessions/search/", lifecycle.past_context, name="past_context"),
+    path("sessions/<int:session_pk>/", lifecycle.session_detail, name="session"),
+    path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
+    path("projects/", projects.project_list, name="projects"),
+    path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
+    path(
+        "projects/<int:project_id>/members/<int:user_id>/remove/",
+        projects.member_remove,
+        name="member_remove",
+    ),
+    path(
+        "profile/password/",
+        auth_views.PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done")),
+        name="password_change",
+    ),
+    path(
+        "profile/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
     ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

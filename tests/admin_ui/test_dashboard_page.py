@@ -203,3 +203,66 @@ def test_an_outsider_sees_no_project_figures(alice, charlie, acme):
 def test_anonymous_visitors_are_sent_to_log_in(client):
     response = client.get(DASHBOARD)
     assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def run_event(store, user, outcome: str, days_ago: int = 0) -> None:
+    event = record_event(
+        "extraction_run",
+        store=store,
+        user=user,
+        outcome=outcome,
+        trigger="turns",
+        sessions=1,
+        messages=4,
+        proposed=1 if outcome == "proposed" else 0,
+        dropped=0,
+        selector="offline",
+        duration_ms=12,
+        error="Overloaded" if outcome == "failed" else None,
+    )
+    at(event, days_ago)
+
+
+def decision_event(store, user, decision: str) -> None:
+    record_event(
+        "proposal_decided",
+        store=store,
+        user=user,
+        proposal_kind="extraction",
+        decision=decision,
+        applied=1 if decision != "rejected" else 0,
+        conflicts=0,
+        refused=0,
+        skipped=0,
+    )
+
+
+def test_it_shows_extraction_runs_proposals_and_the_approval_rate(alice, bob, acme):
+    for outcome, days in [("proposed", 0), ("proposed", 1), ("nothing", 1), ("failed", 2)]:
+        run_event(acme.alice_private, alice, outcome, days)
+    run_event(acme.bob_private, bob, "proposed")
+    for decision in ("approved", "auto", "rejected"):
+        decision_event(acme.alice_private, alice, decision)
+    response = client_for(alice).get(DASHBOARD, {"days": 7})
+    page = text(response)
+    assert "4 runs, 2 with proposals; 67% of decided proposals approved." in page
+    html = response.content.decode()
+    assert "Extraction runs per day" in html and "Proposals decided per day" in html
+    assert "1 run, 1 with proposals; no proposal decided yet." in text(
+        client_for(bob).get(DASHBOARD, {"days": 7})
+    )
+
+
+def test_the_dashboard_lists_memories_never_recalled_oldest_first(alice, bob, filled):
+    from memapp.stores.recall_stats import count_recalled, flush_recall_counts
+
+    count_recalled([(filled.alice_private.pk, "c.md")])
+    flush_recall_counts()
+    page = text(client_for(alice).get(DASHBOARD))
+    assert "Never recalled (5)" in page
+    listed = page.split("Never recalled (5)")[1]
+    assert listed.index("d.md") < listed.index("b.md") < listed.index("t2.md")
+    assert "c.md ·" not in listed
+    # bob sees the team's memories only, never alice's private ones.
+    page = text(client_for(bob).get(DASHBOARD))
+    assert "Never recalled (2)" in page and "d.md" not in page

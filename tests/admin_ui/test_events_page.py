@@ -57,7 +57,8 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 # -- every kind, from its cause -------------------------------------------------------------------
 
 
-def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, memory_base):
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, acme, memory_base):
     alice_api = api_client(alice)
     admin = client_for(alice)
     discover_local_stores(memory_base)  # stores_discovered
@@ -85,7 +86,22 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, acme, m
         store=acme.team, key="project_d.md", kind="edit", base="D.\n", ours="D1.\n", theirs="D2.\n"
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
-    assert admin.post(url, {"choice": "theirs"}).status_code == 302  # conflict
+    assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
+    from tests.conftest import background_tick
+    from tests.transcripts import Transcript
+
+    session = Transcript()
+    session.turn("remember that we deploy on Fridays", "Noted.")
+    body = {"project": "acme/app", "entries": session.entries}
+    alice_api.post(f"/api/v1/sessions/{session.session_id}/entries", body, format="json")
+    background_tick()  # extraction_run
+    proposals = alice_api.get("/api/v1/proposals").json()["proposals"]
+    approve = f"/api/v1/proposals/{proposals[0]['id']}/approve"
+    assert alice_api.post(approve, {}, format="json").status_code == 200  # proposal_decided
+    remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
+    assert admin.post(remove).status_code == 302  # member_removed
+    members = reverse("project_members", kwargs={"project_id": acme.project.pk})
+    assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
     # Agent snapshots are not built yet, so nothing records this kind; it is shown all the same.
     record_event("snapshot_decision", user=alice, agent_type="reviewer", decision="none")
 

@@ -390,3 +390,80 @@ def test_every_flag_in_effect_has_an_effect_test_here():
         if spec.in_effect and f'"{name}"' not in source.replace("def test_", "")
     ]
     assert untested == []
+
+
+# -- the memory lifecycle (docs/design.md §14) ------------------------------------------------
+
+
+def upload_session(client, transcript, **fields) -> dict:
+    body = {"project": "acme/app", "entries": transcript.entries, **fields}
+    url = f"/api/v1/sessions/{transcript.session_id}/entries"
+    response = client.post(url, body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def remember_session(entrypoint: str = "cli"):
+    from tests.transcripts import Transcript
+
+    transcript = Transcript(entrypoint=entrypoint)
+    transcript.turn("remember that we deploy on Fridays", "Noted.")
+    return transcript
+
+
+def test_extraction_off_stores_sessions_but_proposes_nothing(alice, acme):
+    from memapp.lifecycle.models import ExtractionRun, Session
+
+    client = api_client(alice)
+    set_flag("extraction", False, acme.project)
+    assert upload_session(client, remember_session())["extraction"] == "off"
+    assert Session.objects.get().entry_count == 2
+    assert not ExtractionRun.objects.exists()
+    set_flag("extraction", True, acme.project)
+    assert upload_session(client, remember_session())["extraction"] == "queued"
+
+
+def test_extraction_every_n_turns_waits_for_the_nth_turn(alice, acme):
+    from tests.transcripts import Transcript
+
+    client = api_client(alice)
+    set_flag("extraction_every_n_turns", 3, acme.project)
+    transcript = Transcript()
+    transcript.turn("first question", "answer")
+    assert upload_session(client, transcript)["extraction"] == "waiting"
+    transcript.turn("second question", "answer")
+    assert upload_session(client, transcript)["extraction"] == "waiting"
+    transcript.turn("remember that we deploy on Fridays", "Noted.")
+    assert upload_session(client, transcript)["extraction"] == "queued"
+
+
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_extraction_non_interactive_lets_sdk_sessions_in(alice, acme):
+    from memapp.lifecycle.models import Proposal
+
+    client = api_client(alice)
+    assert upload_session(client, remember_session("sdk-cli"))["extraction"] == "waiting"
+    set_flag("extraction_non_interactive", True, acme.project)
+    assert upload_session(client, remember_session("sdk-cli"))["extraction"] == "queued"
+    background_tick()
+    assert Proposal.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_lifecycle_apply_auto_writes_proposals_without_review(alice, acme):
+    from memapp.lifecycle.models import Proposal
+
+    client = api_client(alice)
+    set_flag("lifecycle_apply", "auto", acme.project)
+    upload_session(client, remember_session())
+    background_tick()
+    proposal = Proposal.objects.get()
+    assert proposal.status == "applied"
+    assert proposal.decision["decision"] == "auto"
+    key = proposal.changes.get().key
+    store = resolve_store(alice, "acme/app", "private")
+    assert "We deploy on Fridays." in (Path(store.path) / key).read_text()
+    set_flag("lifecycle_apply", "review", acme.project)
+    upload_session(client, remember_session())
+    background_tick()
+    assert Proposal.objects.filter(status="pending").count() == 1

@@ -85,15 +85,12 @@ def test_it_marks_exactly_the_flags_not_in_effect_yet(alice):
         assert ("not in effect yet" in row(response, name)) is (not spec.in_effect), name
     dormant = {name for name, spec in FLAGS.items() if not spec.in_effect}
     assert dormant == {
-        "extraction",
-        "extraction_every_n_turns",
-        "extraction_non_interactive",
         "consolidation",
         "consolidation_min_hours",
         "consolidation_min_sessions",
         "frontmatter_max_lines",
     }
-    assert "7 flags belong to features memhub does not have yet" in text(response)
+    assert "4 flags belong to features memhub does not have yet" in text(response)
 
 
 def test_it_shows_project_overrides_and_global_only_flags(alice, acme):

@@ -10,6 +10,8 @@ body) and answers each one from its current script:
         fake.overloaded()                      # 529 overloaded_error
         fake.stall(5.0)                        # answer only after `seconds` (past a timeout)
         fake.answer_text("{not json")          # a text block that is not JSON
+        fake.propose([{"action": "create", …}])  # a propose_memory_changes tool call
+        fake.answer_tool("other_tool", {…})    # a call of another tool, or other input
         fake.requests[0].body["model"]
 
 A script applies to every request until it is replaced, so the SDK's retry sees the same
@@ -92,6 +94,20 @@ def _events(body: dict) -> list[tuple[str, dict]]:
     return events
 
 
+def tool_message(name: str, tool_input: object, model: str = "claude-sonnet-4-6") -> dict:
+    """A Messages API response whose only content block calls the tool `name`."""
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "tool_use", "id": "toolu_fake", "name": name, "input": tool_input}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 2000, "output_tokens": 200},
+    }
+
+
 class FakeAnthropic:
     """The server; a context manager that starts it on a free port and stops it on exit."""
 
@@ -121,6 +137,14 @@ class FakeAnthropic:
 
     def answer_text(self, text: str, delay: float = 0.0) -> None:
         self._set(_Script(200, message(text), delay=delay))
+
+    def propose(self, changes: list[dict], delay: float = 0.0) -> None:
+        """A good extraction answer: `propose_memory_changes` called with `changes` (after
+        `delay` seconds)."""
+        self.answer_tool("propose_memory_changes", {"changes": changes}, delay)
+
+    def answer_tool(self, name: str, tool_input: object, delay: float = 0.0) -> None:
+        self._set(_Script(200, tool_message(name, tool_input), delay=delay))
 
     def overloaded(self) -> None:
         """529, as the API answers when it is overloaded (retry-after-ms keeps the retry quick)."""

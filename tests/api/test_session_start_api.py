@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memapp.lifecycle.models import Proposal
 from memapp.stores.flags import set_flag
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project
@@ -56,11 +57,7 @@ def test_a_project_memhub_does_not_know_is_answered_without_creating_it(alice_ap
         "files": {},
         "partial": False,
         "team_index": "",
-        "waiting": [
-            {"kind": "team_conflicts", "count": 0, "label": "0 team sync conflicts"},
-            {"kind": "held_for_secrets", "count": 0, "label": "0 files held back for secrets"},
-            {"kind": "snapshot_updates", "count": 0, "label": "0 snapshot updates"},
-        ],
+        "waiting": [],
         "notice": "",
     }
     assert not Project.objects.filter(key="acme/unknown").exists()
@@ -121,3 +118,27 @@ def test_no_team_index_for_someone_outside_the_team(bob_api, bob, team):
     resolve_store(bob, "acme/app", "private")
 
     assert start(bob_api)["team_index"] == ""
+
+
+def test_what_waits_is_read_from_the_registry_the_navigation_reads(alice_api, bob_api, alice):
+    """A pending proposal (the lifecycle registers them) is named, with the page that settles
+    it; a decided one is not; nobody else is told of alice's."""
+    store = resolve_store(alice, "acme/app", "private")
+    Proposal.objects.create(kind="extraction", store=store, owner=alice)
+    Proposal.objects.create(kind="extraction", store=store, owner=alice)
+    Proposal.objects.create(kind="extraction", store=store, owner=alice, status="rejected")
+
+    body = start(alice_api)
+
+    assert body["waiting"] == [
+        {
+            "kind": "proposals",
+            "label": "proposals to review",
+            "count": 2,
+            "url": "http://testserver/proposals/",
+        }
+    ]
+    assert body["notice"] == (
+        "memhub: waiting for your review: proposals to review (2) at http://testserver/proposals/"
+    )
+    assert start(bob_api)["notice"] == ""

@@ -1,5 +1,8 @@
+from datetime import timedelta
+
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memapp.stores.models import ApiToken
@@ -72,3 +75,39 @@ def test_nobody_revokes_another_users_token(client, alice, bob):
     client.login(username="bob", password=PASSWORD)
     assert client.post(f"/profile/tokens/{row.pk}/revoke/").status_code == 404
     assert authenticate_token(token) is not None
+
+
+def test_revoking_asks_first(client, alice):
+    row, token = do_create_api_token(alice, "laptop")
+    client.login(username="alice", password=PASSWORD)
+    assert 'href="/profile/tokens/' in client.get("/profile/tokens/").content.decode()
+    page = client.get(f"/profile/tokens/{row.pk}/revoke/").content.decode()
+    assert "Revoke the token “laptop”?" in page
+    assert "You can reinstate it within 24 hours" in page
+    assert authenticate_token(token) is not None
+
+
+def test_a_revoked_token_is_reinstated_within_a_day_and_not_after(client, alice):
+    row, token = do_create_api_token(alice, "laptop")
+    client.login(username="alice", password=PASSWORD)
+    client.post(f"/profile/tokens/{row.pk}/revoke/")
+    assert "Reinstate" in client.get("/profile/tokens/").content.decode()
+    response = client.post(f"/profile/tokens/{row.pk}/reinstate/", follow=True)
+    assert "Reinstated token &#x27;laptop&#x27;: it works again." in response.content.decode()
+    assert authenticate_token(token).user == alice
+    client.post(f"/profile/tokens/{row.pk}/revoke/")
+    ApiToken.objects.filter(pk=row.pk).update(revoked_at=timezone.now() - timedelta(hours=25))
+    assert "Reinstate" not in client.get("/profile/tokens/").content.decode()
+    response = client.post(f"/profile/tokens/{row.pk}/reinstate/", follow=True)
+    assert (
+        "revoked more than 24 hours ago: create a new token instead." in response.content.decode()
+    )
+    assert authenticate_token(token) is None
+
+
+def test_nobody_reinstates_another_users_token(client, alice, bob):
+    row, token = do_create_api_token(alice, "laptop")
+    do_revoke_api_token(row)
+    client.login(username="bob", password=PASSWORD)
+    assert client.post(f"/profile/tokens/{row.pk}/reinstate/").status_code == 404
+    assert authenticate_token(token) is None

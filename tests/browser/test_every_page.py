@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from django.urls import URLPattern, reverse
 
+from memapp.lifecycle.models import Proposal, Session
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
+from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.flags import set_flag
-from memapp.stores.models import Store
+from memapp.stores.models import ApiToken, Store
+from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
 from snapshots.actions import do_register_checkout
 from snapshots.models import Checkout
@@ -40,14 +44,22 @@ POST_ONLY = {
     "rebuild_index",
     "memory_lint",
     "memory_preview",
-    "token_revoke",
+    "memory_share",
+    "memory_version_restore",
+    "trash_restore",
+    "store_bulk",
+    "token_reinstate",
+    "member_remove",
     "flag_clear",
     "sync_now",
     "checkout_register",
     "checkout_rescan",
     "checkout_remove",
+    "change_rebase",
     "logout",
 }
+# URLs that answer with a file to download, not a page.
+DOWNLOADS = {"store_export"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -103,7 +115,60 @@ def site(memory_base, alice, tmp_path, monkeypatch):
         hits=[{"rule_id": "github-pat", "label": "GitHub token", "line": 3}],
     )
     set_flag("recall_max", 4, user=alice, note="recalls were noisy")
+    lifecycle_history(alice)
+    private_store = Store.objects.get(kind="private")
+    do_save_memory(
+        private_store,
+        alice,
+        name="Team wiki",
+        description="The wiki moved to docs.example.com",
+        memory_type="reference",
+        body="Runbooks are under **Ops**.\n",
+        path="reference_wiki.md",
+    )
+    do_forget_memory(private_store, alice, "user_role.md")
+    do_create_api_token(alice, "laptop")
     return checkout
+
+
+def lifecycle_history(alice) -> None:
+    """A session with a secret redacted, a failed extraction run and a proposal whose update
+    is a conflict, so the lifecycle pages show each of their parts."""
+    from memapp.lifecycle.models import ExtractionRun, Session
+    from memapp.lifecycle.proposals import do_apply_proposal, do_propose_changes
+    from memapp.lifecycle.sessions import check_with_gate, do_ingest_entries
+    from memapp.memdir.extraction import ProposedChange
+    from tests.transcripts import Transcript
+
+    store = Store.objects.get(kind="private")
+    t = Transcript()
+    t.turn("The deploy failed with a migration lock timeout", "Retrying the migration.")
+    call = t.tool_use("Bash", {"command": "env | grep DB"})
+    t.tool_result(call, 'DB_PASSWORD="%Tq8!vR2zLx9#kQ"')
+    t.turn("remember that we deploy on Fridays", "Noted.")
+    t.summary("Deploy failures and the deploy day")
+    do_ingest_entries(alice, store, t.session_id, t.entries)
+    check_with_gate(Session.objects.all())
+    session = Session.objects.get()
+    ExtractionRun.objects.create(
+        store=store, owner=alice, status="failed", outcome="failed", attempts=2,
+        error="OverloadedError: Overloaded",
+    )  # fmt: skip
+    changes = [
+        ProposedChange("create", "private", "user_we_deploy_on_fridays.md", "We deploy on Fridays",
+                       "We deploy on Fridays", "user", "We deploy on Fridays.\n", "asked"),
+        ProposedChange("update", "private", "reference_wiki.md", "Team wiki",
+                       "The team wiki lives at wiki.example.com/backend (moved from Confluence)",
+                       "reference", "Runbooks are under **Ops**.\n", "the wiki moved"),
+    ]  # fmt: skip
+    sources = [{"session": session.pk, "session_id": session.session_id, "from": 1, "to": 7,
+                "lines": [6]}]  # fmt: skip
+    proposal = do_propose_changes(
+        "extraction", store, alice, changes, sources=sources, sessions=[session]
+    )
+    wiki = Path(store.path) / "reference_wiki.md"
+    wiki.write_text(wiki.read_text() + "Edited by hand meanwhile.\n")
+    do_apply_proposal(proposal, alice, [proposal.changes.get(action="update").pk])
 
 
 def pages(checkout: Checkout) -> dict[str, str]:
@@ -111,6 +176,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
     private = Store.objects.get(kind="private")
     conflict = TeamConflict.objects.get()
     target = "reviewer"
+    versions = list(private.versions.filter(path="reference_wiki.md").order_by("-id"))
     return {
         "home": reverse("home"),
         "search": reverse("search") + "?q=wiki",
@@ -129,6 +195,26 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "sync_conflict": reverse("sync_conflict", args=[conflict.pk]),
         "snapshot_list": reverse("snapshot_list"),
         "snapshot_review": reverse("snapshot_review", args=[checkout.pk, target, "user"]),
+        "proposals": reverse("proposals"),
+        "proposal": reverse("proposal", args=[Proposal.objects.get().pk]),
+        "sessions": reverse("sessions"),
+        "session": reverse("session", args=[Session.objects.get().pk]),
+        "session_forget": reverse("session_forget", args=[Session.objects.get().pk]),
+        "past_context": reverse("past_context") + "?q=deploy",
+        "memory_history": reverse("memory_history", args=[private.pk, "reference_wiki.md"])
+        + f"?a={versions[1].pk}&b={versions[0].pk}",
+        "memory_version": reverse(
+            "memory_version", args=[private.pk, "reference_wiki.md", versions[0].pk]
+        ),
+        "trash": reverse("trash", args=[private.pk]),
+        "store_import": reverse("store_import", args=[private.pk]),
+        "recall_preview": reverse("recall_preview")
+        + f"?project={private.pk}&query=where+is+the+wiki&tools=Bash&scope=both",
+        "token_revoke": reverse("token_revoke", args=[ApiToken.objects.get().pk]),
+        "projects": reverse("projects"),
+        "project_members": reverse("project_members", args=[private.project_id]),
+        "password_change": reverse("password_change"),
+        "password_change_done": reverse("password_change_done"),
         "login": reverse("login"),
     }
 
@@ -154,9 +240,25 @@ def test_every_page_is_listed_here():
         "sync_conflict",
         "snapshot_list",
         "snapshot_review",
+        "proposals",
+        "proposal",
+        "sessions",
+        "session",
+        "session_forget",
+        "past_context",
+        "memory_history",
+        "memory_version",
+        "trash",
+        "store_import",
+        "recall_preview",
+        "token_revoke",
+        "projects",
+        "project_members",
+        "password_change",
+        "password_change_done",
         "login",
     }
-    assert names - POST_ONLY == listed
+    assert names - POST_ONLY - DOWNLOADS == listed
 
 
 def log_in(page, live_server) -> None:
@@ -190,7 +292,7 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, scheme, scre
         if name == "api_docs":
             page.wait_for_selector("h1")
         if name == "home":
-            assert page.locator("main h2").first.inner_text() == "acme/app"
+            assert page.locator("main section.card h2").first.inner_text() == "acme/app"
         page.screenshot(path=str(ARTIFACTS / f"every-{screen}-{scheme}-{name}.png"), full_page=True)
         # Redoc's own markup skips heading levels: there only critical and serious count.
         enforced = frozenset() if name == "api_docs" else ALSO_ENFORCED
@@ -222,7 +324,9 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         assert not nav.is_visible()
         page.click("summary:has-text('Menu')")
         assert nav.is_visible()
-        assert page.locator(".nav-list a").all_inner_texts()[:3] == ["Home", "Search", "Team sync"]
+        names = [" ".join(n.split()) for n in page.locator(".nav-list a").all_inner_texts()[:4]]
+        assert names[:2] == ["Home", "Search"] and names[2].startswith("Proposals")
+        assert names[3] == "Sessions"
         page.screenshot(
             path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
         )

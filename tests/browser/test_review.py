@@ -261,7 +261,7 @@ def test_the_health_page_and_rebuilding_index_entries(
     screenshot("review-13-health-rebuilt")
 
 
-def test_a_conflict_shows_both_versions(live_server, page, screenshot, private_dir, alice):
+def test_a_conflict_shows_what_differs(live_server, page, screenshot, private_dir, alice):
     store = Store.objects.get(kind="private")
     log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{store.pk}/m/feedback_small_prs.md/edit/")
@@ -270,10 +270,13 @@ def test_a_conflict_shows_both_versions(live_server, page, screenshot, private_d
     page.fill("#id_description", "Keep pull requests under 300 lines")
     page.click("button:has-text('Save')")
     page.wait_for_selector("text=This memory changed while you were editing")
-    assert page.locator("pre#theirs").inner_text() == theirs
+    # What saving mine would change on disk: the agent's line goes, 400 becomes 300.
+    assert page.locator("table.diff tr.del mark").all_inner_texts() == ["400"]
+    assert page.locator("table.diff tr.add mark").all_inner_texts() == ["300"]
+    assert "An agent added this." in page.locator("table.diff tr.del").last.inner_text()
     assert (private_dir / "feedback_small_prs.md").read_text() == theirs
     screenshot("review-14-conflict")
-    page.click("button:has-text('Keep mine')")
+    page.click("button:has-text('Replace the version on disk with mine')")
     page.wait_for_url("**/m/feedback_small_prs.md")
     assert "description: Keep pull requests under 300 lines\n" in (
         (private_dir / "feedback_small_prs.md").read_text()

@@ -137,7 +137,10 @@ def test_the_model_gets_what_memhubs_hooks_add_and_nothing_twice(a, alice, fake,
     )
     assert "- [CI caches](" in session_start.split("\n\n", 2)[1]  # pulled before the model saw it
     assert '<team-memory-content source="shared">\n- [Deploys](deploys.md)' in session_start
-    assert f"memhub: 1 team sync conflict waits for your review at {server.url}/" in session_start
+    assert (
+        f"memhub: waiting for your review: team sync conflicts (1) at {server.url}/sync/"
+        in session_start
+    )
     recalled = sent.split("UserPromptSubmit hook additional context: ", 1)[1]
     assert recalled.startswith(f"Memory (saved today): {a.memory_dir / 'feedback_db.md'}:\n\n")
     assert "Use the real database in integration tests." in recalled

@@ -199,6 +199,6 @@ def test_a_line_says_what_waits_for_review(a, alice, team, server):
     _, text = start(a)
 
     assert text.splitlines()[-1] == (
-        "memhub: 1 team sync conflict and 1 file held back for secrets wait for your review "
-        f"at {server.url}/"
+        f"memhub: waiting for your review: team sync conflicts (1) at {server.url}/sync/; "
+        f"files kept back from team sync (2) at {server.url}/sync/"
     )

@@ -162,7 +162,7 @@ def test_push_skips_files_with_secrets_and_says_so(alice_machine):
 def test_apply_refuses_files_that_changed_since_they_were_approved(client, alice, alice_machine):
     pushed = alice_machine.run("snapshot", "push", "reviewer")
     path, fingerprint = review_page(client, alice, pushed.stdout)
-    client.post(path, {"decision": "replace", "fingerprint": fingerprint})
+    client.post(path, {"decision": "replace", "fingerprint": fingerprint, "confirm": "yes"})
     (snapshot_of(alice_machine) / "style.md").write_text(topic("Style", "rewritten locally"))
     before = files_of(agent_dir(alice_machine))
 

@@ -424,3 +424,53 @@ def test_the_eval_command_prints_the_figures(capsys):
     out = capsys.readouterr().out
     for label in ("P@5", "R@5", "F1", "empty acc", "synonym", "tool", "surfaced"):
         assert label in out
+
+
+# -- the review UI's search: rank and match_spans ------------------------------------------------
+
+
+def test_rank_lists_weak_matches_below_strong_ones_without_thresholds():
+    from memapp.memdir.offline_recall import RecallIndex
+    from memapp.memdir.scan import MemoryHeader
+
+    def header(path, name, description):
+        return MemoryHeader(path, 1, 1, name, description, "project", None, None, True)
+
+    index = RecallIndex.build(
+        [
+            header("a.md", "Flaky CI job", "The nightly job fails now and then"),
+            header("b.md", "Release train", "We ship on Tuesdays; tests must be green"),
+            header("c.md", "Coffee", "The kitchen has an espresso machine"),
+        ]
+    )
+    ranked = [h.path for h, _ in index.rank("flaky tests")]
+    assert ranked == ["a.md", "b.md"]
+    # A word only the description holds is too weak for recall, but a person searching sees it.
+    assert index.search("green") == []
+    assert [h.path for h, _ in index.rank("green")] == ["b.md"]
+    assert index.rank("espresso kubernetes")[0][0].path == "c.md"
+    assert index.rank("helm") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "marked"),
+    [
+        (
+            "flaky tests",
+            "Flaky CI job: test_orders fails intermittently",
+            ["Flaky", "test", "intermittently"],
+        ),
+        (
+            "out of memory",
+            "the worker was OOMKilled, out of memory again",
+            ["OOMKilled", "out of memory"],
+        ),
+        ("invoice", "Rounding in InvoiceDTO lines", ["InvoiceDTO"]),
+        ("the a of", "the cat of a neighbour", []),
+        ("deploy", "Deployment on Fridays: deploys wait", ["Deployment", "deploys"]),
+    ],
+)
+def test_match_spans_marks_what_the_ranking_counted(query, text, marked):
+    from memapp.memdir.offline_recall import match_spans
+
+    assert [text[a:b] for a, b in match_spans(query, text)] == marked

@@ -35,7 +35,7 @@ DESIGN_RULE_IDS = [
     "databricks-api-token", "hashicorp-tf-api-token", "pulumi-api-token", "postman-api-token",
     "grafana-api-key", "grafana-cloud-api-token", "grafana-service-account-token",
     "sentry-user-token", "sentry-org-token", "stripe-access-token", "shopify-access-token",
-    "shopify-shared-secret", "private-key",
+    "shopify-shared-secret", "private-key", "url-query-credential", "quoted-password",
 ]  # fmt: skip
 
 
@@ -118,6 +118,14 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         "shopify-shared-secret": "shpss_" + pick(HEX, 32),
         "private-key": f"-----BEGIN RSA PRIVATE KEY-----\n{pem_lines}\n"
         "-----END RSA PRIVATE KEY-----",
+        "url-query-credential": "https://hooks.example.com/notify?source=ci&access_token="
+        + pick(ALNUM, 24),
+        "quoted-password": 'password="%'
+        + pick(string.ascii_uppercase, 3)
+        + pick(string.ascii_lowercase, 4)
+        + digits(3)
+        + pick(ALNUM + "!#&*", 6)
+        + '"',
     }
 
 

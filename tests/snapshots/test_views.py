@@ -37,6 +37,7 @@ def fingerprint(client, url: str) -> str:
 
 def decide(client, url: str, decision: str, files=(), fp: str | None = None):
     data = {"decision": decision, "fingerprint": fp or fingerprint(client, url), "files": files}
+    data["confirm"] = "yes"  # replace asks first; the tests of that are below
     return client.post(url, data, follow=True)
 
 
@@ -171,7 +172,9 @@ def test_the_review_shows_each_file_and_the_checks(client, alice, checkout, repo
     assert "update available" in html
     assert "6 files: 4 added or changed, 1 only local, 1 unchanged." in html
     # frontmatter changes, field by field
-    assert re.search(r"<code>description</code></th><td class=\"old\">Tests hit a database", html)
+    assert re.search(
+        r"<code>description</code></th><td class=\"old\"[^>]*>Tests hit a database", html
+    )
     assert "Integration tests hit a real database</td>" in html
     # the body diff, side by side
     assert '<td class="text left">Use a database.</td>' in html
@@ -236,6 +239,26 @@ def test_replace_makes_the_md_files_the_snapshots(client, alice, checkout, user_
         **SNAPSHOT,
     }
     assert SnapshotDecision.objects.get().result["removed"] == ["mine.md"]
+
+
+def test_replace_asks_first_and_its_losses_can_be_restored(client, alice, checkout, user_memory):
+    from memapp.stores.history import timeline
+    from memapp.stores.models import TrashItem
+
+    client.force_login(alice)
+    url = review_url(checkout)
+    asked = client.post(url, {"decision": "replace", "fingerprint": fingerprint(client, url)})
+    page = asked.content.decode()
+    assert "Replace the local memory of <code>reviewer</code> with the snapshot?" in page
+    assert "<li><code>mine.md</code></li>" in page and "<li><code>tests.md</code></li>" in page
+    assert (user_memory / "mine.md").exists() and not SnapshotDecision.objects.exists()
+    decide(client, url, "replace")
+    store = Store.objects.get(path=str(user_memory))
+    item = TrashItem.objects.get(store=store)
+    assert (item.path, item.via, item.deleted_by) == ("mine.md", "snapshot", alice)
+    [new, old] = timeline(store, "tests.md")
+    assert (new.via, old.via) == ("snapshot", "disk")
+    assert new.note == f"replace from the snapshot of {T2}"
 
 
 def test_initialize_creates_the_agent_memory_and_its_store(client, alice, checkout, repo):

@@ -32,6 +32,12 @@ def section(response, element_id: str) -> str:
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
 
 
+def story(response) -> list[str]:
+    """The history's sentences, newest first, without their times."""
+    lines = re.findall(r"</span> ([^<]*)</li>", response.content.decode())
+    return [unescape(line) for line in lines]
+
+
 def pre(response, element_id: str) -> str:
     match = re.search(
         rf'<pre class="version" id="{element_id}">(.*?)</pre>', response.content.decode(), re.S
@@ -129,30 +135,47 @@ def test_blocked_files_show_the_rule_and_line_but_never_the_value(
     assert password not in html
     # The history says what was skipped, without paths or values.
     history = section(response, "history")
-    assert "secret_skipped · acme/app" in history
-    assert "file_count=2" in history
-    assert "rule_ids=['anthropic-api-key', 'detect-secrets:Secret Keyword']" in history
-    assert "sync_push · acme/app" not in history and "sync_push" in history
+    assert (
+        "Kept 2 files back in acme/app: what looks like a secret (anthropic-api-key, "
+        "detect-secrets:Secret Keyword)" in history
+    )
+    assert "Pushed" in history
     assert "reference_llm.md" not in history
 
     client.force_login(charlie)  # not a member: sees none of it
     response = client.get(reverse("sync"))
     assert "Blocked files (0)" in section(response, "blocked")
-    assert "secret_skipped" not in response.content.decode()
+    assert "what looks like a secret" not in response.content.decode()
 
 
-def test_the_history_lists_each_sync_with_its_fields(client, team_store, alice, remote):
+def test_the_history_tells_each_sync_in_a_sentence(client, team_store, alice, remote):
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
     sync_team()
     sync_team(push=False)
     client.force_login(alice)
-    history = section(client.get(reverse("sync")), "history")
-    rows = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\w+)", history)
-    assert rows == ["sync_pull", "sync_push", "sync_pull"]  # newest first
-    assert "success=True files_uploaded=2" in history
-    assert "files_written=0 not_modified=True" in history
+    rows = story(client.get(reverse("sync")))
+    assert rows == ["Pulled: nothing new", "Pushed 2 changes", "Pulled: nothing new"]
+
+
+def test_pulls_that_bring_nothing_fold_into_one_line(client, team_store, alice, dora, remote):
+    sync_team()
+    sync_team()
+    dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n"))
+    dora.sync()
+    sync_team()
+    for _ in range(3):
+        sync_team()
+    client.force_login(alice)
+    rows = story(client.get(reverse("sync")))
+    assert rows == [
+        "3 pulls, nothing new",
+        "Pulled 1 change from dora",
+        "Pulled: nothing new",
+        "Pushed: no memory changed",  # the shared repository's first commit
+        "Pulled: nothing new",
+    ]
 
 
 # --- conflicts ---------------------------------------------------------------------------------
@@ -217,7 +240,12 @@ def test_keeping_one_side_resolves_it_and_the_next_sync_publishes_it(
     client, conflict, bob, team_store, remote, choice
 ):
     client.force_login(bob)
-    response = client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": choice})
+    url = reverse("sync_conflict", args=[conflict.pk])
+    asked = client.post(url, {"choice": choice})
+    assert asked.status_code == 200 and f"Keep {choice}?" in text(asked)
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None
+    response = client.post(url, {"choice": choice, "confirm": "yes"})
     assert response.status_code == 302 and response.url == reverse("sync")
     conflict.refresh_from_db()
     assert conflict.resolved_by == bob and conflict.resolution == choice
@@ -236,7 +264,7 @@ def test_an_edited_merge_is_saved_with_unix_line_endings(client, conflict, alice
     client.force_login(alice)
     response = client.post(
         reverse("sync_conflict", args=[conflict.pk]),
-        {"choice": "merged", "merged": merged.replace("\n", "\r\n")},
+        {"choice": "merged", "merged": merged.replace("\n", "\r\n"), "confirm": "yes"},
     )
     assert response.status_code == 302
     sync_team()
@@ -274,7 +302,9 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
     client.force_login(alice)
     page = text(client.get(reverse("sync_conflict", args=[conflict.pk])))
     assert "(deleted there)" in page and "Delete it" in page and "Keep theirs" not in page
-    client.post(reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete"})
+    client.post(
+        reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete", "confirm": "yes"}
+    )
     sync_team()
     assert file.path not in tip_files(remote, "acme/app")
     assert not (Path(team_store.path) / file.path).exists()
@@ -283,11 +313,36 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
 def test_old_events_page_through(client, team_store, alice, remote):
     from memapp.stores.events import record_event
 
-    for n in range(30):
+    for n in range(1, 61):
         record_event("sync_pull", success=True, files_written=n, not_modified=False, duration_ms=1)
     client.force_login(alice)
-    page = text(client.get(reverse("sync")))
-    assert "Page 1 of 2" in page
-    assert "files_written=29" in page and "files_written=0 " not in page
-    page = text(client.get(reverse("sync") + "?page=2"))
-    assert "files_written=0 " in page
+    first = story(client.get(reverse("sync")))
+    assert "Page 1 of 2" in text(client.get(reverse("sync")))
+    assert first[0] == "Pulled 60 changes" and "Pulled 1 change" not in first
+    assert story(client.get(reverse("sync") + "?page=2"))[-1] == "Pulled 1 change"
+
+
+def test_the_conflict_reads_as_a_diff_with_the_changed_words_marked(client, conflict, bob):
+    client.force_login(bob)
+    html = client.get(reverse("sync_conflict", args=[conflict.pk])).content.decode()
+    between = re.search(r'<section class="card" id="between">(.*?)</section>', html, re.S).group(1)
+    assert "1 line added · 1 line removed" in " ".join(
+        unescape(re.sub("<[^>]+>", " ", between)).split()
+    )
+    assert "Ship on <mark>Thursdays &amp; Fridays</mark>." in between
+    assert "Ship on <mark>Wednesdays &lt;dora&gt;</mark>." in between
+
+
+def test_a_merge_is_shown_as_what_it_changes_before_it_is_saved(client, conflict, alice):
+    merged = conflict.ours.replace("Thursdays & Fridays", "Wednesdays or Thursdays")
+    client.force_login(alice)
+    asked = client.post(
+        reverse("sync_conflict", args=[conflict.pk]), {"choice": "merged", "merged": merged}
+    )
+    html = asked.content.decode()
+    assert "Save the merge?" in text(asked)
+    assert "Ship on Thursdays <mark>&amp; Fridays</mark>." in html  # what goes
+    assert "Ship on <mark>Wednesdays or</mark> Thursdays." in html  # what comes
+    assert f'<input type="hidden" name="merged" value="{merged.replace("&", "&amp;")}' in html
+    conflict.refresh_from_db()
+    assert conflict.resolved_at is None

@@ -7,7 +7,7 @@ import pytest
 
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
-from tests.web.memory_pages import INDEX, base_sha256, pre, root, sha256, text, url
+from tests.web.memory_pages import INDEX, base_sha256, root, sha256, text, url
 
 pytestmark = pytest.mark.django_db
 
@@ -184,17 +184,22 @@ def test_a_file_changed_on_disk_after_the_form_opened_is_not_overwritten(client,
     response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), mine)
     assert response.status_code == 409
     assert target.read_text() == theirs
-    assert pre(response, 'class="version" id="mine"') == mine["body"]
-    assert pre(response, 'class="version" id="theirs"') == theirs
     page = text(response)
     assert "Nothing was overwritten." in page
-    assert "Description Tests hit a real database (edited)" in page
     html = response.content.decode()
+    # A diff from the disk's version to mine, not two blobs.
+    assert "5 lines added · 2 lines removed" in page
+    assert "description: Tests hit a real database <mark>(edited)</mark>" in html
+    assert (
+        '<span class="visually-hidden">removed: </span><mark>An agent added this line</mark>.'
+        in html
+    )
+    assert '<span class="visually-hidden">added: </span><mark>My edit</mark>.' in html
     keep_disk = url("memory", stores.private, "feedback_tests.md")
     assert f'<a class="button secondary" href="{keep_disk}">Keep the version on disk</a>' in html
     assert (root(stores.private) / "MEMORY.md").read_text() == INDEX
 
-    # "Keep mine" submits the conflict page's form, which is based on the version on disk now.
+    # "Replace … with mine" submits the conflict page's form, based on the version on disk now.
     assert base_sha256(response) == sha256(target)
     resolved = client.post(
         url("memory_edit", stores.private, "feedback_tests.md"),

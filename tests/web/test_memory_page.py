@@ -137,7 +137,7 @@ def test_the_memory_page_costs_a_few_queries_however_many_memories_the_store_hol
         write_memory(directory, f"reference_{i}.md", f"R{i}", "Filler", "reference", "[[Role]]\n")
     rescan_store(stores.private)
     client.force_login(alice)
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):
         page = text(client.get(url("memory", stores.private, "user_role.md")))
     assert len(page.split("Backlinks", 1)[1].split()) == 60
 

@@ -3,6 +3,7 @@
 import time
 
 from django import template
+from django.utils.html import format_html
 
 from memapp.memdir.freshness import memory_age, memory_age_days
 from memapp.stores.events import ordered_fields
@@ -29,3 +30,22 @@ def percent(part: int, whole: int) -> int:
 def event_fields(event) -> list[tuple[str, object]]:
     """An event's fields in its kind's order, whatever order the database keeps them in."""
     return ordered_fields(event)
+
+
+@register.filter
+def words(code: str) -> str:
+    """A snake_case code as words (`relative_dates` → `relative dates`, `why_how` → `Why/How`)."""
+    return {"why_how": "Why/How"}.get(str(code), str(code).replace("_", " "))
+
+
+@register.simple_tag(takes_context=True)
+def nav_badge(context, page: str) -> str:
+    """A badge with how many things wait on `page` (a URL name) for the person, if any."""
+    counts = context.get("waiting_by_page") or {}
+    count = counts.get(page, 0)
+    if not count:
+        return ""
+    return format_html(
+        '<span class="nav-badge">{}<span class="visually-hidden"> waiting for you</span></span>',
+        count,
+    )

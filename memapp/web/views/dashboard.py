@@ -11,14 +11,16 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from memapp.stores.models import Event, Project, Store
+from memapp.stores.models import Event, MemoryFile, Project, Store
 from memapp.web.charts import Series, column_chart, meter, stacked_bar
 from memapp.web.dashboard_data import (
     AGE_COLOURS,
+    ExtractionActivity,
     RecallActivity,
     SyncHistory,
     age_buckets,
     day_range,
+    extraction_activity,
     index_usage,
     memory_ages,
     recall_activity,
@@ -111,6 +113,39 @@ def _sync_charts(sync: SyncHistory) -> list[tuple[str, int, str]]:
     ]
 
 
+def _extraction_charts(activity: ExtractionActivity) -> list[tuple[str, str]]:
+    runs = [
+        Series("proposed", activity.proposed, "ok"),
+        Series("nothing new", activity.nothing, "muted"),
+        Series("skipped", activity.skipped, "team"),
+        Series("failed", activity.failed, "bad"),
+    ]
+    decisions = [
+        Series("approved", activity.approved, "ok"),
+        Series("rejected", activity.rejected, "muted"),
+    ]
+    return [
+        ("Extraction runs", _columns(activity.days, runs, "Extraction runs per day", 380)),
+        ("Proposals decided", _columns(activity.days, decisions, "Proposals decided per day", 380)),
+    ]
+
+
+NEVER_RECALLED_SHOWN = 15
+
+
+def _never_recalled(stores: list[Store]) -> dict:
+    memories = MemoryFile.objects.filter(store__in=stores).matching(
+        {"problem": "never_recalled", "sort": "newest"}, 0, 0
+    )
+    return {
+        "never_recalled": memories.select_related("store__project").order_by("mtime_ms")[
+            :NEVER_RECALLED_SHOWN
+        ],
+        "never_recalled_count": memories.count(),
+        "now_ms": int(time.time() * 1000),
+    }
+
+
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     user = request.user
@@ -127,6 +162,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     events = events.filter(created_at__date__gte=days[0])
     recall = recall_activity(events, days)
     sync = sync_history(events, days)
+    extraction = extraction_activity(events, days)
     context = {
         "window": window,
         "windows": WINDOWS,
@@ -138,5 +174,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "recall_chart": _recall_chart(recall),
         "sync": sync,
         "sync_charts": _sync_charts(sync),
+        "extraction": extraction,
+        "extraction_charts": _extraction_charts(extraction),
+        **_never_recalled(stores),
     }
     return render(request, "memapp/admin/dashboard.html", context)

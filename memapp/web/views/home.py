@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from memapp.stores.discovery import discover_local_stores, local_owner
 from memapp.stores.models import DAY_MS, MemoryFile, Store
+from memapp.stores.waiting import waiting_for
 
 RECENT = 10
 
@@ -40,6 +41,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "now_ms": now_ms,
         "discover": settings.MEMHUB_DISCOVER,
         "is_local_owner": owner is not None and owner.pk == request.user.pk,
+        "waiting": waiting_for(request.user),
     }
     return render(request, "memapp/home.html", context)
 

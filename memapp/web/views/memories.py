@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -22,8 +23,12 @@ from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
     do_save_memory,
+    do_share_memories,
+    edited_text,
 )
 from memapp.stores.models import MemoryFile, Store
+from memapp.stores.prompting import team_store_for
+from memapp.web.diff import diff_lines
 from memapp.web.forms import MemoryForm
 from memapp.web.markdown import render_markdown
 
@@ -89,6 +94,10 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "links": [(slug, resolve(slug)) for slug in memory.links],
         "backlinks": _backlinks(store, file),
         "warnings": _warnings(store, memory.type, memory.body, memory.description),
+        "recalled": store.recall_stats.filter(path=path).first(),
+        "team_store": team_store_for(request.user, store.project)
+        if store.kind == Store.Kind.PRIVATE
+        else None,
     }
     return render(request, "memapp/memory.html", context)
 
@@ -127,7 +136,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
                 "store": store,
                 "path": path,
                 "mine": mine,
-                "disk_text": conflict.disk_text,
+                "diff": diff_lines(conflict.disk_text, _my_text(conflict, path, mine)),
                 "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
             },
             status=409,
@@ -138,6 +147,16 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
         return _Saved(None, [])
     messages.success(request, f"Saved {file.path}.")
     return _Saved(redirect(_memory_url(store, file.path)), [])
+
+
+def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
+    """The file the refused edit would have written over what is on disk now."""
+    previous = parse_memory(conflict.disk_text.encode("utf-8"), path=path)
+    fields = (mine["name"], mine["description"], mine["type"], mine["body"])
+    try:
+        return edited_text(previous, path, *fields)
+    except FrontmatterError:
+        return mine["body"]
 
 
 @login_required
@@ -227,6 +246,28 @@ def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     store, file = get_memory_for_user(request.user, store_id, path)
     if request.method == "POST":
         do_forget_memory(store, request.user, path)
-        messages.success(request, f"Forgot {path}: the file and its index line are gone.")
+        messages.success(
+            request,
+            f"Forgot {path}: the file and its index line are gone. They wait in the trash "
+            f"for {settings.MEMHUB_TRASH_DAYS} days.",
+        )
         return redirect("store", store_id=store.pk)
-    return render(request, "memapp/forget.html", {"store": store, "file": file})
+    context = {"store": store, "file": file, "trash_days": settings.MEMHUB_TRASH_DAYS}
+    return render(request, "memapp/forget.html", context)
+
+
+@login_required
+@require_POST
+def memory_share(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    """Copy a private memory into the project's team store (through the push gate)."""
+    store, file = get_memory_for_user(request.user, store_id, path)
+    try:
+        shared = do_share_memories(store, request.user, [path])
+    except FileRejected as exc:
+        messages.error(request, f"Not shared: {exc}")
+        return redirect(_memory_url(store, path))
+    team = team_store_for(request.user, store.project)
+    target = shared[path]
+    url = reverse("memory", kwargs={"store_id": team.pk, "path": target})
+    messages.success(request, f"Shared with the team as {target}.")
+    return redirect(url)

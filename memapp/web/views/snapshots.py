@@ -117,6 +117,12 @@ def _ticked_by_default(review) -> list[str]:
     ]
 
 
+def _asks_first(form: DecisionForm, request: HttpRequest) -> bool:
+    """Replace deletes local memories: it is carried out once the person has seen which."""
+    replace = form.cleaned_data["decision"] == SnapshotDecision.Decision.REPLACE
+    return replace and request.POST.get("confirm") != "yes"
+
+
 @login_required
 def snapshot_review(
     request: HttpRequest, checkout_id: int, agent_type: str, scope: str
@@ -124,6 +130,15 @@ def snapshot_review(
     target = get_target_for_user(request.user, checkout_id, agent_type, scope)
     if request.method == "POST":
         form = DecisionForm(request.POST, target=target)
+        if form.is_valid() and _asks_first(form, request):
+            review = target.review
+            context = {
+                "target": target,
+                "form": form,
+                "removed": [f for f in review.by_change("removed") if f.replace_removes],
+                "changed": review.by_change("changed"),
+            }
+            return render(request, "snapshots/confirm_replace.html", context)
         if form.is_valid():
             try:
                 decision = do_decide_snapshot(

@@ -21,17 +21,26 @@ from memapp.stores.flags import get_flag
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
+from memapp.stores.prompting import team_store_for
+from memapp.stores.search import search_memories
 from memapp.web.forms import FilterForm
+from memapp.web.highlight import highlight, snippet
 
 PAGE_SIZE = 50
 
 
 def _filtered(request: HttpRequest, memories):
+    """The filtered (and, with a query, ranked) page of memories, with matches marked."""
     form = FilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     now_ms = int(time.time() * 1000)
-    memories = memories.matching(filters, now_ms, settings.MEMHUB_STALE_DAYS)
-    page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
+    found = search_memories(memories, filters, now_ms, settings.MEMHUB_STALE_DAYS)
+    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    if text := (filters.get("q") or "").strip():
+        for memory in page.object_list:
+            memory.marked_title = highlight(text, memory.title)
+            memory.marked_description = highlight(text, memory.description)
+            memory.snippet = snippet(text, memory.body)
     query = request.GET.copy()
     query.pop("page", None)
     return form, page, query.urlencode(), now_ms
@@ -48,9 +57,13 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
         "query": query,
         "now_ms": now_ms,
         "stale_days": settings.MEMHUB_STALE_DAYS,
+        "bulk": True,
+        "can_share": store.kind == Store.Kind.PRIVATE
+        and team_store_for(request.user, store.project) is not None,
     }
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
+    context["trash_count"] = store.trash.count()
     max_lines = get_flag("index_max_lines", store.project)
     max_bytes = get_flag("index_max_bytes", store.project)
     truncation = load_index(store.path, max_lines, max_bytes)

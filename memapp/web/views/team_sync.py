@@ -12,6 +12,8 @@ from django.views.decorators.http import require_POST
 
 from memapp.stores.flags import get_flags
 from memapp.stores.models import Event, Store
+from memapp.web.diff import diff_lines
+from memapp.web.sync_story import sync_story
 from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
 from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
 
@@ -52,6 +54,7 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         .filter(Q(store__in=stores) | Q(store__isnull=True))
         .select_related("store__project", "user")
     )
+    page = Paginator(events, 50).get_page(request.GET.get("page"))
     context = {
         "status": TeamSyncStatus.get(),
         "remote": team_remote_display(),
@@ -60,7 +63,8 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         "conflicts": TeamConflict.objects.filter(
             store__in=stores, resolved_at__isnull=True
         ).select_related("store__project"),
-        "page": Paginator(events, 25).get_page(request.GET.get("page")),
+        "page": page,
+        "story": sync_story(page.object_list),
     }
     return render(request, "teamsync/status.html", context)
 
@@ -84,19 +88,45 @@ def _conflict_for(user, conflict_id: int) -> TeamConflict:
     return conflict
 
 
+CHOICES = {
+    "ours": "Keep ours",
+    "theirs": "Keep theirs",
+    "merged": "Save the merge",
+    "delete": "Delete it",
+}
+
+
+def _chosen(conflict: TeamConflict, choice: str, merged: str | None) -> str | None:
+    return {"ours": conflict.ours, "theirs": conflict.theirs, "merged": merged}.get(choice)
+
+
 @login_required
 def conflict_detail(request: HttpRequest, conflict_id: int) -> HttpResponse:
+    """The conflict as diffs; a choice is shown with what it changes in the store, then
+    carried out once confirmed (the replaced version stays in the memory's history)."""
     conflict = _conflict_for(request.user, conflict_id)
+    context = {
+        "conflict": conflict,
+        "between": diff_lines(conflict.ours, conflict.theirs),
+        "our_change": diff_lines(conflict.base, conflict.ours),
+        "their_change": diff_lines(conflict.base, conflict.theirs),
+    }
     if request.method == "POST" and conflict.resolved_at is None:
         choice = request.POST.get("choice", "")
         merged = request.POST.get("merged")
         if choice == "merged" and merged is not None:
             merged = merged.replace("\r\n", "\n")
-        try:
-            resolve_conflict(conflict, request.user, choice, merged)
-        except ValueError as exc:
-            messages.error(request, str(exc))
+        if choice not in CHOICES or (choice == "merged" and merged is None):
+            messages.error(request, f"unknown resolution {choice!r}")
+        elif request.POST.get("confirm") != "yes":
+            context["pending"] = {
+                "choice": choice,
+                "label": CHOICES[choice],
+                "merged": merged,
+                "change": diff_lines(conflict.ours, _chosen(conflict, choice, merged)),
+            }
         else:
+            resolve_conflict(conflict, request.user, choice, merged)
             messages.success(request, f"Resolved {conflict.key}: kept {choice}.")
             return redirect("sync")
-    return render(request, "teamsync/conflict.html", {"conflict": conflict})
+    return render(request, "teamsync/conflict.html", context)

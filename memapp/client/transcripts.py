@@ -1,0 +1,290 @@
+"""Session transcripts to memhub, and past-context search (docs/design.md §14.3, §14.9, §16).
+
+The `Stop` and `SessionEnd` hooks name the session's transcript. Its entries after the cursor
+(a byte offset kept per session in the config dir) are redacted by the fast secret rules, so no
+credential they catch leaves the machine, and uploaded in batches under 200 KB. The cursor moves
+only after the server has stored a batch, so a failed upload is sent again by the next hook.
+A hook has less than a second: it uploads what fits in its budget, then leaves the rest to a
+detached `memhub-agent transcript-upload` process and returns. Nothing is printed, ever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from memapp.client.commands import (
+    EXIT_OK,
+    INTERACTIVE,
+    JSON_OPTION,
+    TIMEOUT_OPTION,
+    add_command,
+    connect,
+    current_project,
+    print_json,
+)
+from memapp.client.config import config_dir, read_json, write_private
+from memapp.client.http import Client
+from memapp.memdir.transcripts import read_entries
+
+__all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
+
+SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
+MARGIN = 0.3  # seconds of the hook's budget a new batch needs (else it is left to a process)
+
+
+def valid_session_id(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 200
+        and value[0].isalnum()
+        and set(value) <= SESSION_ID_CHARS
+    )
+
+
+@dataclass
+class Cursor:
+    """How far a session's transcript has been uploaded: a byte offset into one file."""
+
+    path: Path
+    offset: int = 0
+    inode: int = 0
+    transcript: str = ""
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None, session_id: str, transcript: Path) -> Cursor:
+        name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+        path = config_dir(env) / "transcripts" / f"{name}.json"
+        stored = read_json(path) or {}
+        try:
+            inode = transcript.stat().st_ino
+        except OSError:
+            inode = 0
+        offset = stored.get("offset")
+        same = stored.get("inode") == inode and stored.get("transcript") == str(transcript)
+        if not same or not isinstance(offset, int) or offset < 0:
+            offset = 0  # another file (or none before): the server drops what it already has
+        return cls(path, offset, inode, str(transcript))
+
+    def save(self) -> None:
+        data = {"transcript": self.transcript, "inode": self.inode, "offset": self.offset}
+        write_private(self.path, json.dumps(data).encode())
+
+    @contextlib.contextmanager
+    def locked(self, wait: bool) -> Iterator[bool]:
+        """One uploader per session; yields False (without the lock) when busy and not
+        `wait`ing."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path.with_suffix(".lock"), "a") as handle:  # noqa: PTH123 (flock needs the fd)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
+
+def _transcript(value: object, env: Mapping[str, str] | None) -> tuple[Path | None, str]:
+    """The transcript's path, or None and why it is not read: it must be a file inside the
+    user's home (a hook's input is not to be trusted with arbitrary paths)."""
+    if not isinstance(value, str) or not value:
+        return None, "transcript_missing"
+    home = (env if env is not None else os.environ).get("HOME") or str(Path.home())
+    try:
+        path = Path(value).resolve(strict=True)
+        home_path = Path(home).resolve()
+    except (OSError, RuntimeError):
+        return None, "transcript_missing"
+    if not path.is_relative_to(home_path) or path == home_path:
+        return None, "transcript_outside_home"
+    if not path.is_file():
+        return None, "transcript_missing"
+    return path, ""
+
+
+def upload_transcript(
+    client: Client,
+    session_id: str,
+    cursor: Cursor,
+    fields: Mapping[str, Any],
+    *,
+    final: bool,
+    deadline: float | None = None,
+) -> bool:
+    """Upload the transcript from the cursor, a batch at a time; True when everything was
+    sent, False when the deadline (a `time.monotonic()` value) came first."""
+    url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
+    sent = False
+    while True:
+        if deadline is not None and time.monotonic() > deadline - MARGIN:
+            return False
+        read = read_entries(cursor.transcript, cursor.offset)
+        last = not read.more
+        moved = read.offset != cursor.offset
+        if not moved and not read.entries and (sent or not final):
+            return True
+        body = {
+            **fields,
+            "entries": read.entries,
+            "final": final and last,
+            "skipped": dict(read.skipped),
+        }
+        client.post(url, body)
+        sent = True
+        cursor.offset = read.offset
+        cursor.save()
+        if last:
+            return True
+
+
+def _spawn(
+    session_id: str, transcript: Path, cwd: str, final: bool, env: Mapping[str, str] | None
+) -> None:
+    """Leave the rest to a detached process (its own session, no terminal, no output)."""
+    args = [
+        sys.executable,
+        "-m",
+        "memapp.client.cli",
+        "transcript-upload",
+        "--session-id",
+        session_id,
+        "--transcript",
+        str(transcript),
+        "--cwd",
+        cwd,
+    ]
+    if final:
+        args.append("--final")
+    subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env=None if env is None else dict(env),
+        cwd="/",
+    )
+
+
+def upload_from_hook(
+    payload: Mapping[str, Any],
+    client: Client,
+    fields: Mapping[str, Any],
+    cwd: str,
+    env: Mapping[str, str] | None,
+    deadline: float,
+    *,
+    final: bool,
+) -> None:
+    """What the Stop (and, with `final`, SessionEnd) hook does: upload what fits in the
+    budget, hand a larger backlog to a background process. Raises on network errors (the
+    hook stays silent; the cursor has not moved, so the next hook catches up)."""
+    if not valid_session_id(payload.get("session_id")):
+        return
+    session_id = str(payload["session_id"])
+    transcript, reason = _transcript(payload.get("transcript_path"), env)
+    upload_fields = {**fields, "cwd": cwd}
+    if transcript is None:
+        url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
+        client.post(url, {**upload_fields, "entries": [], "final": final, "skipped": {reason: 1}})
+        return
+    cursor = Cursor.load(env, session_id, transcript)
+    with cursor.locked(wait=False) as mine:
+        if not mine:
+            return  # a background upload of this session is running; it reads to the end
+        start = cursor.offset
+        try:
+            done = upload_transcript(
+                client, session_id, cursor, upload_fields, final=final, deadline=deadline
+            )
+        except Exception:
+            # A batch that ran out of time after others went through: the server is there,
+            # the rest goes on in the background. Nothing went through: the next hook tries.
+            if cursor.offset == start:
+                raise
+            done = False
+    if not done:
+        _spawn(session_id, transcript, cwd, final, env)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def cmd_transcript_upload(args: argparse.Namespace) -> int:
+    """The detached uploader: the rest of a large backlog, patiently, silently."""
+    with contextlib.suppress(Exception):
+        project = current_project(args.cwd)
+        fields = {**project.fields(), "memory_dir": str(project.memory_dir), "cwd": args.cwd}
+        transcript = Path(args.transcript)
+        cursor = Cursor.load(None, args.session_id, transcript)
+        with cursor.locked(wait=True):
+            cursor = Cursor.load(None, args.session_id, transcript)  # the hook may have moved it
+            client = connect(timeout=30.0, backoff=INTERACTIVE)
+            upload_transcript(client, args.session_id, cursor, fields, final=args.final)
+    return 0
+
+
+def _print_hits(title: str, hits: list[dict]) -> None:
+    print(f"{title} ({len(hits)})")
+    for n, hit in enumerate(hits, 1):
+        where = hit.get("path") or f"#{hit.get('seq')}"
+        when = f", {str(hit['when'])[:16].replace('T', ' ')}" if hit.get("when") else ""
+        print(f"  {n}. {hit.get('title')} ({where}{when})")
+        print(f"     {' '.join(str(hit.get('snippet', '')).split())}")
+        print(f"     {hit.get('url')}")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = urlencode({"q": args.query, "limit": args.limit})
+    answer = connect(timeout=args.timeout).get(f"/api/v1/search?{query}")
+    if args.json:
+        print_json(answer)
+        return EXIT_OK
+    memories, sessions = answer.get("memories") or [], answer.get("sessions") or []
+    if not memories and not sessions:
+        print(f"nothing matches {args.query!r}")
+        return EXIT_OK
+    _print_hits("Memories", memories)
+    _print_hits("Sessions", sessions)
+    return EXIT_OK
+
+
+def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
+    search = add_command(
+        commands,
+        "search",
+        "search your past sessions and memories on the server",
+        description="Full-text search over your own session transcripts and the memories you "
+        "may read, best matches first, each with a highlighted snippet and the link to its "
+        "page on the server.",
+        examples=[
+            'search "deploy friday"',
+            'search "flaky integration test" --limit 3',
+            'search "release checklist" --json',
+        ],
+        parents=[JSON_OPTION, TIMEOUT_OPTION],
+    )
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10, help="hits of each kind (default 10)")
+    search.set_defaults(func=cmd_search)
+
+    # Started by the hooks for a large backlog; not listed.
+    upload = commands.add_parser("transcript-upload")
+    upload.add_argument("--session-id", required=True)
+    upload.add_argument("--transcript", required=True)
+    upload.add_argument("--cwd", required=True)
+    upload.add_argument("--final", action="store_true")
+    upload.set_defaults(func=cmd_transcript_upload)

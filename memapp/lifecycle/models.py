@@ -1,0 +1,243 @@
+"""Sessions and their transcripts, extraction runs, and proposals waiting for a person
+(docs/design.md §14)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memapp.stores.models import Project, Store
+
+
+class Session(models.Model):
+    """One agent session of one person, as its transcript reached memhub.
+
+    `extracted_through` is the extraction cursor: the last entry (by `seq`) a finished run has
+    read. It moves only once that run's proposal is stored, or when a gate skipped the entries.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memhub_sessions"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    store = models.ForeignKey(
+        Store,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="sessions",
+        help_text="Where extraction proposes: the owner's private store.",
+    )
+    session_id = models.CharField(max_length=200)
+    title = models.CharField(max_length=300, blank=True)
+    cwd = models.CharField(max_length=4096, blank=True)
+    memory_dir = models.CharField(
+        max_length=4096, blank=True, help_text="The agent's own memory dir, as it names it."
+    )
+    interactive = models.BooleanField(null=True, blank=True)
+    entry_count = models.PositiveIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    extracted_through = models.PositiveIntegerField(default=0)
+    turns_pending = models.PositiveIntegerField(
+        default=0, help_text="Turns after the extraction cursor."
+    )
+    skipped = models.JSONField(
+        default=dict, blank=True, help_text="Lines not kept, counted by reason."
+    )
+    redactions = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_entry_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "session_id"], name="one_session_per_id"),
+        ]
+        ordering = ["-last_entry_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.title or self.session_id
+
+    @property
+    def pending_entries(self) -> int:
+        return self.entry_count - self.extracted_through
+
+
+class TranscriptEntry(models.Model):
+    """One kept transcript entry, redacted: what a person and the agent wrote, each tool call
+    as one line, tool output cut. `text` is what past-context search indexes."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    seq = models.PositiveIntegerField()
+    key = models.CharField(max_length=100, help_text="The entry's uuid (or a stand-in).")
+    type = models.CharField(max_length=16)
+    parent = models.CharField(max_length=100, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    prose = models.TextField(blank=True)
+    tools = models.JSONField(default=list, blank=True, help_text="[name, argument, file path]")
+    text = models.TextField(blank=True)
+    is_user_prose = models.BooleanField(default=False)
+    is_sidechain = models.BooleanField(default=False)
+    gate_checked = models.BooleanField(
+        default=False, help_text="detect-secrets has redacted it too; only then is it read."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="one_entry_per_key"),
+            models.UniqueConstraint(fields=["session", "seq"], name="one_entry_per_seq"),
+        ]
+        ordering = ["session", "seq"]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.seq}"
+
+
+class ExtractionRun(models.Model):
+    """One extraction of one store: queued, running, then done or failed."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    class Outcome(models.TextChoices):
+        PROPOSED = "proposed", "proposed changes"
+        NOTHING = "nothing", "nothing worth keeping"
+        SKIPPED = "skipped", "skipped by a gate"
+        FAILED = "failed"
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="extraction_runs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    trailing = models.BooleanField(
+        default=False, help_text="Asked for while another run was busy: skips the turn count."
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
+    windows = models.JSONField(
+        default=list, blank=True, help_text="Per session: entries read and the gate's verdict."
+    )
+    messages = models.PositiveIntegerField(default=0)
+    proposed = models.PositiveIntegerField(default=0)
+    dropped = models.PositiveIntegerField(default=0)
+    dropped_changes = models.JSONField(
+        default=list, blank=True, help_text="Changes that broke a rule, with the reason."
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["store", "status"], name="run_store_status")]
+
+    def __str__(self) -> str:
+        return f"extraction of {self.store} ({self.status})"
+
+
+class ProposalQuerySet(models.QuerySet):
+    def for_owner(self, user) -> ProposalQuerySet:
+        """Proposals are shown to the person whose sessions they came from, and nobody else."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(owner=user)
+
+
+class Proposal(models.Model):
+    """Changes to one store proposed by a background job, waiting for a person (or applied by
+    the `lifecycle_apply` flag). Extraction, consolidation and distillation all make these."""
+
+    class Kind(models.TextChoices):
+        EXTRACTION = "extraction"
+        CONSOLIDATION = "consolidation"
+        DISTILLATION = "distillation"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPLIED = "applied"
+        REJECTED = "rejected"
+        FAILED = "failed"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="proposals")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memhub_proposals"
+    )
+    sessions = models.ManyToManyField(Session, blank=True, related_name="proposals")
+    sources = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Per session: the entries (seq) the proposal came from.",
+    )
+    dropped = models.JSONField(
+        default=list, blank=True, help_text="Changes the model proposed that broke a rule."
+    )
+    run = models.ForeignKey(
+        ExtractionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="proposals"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision = models.JSONField(default=dict, blank=True)
+
+    objects = ProposalQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} proposal for {self.store} ({self.status})"
+
+
+class ProposalChange(models.Model):
+    """One proposed create, update or delete of a topic file, with the checksum the file had
+    when it was proposed (empty: it did not exist)."""
+
+    class Action(models.TextChoices):
+        CREATE = "create"
+        UPDATE = "update"
+        DELETE = "delete"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPLIED = "applied"
+        CONFLICT = "conflict", "changed since it was proposed"
+        REFUSED = "refused"
+        SKIPPED = "skipped", "not selected"
+        REJECTED = "rejected"
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="changes")
+    position = models.PositiveIntegerField(default=0)
+    action = models.CharField(max_length=8, choices=Action.choices)
+    key = models.CharField(max_length=1024)
+    name = models.CharField(max_length=200, blank=True)
+    description = models.CharField(max_length=500, blank=True)
+    type = models.CharField(max_length=16, blank=True)
+    body = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+    base_checksum = models.CharField(
+        max_length=80, blank=True, help_text="sha256:… of the file when proposed; empty: absent."
+    )
+    checks = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    edited = models.BooleanField(default=False)
+    message = models.TextField(blank=True, help_text="Why it was refused, for the reviewer.")
+    # None: no conflict; "" would be an empty file on disk.
+    current_text = models.TextField(null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        ordering = ["proposal", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.key}"

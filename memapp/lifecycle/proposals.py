@@ -1,0 +1,334 @@
+"""Proposals (docs/design.md §14.6): changes a background job proposes, a person's decision on
+them, and the one approve path every kind of proposal uses.
+
+Approving writes each change through the stores' own write functions (`do_save_memory`,
+`do_forget_memory`, with `via="proposal"`), so it is atomic, indexed, secret-checked, mirrored,
+committed for team sync and recorded like any other write. A file that changed since it was
+proposed is a conflict: nothing is written, and the person sees both versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from django.db import transaction
+from django.utils import timezone
+
+from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
+from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
+from memapp.memdir.extraction import ProposedChange, change_checks
+from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
+from memapp.memdir.scan import detect_type_form
+from memapp.memdir.store_files import FileRejected, checksum
+from memapp.stores.actions import (
+    EditConflict,
+    do_forget_memory,
+    do_save_memory,
+    store_file_path,
+)
+from memapp.stores.events import record_event
+from memapp.stores.flags import get_flag
+from memapp.stores.models import Store
+
+__all__ = [
+    "ApplyResult",
+    "ProposalClosed",
+    "change_diff",
+    "do_apply_proposal",
+    "do_propose_changes",
+    "do_rebase_change",
+    "do_reject_proposal",
+    "pending_count",
+]
+
+VIA = "proposal"
+EDITABLE = ("name", "description", "body")
+
+
+class ProposalClosed(ValueError):
+    """The proposal was already decided; nothing was done."""
+
+
+def _disk(store: Store, key: str) -> bytes | None:
+    try:
+        return store_file_path(store, key).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _sha(data: bytes | None) -> str:
+    """The file's checksum (`sha256:<hex>`), or "" when there is no file."""
+    return "" if data is None else checksum(data)
+
+
+def _checks(store: Store, change: ProposedChange) -> list[dict]:
+    others = store.files.exclude(path=change.file).values_list("path", "description")
+    return [
+        check.as_dict()
+        for check in change_checks(
+            change,
+            others,
+            index_lines=(store.index_stats or {}).get("lines", 0),
+            max_index_lines=get_flag("index_max_lines", store.project),
+        )
+    ]
+
+
+def _proposed(change: ProposalChange) -> ProposedChange:
+    return ProposedChange(
+        change.action,
+        "private",
+        change.key,
+        change.name,
+        change.description,
+        change.type or None,
+        change.body,
+        change.reason,
+    )
+
+
+def do_propose_changes(
+    kind: str,
+    store: Store,
+    owner,
+    changes: Sequence[ProposedChange],
+    *,
+    dropped: Sequence[Mapping] = (),
+    sources: Sequence[Mapping] = (),
+    sessions: Iterable[Session] = (),
+    run: ExtractionRun | None = None,
+) -> Proposal | None:
+    """Store a proposal of `changes` to `store` for `owner` to review, each change with the
+    checksum its file has now and its checks; None when there is no change (an empty list
+    makes no proposal). Call it inside the transaction that moves the job's cursor."""
+    if not changes:
+        return None
+    proposal = Proposal.objects.create(
+        kind=kind,
+        store=store,
+        owner=owner,
+        sources=list(sources),
+        dropped=list(dropped),
+        run=run,
+    )
+    proposal.sessions.set(list(sessions))
+    ProposalChange.objects.bulk_create(
+        ProposalChange(
+            proposal=proposal,
+            position=position,
+            action=change.action,
+            key=change.file,
+            name=change.name,
+            description=change.description,
+            type=change.type or "",
+            body=change.body,
+            reason=change.reason,
+            base_checksum=_sha(_disk(store, change.file)),
+            checks=_checks(store, change),
+        )
+        for position, change in enumerate(changes)
+    )
+    return proposal
+
+
+def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
+    """The file as approving the change would write it (other frontmatter keys kept)."""
+    if before is None:
+        previous = Memory(type_form=detect_type_form(store.path), has_frontmatter=True)
+    else:
+        previous = parse_memory(before, path=change.key)
+    memory = replace(
+        previous,
+        name=change.name,
+        description=change.description,
+        type=change.type or None,
+        body=change.body,
+        type_form=previous.type_form or "top",
+        path=change.key,
+    )
+    return render_memory(memory)
+
+
+@dataclass
+class ChangeDiff:
+    """What the review shows of one change: the snapshot review's file comparison (between the
+    file as it is now and as the change would leave it), or the reason it cannot be shown."""
+
+    change: ProposalChange
+    file: FileChange | None
+    problem: str = ""
+
+
+def change_diff(change: ProposalChange) -> ChangeDiff:
+    store = change.proposal.store
+    before = _disk(store, change.key)
+    if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
+        before = change.current_text.encode("utf-8")
+    if change.action == ProposalChange.Action.DELETE:
+        text = (before or b"").decode("utf-8", "replace")
+        removed = FileChange(change.key, "removed", _sha(before), None)
+        return ChangeDiff(change, replace(removed, rows=tuple(side_by_side(text, ""))))
+    try:
+        after = _after(store, change, before).encode("utf-8")
+    except FrontmatterError as exc:
+        return ChangeDiff(change, None, str(exc))
+    return ChangeDiff(change, compare_file(change.key, before, after))
+
+
+@dataclass
+class ApplyResult:
+    applied: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _apply_change(store: Store, user, change: ProposalChange) -> None:
+    current = _disk(store, change.key)
+    if _sha(current) != change.base_checksum:
+        text = (current or b"").decode("utf-8", "replace")
+        raise EditConflict(change.key, text, _sha(current))
+    if change.action == ProposalChange.Action.DELETE:
+        do_forget_memory(store, user, change.key, via=VIA)
+        return
+    do_save_memory(
+        store,
+        user,
+        name=change.name,
+        description=change.description,
+        memory_type=change.type or None,
+        body=change.body,
+        path=change.key,
+        base_sha256=change.base_checksum,
+        via=VIA,
+    )
+
+
+def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
+    """A person's edit of name, description or body before approving (one-line fields kept
+    on one line; a blank name or description keeps the proposed one)."""
+    for name in EDITABLE:
+        value = edit.get(name)
+        if value is None:
+            continue
+        if name == "body":
+            value = value.replace("\r\n", "\n")
+        else:
+            value = " ".join(value.split())
+            if not value:
+                continue
+        if value != getattr(change, name):
+            setattr(change, name, value)
+            change.edited = True
+
+
+def _close(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+    open_changes = proposal.changes.filter(
+        status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
+    )
+    if open_changes.exists():
+        proposal.status = Proposal.Status.PENDING
+    elif proposal.changes.filter(status=ProposalChange.Status.APPLIED).exists():
+        proposal.status = Proposal.Status.APPLIED
+    else:
+        proposal.status = Proposal.Status.REJECTED
+    proposal.decided_at, proposal.decided_by = timezone.now(), user
+    proposal.decision = {"decision": decision, **result.__dict__}
+    proposal.save(update_fields=["status", "decided_at", "decided_by", "decision"])
+    record_event(
+        "proposal_decided",
+        store=proposal.store,
+        user=user,
+        proposal_kind=proposal.kind,
+        decision=decision,
+        applied=len(result.applied),
+        conflicts=len(result.conflicts),
+        refused=len(result.refused),
+        skipped=len(result.skipped),
+    )
+
+
+def do_apply_proposal(
+    proposal: Proposal,
+    user,
+    change_ids: Iterable[int] | None = None,
+    edits: Mapping[int, Mapping[str, str]] | None = None,
+    *,
+    decision: str = "approved",
+) -> ApplyResult:
+    """Approve a proposal: write the selected pending changes (all when `change_ids` is None),
+    each with the person's `edits` (change id → name/description/body), through the normal
+    write path. The pending changes not selected are skipped. A change whose file changed
+    since it was proposed becomes a conflict (nothing written, both versions kept) and keeps
+    the proposal open; one the write path refuses (a secret, a broken header) is refused with
+    the reason. Raises ProposalClosed when the proposal was already decided, and ValueError
+    for a change id that is not one of its pending changes."""
+    if proposal.status != Proposal.Status.PENDING:
+        raise ProposalClosed(f"this proposal was already {proposal.status}")
+    pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
+    wanted = None if change_ids is None else {int(pk) for pk in change_ids}
+    if wanted is not None and wanted - {c.pk for c in pending}:
+        raise ValueError("only pending changes of this proposal can be approved")
+    store, result = proposal.store, ApplyResult()
+    for change in pending:
+        if wanted is not None and change.pk not in wanted:
+            change.status = ProposalChange.Status.SKIPPED
+            result.skipped.append(change.key)
+            change.save(update_fields=["status"])
+            continue
+        _edit(change, (edits or {}).get(change.pk, {}))
+        try:
+            _apply_change(store, user, change)
+        except EditConflict as exc:
+            change.status, change.current_text = ProposalChange.Status.CONFLICT, exc.disk_text
+            change.message = "The file changed since this was proposed."
+            result.conflicts.append(change.key)
+        except (FileRejected, FrontmatterError) as exc:
+            change.status, change.message = ProposalChange.Status.REFUSED, str(exc)
+            result.refused.append(change.key)
+        else:
+            change.status, change.message = ProposalChange.Status.APPLIED, ""
+            result.applied.append(change.key)
+        change.save()
+    _close(proposal, user, decision, result)
+    return result
+
+
+def do_reject_proposal(proposal: Proposal, user) -> ApplyResult:
+    """Reject what is still open in a proposal; nothing is written."""
+    if proposal.status != Proposal.Status.PENDING:
+        raise ProposalClosed(f"this proposal was already {proposal.status}")
+    open_changes = proposal.changes.filter(
+        status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
+    )
+    result = ApplyResult(skipped=list(open_changes.values_list("key", flat=True)))
+    open_changes.update(status=ProposalChange.Status.REJECTED)
+    _close(proposal, user, "rejected", result)
+    return result
+
+
+@transaction.atomic
+def do_rebase_change(change: ProposalChange) -> ProposalChange:
+    """Take a conflicted change up again against the file as it is now: its base becomes the
+    current version (a create of a file that now exists becomes an update, an update of a
+    file that is gone a create), so the person reviews the difference from what is there."""
+    store = change.proposal.store
+    current = _disk(store, change.key)
+    if change.action == ProposalChange.Action.DELETE and current is None:
+        change.status, change.message = ProposalChange.Status.SKIPPED, "already deleted"
+    else:
+        if change.action != ProposalChange.Action.DELETE:
+            exists = current is not None
+            change.action = ProposalChange.Action.UPDATE if exists else ProposalChange.Action.CREATE
+        change.status, change.message = ProposalChange.Status.PENDING, ""
+    change.base_checksum = _sha(current)
+    change.current_text = None
+    change.checks = _checks(store, _proposed(change))
+    change.save()
+    return change
+
+
+def pending_count(user) -> int:
+    """Proposals waiting for `user`'s review."""
+    return Proposal.objects.for_owner(user).filter(status=Proposal.Status.PENDING).count()

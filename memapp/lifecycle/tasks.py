@@ -1,0 +1,84 @@
+"""The lifecycle's background tasks (run by the task worker `manage.py serve` starts), and how
+extraction runs are queued: one per store at a time, with one trailing run (docs/design.md
+§14.4)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_tasks import task
+
+from memapp.lifecycle.extraction import STALE_RUN, run_extraction
+from memapp.lifecycle.models import ExtractionRun
+from memapp.lifecycle.sessions import prune_sessions
+from memapp.stores.models import Store
+
+__all__ = ["prune_sessions_task", "request_extraction", "run_extraction_task"]
+
+
+@task()
+def run_extraction_task(run_id: int) -> dict:
+    """One extraction run, then the trailing run that waited for it; the run's summary."""
+    summary = run_extraction(run_id)
+    if summary["store"] is not None:
+        _start_next(summary["store"])
+    return summary
+
+
+@task()
+def prune_sessions_task() -> int:
+    """Delete sessions idle for MEMHUB_TRANSCRIPT_RETENTION_DAYS (0 keeps them); how many."""
+    return prune_sessions(settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS)
+
+
+def _enqueue(run: ExtractionRun) -> None:
+    result = run_extraction_task.enqueue(run.pk)
+    ExtractionRun.objects.filter(pk=run.pk, task_id="").update(task_id=result.id)
+
+
+def _expire_lost_runs(store_id: int) -> None:
+    cutoff = timezone.now() - STALE_RUN
+    ExtractionRun.objects.filter(
+        Q(status=ExtractionRun.Status.RUNNING, started_at__lt=cutoff)
+        | Q(status=ExtractionRun.Status.QUEUED, created_at__lt=cutoff),
+        store_id=store_id,
+    ).update(
+        status=ExtractionRun.Status.FAILED,
+        outcome=ExtractionRun.Outcome.FAILED,
+        error="lost: the task worker stopped before it finished",
+        finished_at=timezone.now(),
+    )
+
+
+def request_extraction(store: Store, owner) -> str:
+    """Ask for a run of `store`: `queued` (a new run, enqueued), `trailing` (one is busy: a
+    trailing run waits for it) or `coalesced` (a run already waits)."""
+    with transaction.atomic():
+        Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
+        _expire_lost_runs(store.pk)
+        active = ExtractionRun.objects.filter(
+            store=store, status__in=[ExtractionRun.Status.QUEUED, ExtractionRun.Status.RUNNING]
+        )
+        if active.filter(status=ExtractionRun.Status.QUEUED).exists():
+            return "coalesced"
+        busy = active.exists()
+        run = ExtractionRun.objects.create(store=store, owner=owner, trailing=busy)
+    if busy:
+        return "trailing"
+    _enqueue(run)
+    return "queued"
+
+
+def _start_next(store_id: int) -> None:
+    """After a run: enqueue the trailing run waiting for this store, if any."""
+    with transaction.atomic():
+        Store.objects.select_for_update().filter(pk=store_id).exists()
+        waiting = (
+            ExtractionRun.objects.filter(store_id=store_id, status=ExtractionRun.Status.QUEUED)
+            .order_by("created_at", "pk")
+            .first()
+        )
+    if waiting is not None and not waiting.task_id:
+        _enqueue(waiting)

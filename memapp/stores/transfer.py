@@ -1,0 +1,167 @@
+"""A store as a zip file, out and in (docs/design.md §24).
+
+Export writes the topic files (and a MEMORY.md with their lines) as they are on disk. Import
+checks every entry of an uploaded zip before anything is written: the archive as a whole
+(a zip at all, how many entries, how many bytes once unpacked), then each entry: its key by
+the store's file rule (docs/design.md §6a), a regular file, not encrypted, at most 250,000 bytes
+when read whatever its header claims, UTF-8 without NUL, no secret. An archive that fails as a
+whole is refused; entries that fail are listed with their reason, and nothing is written unless
+the person chose to skip them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
+from memapp.memdir.secret_gate import configure as configure_secret_gate
+from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, check_entry
+from memapp.stores.actions import store_file_path
+from memapp.stores.flags import get_flag
+from memapp.stores.models import Store
+
+MAX_IMPORT_ENTRIES = 5_000
+MAX_IMPORT_BYTES = 50 * 1024 * 1024  # unpacked, summed over the entries actually read
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+_IGNORED_PREFIXES = ("__MACOSX/",)
+
+
+class ImportRefused(Exception):
+    """The archive as a whole cannot be imported; nothing was read into the store."""
+
+
+@dataclass
+class ImportPlan:
+    files: dict[str, str] = field(default_factory=dict)  # key -> text, passed every check
+    index: dict[str, str] = field(default_factory=dict)  # key -> its line in the zip's index
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (entry name, why)
+
+
+def _read_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
+    """At most `cap` + 1 bytes of an entry: a header that lies about the size cannot make it
+    unpack more than that."""
+    with archive.open(info) as handle:
+        return handle.read(cap + 1)
+
+
+def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return "a symbolic link, not a file"
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    try:
+        store_file_path(store, info.filename)
+    except FileRejected as exc:
+        return str(exc)
+    if info.file_size > MAX_ENTRY_BYTES:
+        return f"{info.file_size:,} bytes; the limit is {MAX_ENTRY_BYTES:,}"
+    return None
+
+
+def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
+    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason."""
+    try:
+        return None, check_entry(key, data, exclude=store.exclude)
+    except FileRejected as exc:
+        if exc.code == "secret_detected":
+            found = ", ".join(f"{h['label']} on line {h['line']}" for h in exc.details["entries"])
+            return f"holds what looks like a secret ({found})", ""
+        return str(exc).removeprefix(f"{key}: "), ""
+
+
+def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
+    """Check an uploaded zip for `store`; raises ImportRefused when it cannot be read at all."""
+    try:
+        archive = zipfile.ZipFile(upload)
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise ImportRefused("This is not a zip file.") from None
+    with archive:
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+        if len(infos) > MAX_IMPORT_ENTRIES:
+            raise ImportRefused(
+                f"The zip holds {len(infos):,} files; at most {MAX_IMPORT_ENTRIES:,} are imported "
+                "at once."
+            )
+        plan, total, seen = ImportPlan(), 0, set()
+        for info in infos:
+            name = info.filename
+            if name.startswith(_IGNORED_PREFIXES) or posixpath.basename(name).startswith("."):
+                plan.skipped.append((name, "hidden or system metadata"))
+                continue
+            if name in seen:
+                plan.skipped.append((name, "appears twice in the zip"))
+                continue
+            seen.add(name)
+            is_index = posixpath.basename(name) == INDEX_FILENAME
+            if is_index and name != INDEX_FILENAME:
+                plan.skipped.append((name, "an index of another directory"))
+                continue
+            problem = None if is_index else _entry_problem(store, info)
+            if problem is None:
+                try:
+                    data = _read_capped(archive, info, MAX_ENTRY_BYTES)
+                except (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, OSError):
+                    problem = "cannot be unpacked"
+                else:
+                    total += len(data)
+                    if total > MAX_IMPORT_BYTES:
+                        raise ImportRefused(
+                            f"The zip unpacks to more than {MAX_IMPORT_BYTES // 2**20} MB."
+                        )
+                    problem, text = _text_problem(store, name, data)
+            if problem is not None:
+                plan.skipped.append((name, problem))
+            elif is_index:
+                for entry in parse_index_entries(text):
+                    if entry.path:
+                        plan.index.setdefault(entry.path, entry.raw)
+            else:
+                plan.files[name] = text
+    if store.kind == Store.Kind.TEAM and plan.files:
+        _team_secrets(store, plan)
+    plan.index = {key: line for key, line in plan.index.items() if key in plan.files}
+    return plan
+
+
+def _team_secrets(store: Store, plan: ImportPlan) -> None:
+    """Team sync's push filter (docs/design.md §10a): what it would keep back is not imported."""
+    configure_secret_gate(entropy=get_flag("secrets_entropy_plugins"))
+    for key, hits in scan_for_push(plan.files).items():
+        found = ", ".join(f"{hit.label} on line {hit.line}" for hit in hits)
+        plan.skipped.append((key, f"holds what looks like a secret ({found})"))
+        del plan.files[key]
+
+
+def export_zip(store: Store, paths: list[str] | None = None) -> IO[bytes]:
+    """A zip of the store's topic files (or of `paths`) and a MEMORY.md holding their lines
+    (the whole index when exporting everything), in a temporary file ready to be read."""
+    root = Path(store.path)
+    wanted = (
+        sorted(paths)
+        if paths is not None
+        else list(store.files.order_by("path").values_list("path", flat=True))
+    )
+    out = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; the response closes it)
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key in wanted:
+            try:
+                archive.writestr(key, store_file_path(store, key).read_bytes())
+            except (OSError, FileRejected):
+                continue  # gone since it was listed, or never a key of this store
+        index = read_index(root)
+        if paths is not None:
+            keep = set(wanted)
+            lines = [e.raw for e in parse_index_entries(index) if e.path in keep]
+            index = "".join(f"{line}\n" for line in lines)
+        if index:
+            archive.writestr(INDEX_FILENAME, index)
+    out.seek(0)
+    return out

@@ -1,0 +1,164 @@
+"""Sessions in, memories out: the proposals queue, sessions and past-context search
+(docs/design.md §14). Everything here is the signed-in person's own."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from memapp.lifecycle.access import (
+    get_change_for_user,
+    get_proposal_for_user,
+    get_session_for_user,
+)
+from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
+from memapp.lifecycle.proposals import (
+    ApplyResult,
+    ProposalClosed,
+    change_diff,
+    do_apply_proposal,
+    do_rebase_change,
+    do_reject_proposal,
+)
+from memapp.lifecycle.search import search_past_context
+from memapp.lifecycle.sessions import do_forget_session
+from memapp.web.lifecycle_forms import DecisionForm
+
+RECENT = 20
+PAGE_SIZE = 50
+
+
+@login_required
+def proposal_list(request: HttpRequest) -> HttpResponse:
+    proposals = Proposal.objects.for_owner(request.user).select_related("store__project")
+    runs = ExtractionRun.objects.filter(owner=request.user).select_related("store__project")
+    context = {
+        "pending": proposals.filter(status=Proposal.Status.PENDING).prefetch_related("changes"),
+        "decided": proposals.exclude(status=Proposal.Status.PENDING).select_related("decided_by")[
+            :RECENT
+        ],
+        "runs": runs[:RECENT],
+        "busy": runs.filter(
+            status__in=[ExtractionRun.Status.QUEUED, ExtractionRun.Status.RUNNING]
+        ).count(),
+        "has_key": bool(settings.ANTHROPIC_API_KEY),
+    }
+    return render(request, "lifecycle/proposals.html", context)
+
+
+def _sources(proposal: Proposal) -> list[dict]:
+    """The lines of conversation a proposal came from, from sessions that still exist."""
+    sessions = {s.pk: s for s in Session.objects.filter(owner=proposal.owner)}
+    shown = []
+    for source in proposal.sources:
+        session = sessions.get(source.get("session"))
+        lines = []
+        if session is not None and source.get("lines"):
+            lines = list(
+                session.entries.filter(seq__in=source["lines"], gate_checked=True).order_by("seq")
+            )
+        shown.append({"source": source, "session": session, "lines": lines})
+    return shown
+
+
+def _result_message(request: HttpRequest, result: ApplyResult) -> None:
+    if result.applied:
+        messages.success(request, f"Applied: {', '.join(result.applied)}.")
+    if result.conflicts:
+        messages.error(
+            request,
+            f"Changed since proposed, nothing written: {', '.join(result.conflicts)}. "
+            "Both versions are shown below.",
+        )
+    if result.refused:
+        messages.error(request, f"Refused: {', '.join(result.refused)} (see below).")
+
+
+@login_required
+def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    proposal = get_proposal_for_user(request.user, proposal_id)
+    changes = list(proposal.changes.all())
+    pending = [c for c in changes if c.status == ProposalChange.Status.PENDING]
+    form = DecisionForm(pending=pending, initial={"changes": [str(c.pk) for c in pending]})
+    if request.method == "POST":
+        form = DecisionForm(request.POST, pending=pending)
+        try:
+            if request.POST.get("decision") == "reject":
+                do_reject_proposal(proposal, request.user)
+                messages.success(request, "Rejected: nothing was written.")
+                return redirect("proposals")
+            if form.is_valid() and not form.cleaned_data["changes"]:
+                form.add_error("changes", "Tick the changes to approve.")
+            if form.is_valid():
+                result = do_apply_proposal(
+                    proposal, request.user, form.cleaned_data["changes"], form.edits()
+                )
+                _result_message(request, result)
+                return redirect("proposal", proposal_id=proposal.pk)
+        except ProposalClosed as exc:
+            messages.error(request, str(exc))
+            return redirect("proposal", proposal_id=proposal.pk)
+    context = {
+        "proposal": proposal,
+        "diffs": [
+            (change_diff(change), form.bound_fields(change) if change in pending else {})
+            for change in changes
+        ],
+        "form": form,
+        "ticked": set(form["changes"].value() or []),
+        "sources": _sources(proposal),
+    }
+    return render(request, "lifecycle/proposal.html", context)
+
+
+@login_required
+@require_POST
+def change_rebase(request: HttpRequest, change_id: int) -> HttpResponse:
+    change = get_change_for_user(request.user, change_id)
+    if change.status == ProposalChange.Status.CONFLICT:
+        do_rebase_change(change)
+        messages.success(request, f"{change.key}: now compared with the current version.")
+    return redirect("proposal", proposal_id=change.proposal_id)
+
+
+@login_required
+def session_list(request: HttpRequest) -> HttpResponse:
+    sessions = Session.objects.filter(owner=request.user).select_related("project")
+    page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "retention_days": settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS}
+    return render(request, "lifecycle/sessions.html", context)
+
+
+@login_required
+def session_detail(request: HttpRequest, session_pk: int) -> HttpResponse:
+    session = get_session_for_user(request.user, session_pk)
+    entries = session.entries.filter(gate_checked=True).order_by("seq")
+    context = {
+        "session": session,
+        "entries": entries,
+        "unchecked": session.entries.filter(gate_checked=False).count(),
+        "proposals": Proposal.objects.for_owner(request.user).filter(sessions=session),
+    }
+    return render(request, "lifecycle/session.html", context)
+
+
+@login_required
+def session_forget(request: HttpRequest, session_pk: int) -> HttpResponse:
+    session = get_session_for_user(request.user, session_pk)
+    if request.method == "POST":
+        count = do_forget_session(session)
+        messages.success(request, f"Forgot the session {session}: {count} entries deleted.")
+        return redirect("sessions")
+    return render(request, "lifecycle/session_forget.html", {"session": session})
+
+
+@login_required
+def past_context(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "").strip()
+    result = search_past_context(request.user, query) if query else None
+    return render(request, "lifecycle/search.html", {"query": query, "result": result})

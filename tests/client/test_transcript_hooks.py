@@ -1,0 +1,174 @@
+"""`memhub-agent hook claude-code stop|session-end`: the real console script reads the
+transcript Claude Code names, uploads the entries after the session's cursor, prints nothing and
+answers within a second, also when memhub is down (then the next hook catches up); a large
+backlog goes on in a detached process. And `memhub-agent search`."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from memapp.lifecycle.models import Session, TranscriptEntry
+from memapp.lifecycle.sessions import check_with_gate
+from tests.client.conftest import Machine
+from tests.memdir.test_secret_rules import fake_tokens
+from tests.transcripts import Transcript
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def stop_payload(machine: Machine, transcript: Transcript, path, event: str = "Stop") -> dict:
+    """What Claude Code 2.1.328 sends a Stop (or SessionEnd) hook on stdin."""
+    payload = {
+        "session_id": transcript.session_id,
+        "transcript_path": str(path),
+        "cwd": str(machine.checkout),
+        "hook_event_name": event,
+    }
+    if event == "Stop":
+        payload["stop_hook_active"] = False
+    else:
+        payload["reason"] = "exit"
+    return payload
+
+
+def run_stop(machine: Machine, transcript: Transcript, path, event: str = "stop"):
+    name = "Stop" if event == "stop" else "SessionEnd"
+    started = time.monotonic()
+    result = machine.hook(event, stop_payload(machine, transcript, path, name))
+    return result, time.monotonic() - started
+
+
+@pytest.fixture
+def a(machine_a, server) -> Machine:
+    machine_a.login(server)
+    return machine_a
+
+
+@pytest.fixture
+def session(a) -> tuple[Transcript, object]:
+    t = Transcript(cwd=str(a.checkout))
+    t.snapshot()
+    t.turn("Why are the integration tests slow?", "The fixtures rebuild the database.")
+    t.turn("remember that we deploy on Fridays", "Noted.")
+    path = t.write(a.home / ".claude" / "projects" / "-src-widgets" / f"{t.session_id}.jsonl")
+    return t, path
+
+
+def test_the_stop_hook_uploads_the_new_entries_and_prints_nothing(a, session):
+    transcript, path = session
+    result, elapsed = run_stop(a, transcript, path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert elapsed < 1.0
+    stored = Session.objects.get()
+    assert stored.session_id == transcript.session_id
+    assert stored.entry_count == 4
+    assert stored.skipped == {"unknown_type": 1}
+    assert stored.memory_dir == str(a.memory_dir)
+    assert stored.project.key == "acme/widgets"
+
+    start = len(transcript.entries)
+    transcript.turn("and the unit tests?", "They are fine.")
+    transcript.append(path, start)
+    run_stop(a, transcript, path)
+    assert Session.objects.get().entry_count == 6
+    assert TranscriptEntry.objects.count() == 6  # nothing sent twice
+
+
+def test_secrets_never_leave_the_machine(a, session):
+    transcript, path = session
+    token = fake_tokens(31)["github-pat"]
+    start = len(transcript.entries)
+    transcript.user(f"push with GH_TOKEN={token}")
+    transcript.append(path, start)
+    run_stop(a, transcript, path)
+    check_with_gate(Session.objects.all())
+    stored = " ".join(TranscriptEntry.objects.values_list("text", flat=True))
+    assert token not in stored
+    assert "[REDACTED:GitHub personal access token]" in stored
+
+
+def test_when_memhub_is_down_the_hook_is_silent_and_the_next_one_catches_up(
+    a, session, closed_port, server
+):
+    transcript, path = session
+    a.extra_env["MEMHUB_URL"] = f"http://127.0.0.1:{closed_port}"
+    result, elapsed = run_stop(a, transcript, path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert elapsed < 1.0
+    assert not Session.objects.exists()
+    del a.extra_env["MEMHUB_URL"]
+    run_stop(a, transcript, path)
+    assert Session.objects.get().entry_count == 4
+
+
+def test_a_hanging_server_costs_at_most_a_second(a, session, silent_server):
+    transcript, path = session
+    a.extra_env["MEMHUB_URL"] = silent_server
+    result, elapsed = run_stop(a, transcript, path)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("where", ["outside", "missing"])
+def test_a_transcript_outside_home_or_missing_is_skipped_and_counted(a, session, tmp_path, where):
+    transcript, path = session
+    if where == "outside":
+        outside = tmp_path / "elsewhere" / "t.jsonl"
+        outside.parent.mkdir()
+        outside.write_text(path.read_text())
+        path = outside
+    else:
+        path = a.home / "nope.jsonl"
+    result, _ = run_stop(a, transcript, path)
+    assert (result.returncode, result.stdout) == (0, "")
+    stored = Session.objects.get()
+    assert stored.entry_count == 0
+    reason = "transcript_outside_home" if where == "outside" else "transcript_missing"
+    assert stored.skipped == {reason: 1}
+
+
+def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
+    t = Transcript(cwd=str(a.checkout))
+    for n in range(1500):
+        t.turn(f"question {n}: " + "why? " * 60, f"answer {n}: " + "because " * 60)
+    path = t.write(a.home / ".claude" / "projects" / "-src-widgets" / f"{t.session_id}.jsonl")
+    result, elapsed = run_stop(a, t, path)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert elapsed < 1.0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        stored = Session.objects.filter(session_id=t.session_id).first()
+        if stored is not None and stored.entry_count == 3000:
+            break
+        time.sleep(0.5)
+    assert Session.objects.get().entry_count == 3000
+    cursor = json.loads(next((a.config_dir / "transcripts").glob("*.json")).read_text())
+    assert cursor["offset"] == path.stat().st_size
+
+
+def test_session_end_marks_the_session_ended(a, session):
+    transcript, path = session
+    a.extra_env["MEMHUB_HOOK_TIMEOUT"] = "5"  # about the session's end, not the budget
+    run_stop(a, transcript, path)
+    result, _ = run_stop(a, transcript, path, event="session-end")
+    assert (result.returncode, result.stdout) == (0, "")
+    assert Session.objects.get().ended_at is not None
+
+
+def test_search_prints_the_best_matches_with_links(a, session):
+    transcript, path = session
+    run_stop(a, transcript, path)
+    check_with_gate(Session.objects.all())
+    result = a.run("search", "deploy Fridays")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Memories (0)"
+    assert lines[1] == "Sessions (1)"
+    assert "remember that we **deploy** on **Fridays**" in lines[3]
+    assert lines[4].strip().endswith("#e3")
+    as_json = json.loads(a.run("search", "deploy", "--json").stdout)
+    assert as_json["sessions"][0]["seq"] == 3
+    assert a.run("search", "kraken").stdout == "nothing matches 'kraken'\n"

@@ -1,0 +1,29 @@
+"""Sessions of alice's (and bob's) reaching memhub through the API, and the task worker."""
+
+from __future__ import annotations
+
+from django.core.management import call_command
+
+from tests.api.conftest import alice_api, bob_api  # noqa: F401 (fixtures shared with the API tests)
+from tests.transcripts import Transcript
+
+PROJECT = "acme/widgets"
+MEMORY_DIR = "/home/alice/.claude/projects/-home-alice-src-widgets/memory"
+
+
+def upload(client, transcript: Transcript, entries=None, **fields):
+    """POST a session's entries as memhub-agent does; the JSON answer."""
+    body = {
+        "project": PROJECT,
+        "memory_dir": MEMORY_DIR,
+        "entries": transcript.entries if entries is None else entries,
+        **fields,
+    }
+    response = client.post(f"/api/v1/sessions/{transcript.session_id}/entries", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def run_worker() -> None:
+    """The task worker of the database backend runs what is queued, then stops."""
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload")

@@ -1,0 +1,124 @@
+"""Past-context search (docs/design.md §14.9): one function over a person's own sessions and the
+memories they may see, ranked, with highlighted snippets; SQLite FTS5 here, PostgreSQL's
+full-text search in the PostgreSQL run. bob never sees alice's hits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memapp.lifecycle.models import Session
+from memapp.lifecycle.search import START, STOP, search_past_context
+from memapp.lifecycle.sessions import check_with_gate
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Project
+from memapp.stores.projects import resolve_store
+from tests.conftest import write_memory
+from tests.lifecycle.conftest import PROJECT, upload
+from tests.transcripts import Transcript
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def history(alice, bob, alice_api, bob_api):
+    """alice: two sessions and a private memory, a team memory bob can see; bob: one session."""
+    deploy = Transcript()
+    deploy.turn("The deploy failed with a migration lock timeout", "Retrying the migration.")
+    deploy.turn("remember that we deploy on Fridays", "Noted.")
+    upload(alice_api, deploy)
+    other = Transcript()
+    other.turn("Rename the billing service", "Renamed billing-api to invoices.")
+    upload(alice_api, other)
+    private = resolve_store(alice, PROJECT, "private")
+    write_memory(
+        Path(private.path),
+        "project_deploys.md",
+        "Deploy day",
+        "Deploys happen on Fridays after the migration check",
+        "project",
+        "Deploy on Fridays.\n",
+    )
+    rescan_store(private)
+    team = resolve_store(alice, PROJECT, "team")
+    Project.objects.get(key=PROJECT).members.add(bob)
+    write_memory(Path(team.path), "reference_runbook.md", "Runbook", "Deploy runbook", "reference")
+    rescan_store(team)
+    bobs = Transcript()
+    bobs.turn("bob's secret plan: deploy on Mondays instead", "Interesting.")
+    upload(bob_api, bobs)
+    check_with_gate(Session.objects.all())
+    return {"deploy": deploy, "other": other, "bob": bobs}
+
+
+def test_it_finds_sessions_and_memories_ranked_with_highlights(alice, history):
+    result = search_past_context(alice, "deploy Fridays")
+    assert [h.path for h in result.memories] == ["project_deploys.md"]
+    sessions = result.sessions
+    assert [h.agent_session_id for h in sessions] == [history["deploy"].session_id]
+    assert sessions[0].seq == 3
+    assert f"{START}deploy{STOP}" in sessions[0].snippet
+    assert f"{START}Fridays{STOP}" in sessions[0].snippet
+    assert str(sessions[0].snippet_html).count("<mark>") == 2
+
+
+def test_every_word_must_match_and_the_last_is_a_prefix(alice, history):
+    assert {h.seq for h in search_past_context(alice, "migra").sessions} == {1, 2}
+    assert search_past_context(alice, "deploy billing").empty
+    hits = search_past_context(alice, "billing").sessions
+    assert {h.agent_session_id for h in hits} == {history["other"].session_id}
+
+
+def test_bob_never_sees_alices_sessions_or_private_memories(bob, alice, history):
+    result = search_past_context(bob, "deploy")
+    assert [h.agent_session_id for h in result.sessions] == [history["bob"].session_id]
+    assert [h.path for h in result.memories] == ["reference_runbook.md"]  # the team's only
+    assert search_past_context(bob, "migration lock").empty
+    assert search_past_context(alice, "Mondays").empty
+
+
+def test_entries_not_yet_checked_for_secrets_are_not_searched(alice, alice_api, history):
+    late = Transcript()
+    late.turn("the kraken release is blocked", "ok")
+    upload(alice_api, late)
+    assert search_past_context(alice, "kraken").empty
+    check_with_gate(Session.objects.all())
+    assert not search_past_context(alice, "kraken").empty
+
+
+def test_forgotten_sessions_and_rewritten_memories_leave_the_index(alice, history):
+    Session.objects.get(session_id=history["deploy"].session_id).delete()
+    assert search_past_context(alice, "migration lock").empty
+    private = resolve_store(alice, PROJECT, "private")
+    (Path(private.path) / "project_deploys.md").unlink()
+    rescan_store(private)
+    assert search_past_context(alice, "Fridays after").empty
+
+
+@pytest.mark.parametrize("query", ["", "   ", '"*^()', "AND OR NOT NEAR", "x" * 5000, "é ü 漢字"])
+def test_odd_queries_never_break_it(alice, history, query):
+    result = search_past_context(alice, query)
+    assert result.memories is not None
+
+
+def test_snippets_are_escaped_html(alice, alice_api):
+    t = Transcript()
+    t.turn("rollout only when load < 3 & queue > 2 <script>alert(1)</script>", "Noted.")
+    upload(alice_api, t)
+    check_with_gate(Session.objects.all())
+    (hit,) = search_past_context(alice, "rollout queue").sessions
+    html = str(hit.snippet_html)
+    assert "<script>" not in html
+    assert "load &lt; 3 &amp; <mark>queue</mark>" in html
+
+
+def test_the_api_answers_with_links_and_bold_matches(alice_api, bob_api, history):
+    answer = alice_api.get("/api/v1/search", {"q": "deploy Fridays"}).json()
+    (session,) = answer["sessions"]
+    assert session["snippet"].count("**") == 4
+    assert session["url"].endswith(f"#e{session['seq']}")
+    assert "/sessions/" in session["url"]
+    assert answer["memories"][0]["url"].endswith("/m/project_deploys.md")
+    assert bob_api.get("/api/v1/search", {"q": "migration lock"}).json()["sessions"] == []
+    assert alice_api.get("/api/v1/search").status_code == 400

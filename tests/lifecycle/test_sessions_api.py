@@ -1,0 +1,174 @@
+"""`POST /api/v1/sessions/<id>/entries`: idempotent by entry, redacted before it is stored,
+private to its owner, bad input skipped and counted; forgetting and pruning sessions."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from django.utils import timezone
+
+from memapp.lifecycle.models import Session, TranscriptEntry
+from memapp.lifecycle.sessions import check_with_gate, prune_sessions
+from tests.lifecycle.conftest import upload
+from tests.memdir.test_secret_rules import fake_tokens
+from tests.transcripts import Transcript
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def transcript() -> Transcript:
+    t = Transcript()
+    t.snapshot()
+    t.turn("Why are the integration tests slow?", "The fixtures rebuild the database.")
+    call = t.tool_use("Bash", {"command": "pytest -x --durations=3"})
+    t.tool_result(call, "3 slowest: 12.1s setup")
+    t.summary("Slow integration tests")
+    return t
+
+
+def test_entries_are_stored_once_each_and_counted(alice_api, transcript):
+    answer = upload(alice_api, transcript)
+    assert answer["received"] == 6
+    assert answer["stored"] == 5
+    assert answer["skipped"] == {"unknown_type": 1}
+    assert answer["extraction"] == "queued"
+    again = upload(alice_api, transcript)
+    assert (again["stored"], again["duplicates"]) == (0, 5)
+    session = Session.objects.get()
+    assert session.entry_count == 5
+    assert session.turn_count == 1
+    assert session.title == "Slow integration tests"
+    assert session.skipped == {"unknown_type": 2}
+    assert list(session.entries.values_list("seq", flat=True)) == [1, 2, 3, 4, 5]
+
+
+def test_new_entries_continue_the_sequence(alice_api, transcript):
+    upload(alice_api, transcript)
+    start = len(transcript.entries)
+    transcript.turn("And the unit tests?", "They are fine.")
+    answer = upload(alice_api, transcript, entries=transcript.entries[start:])
+    assert answer["stored"] == 2
+    rows = TranscriptEntry.objects.order_by("seq")
+    assert [r.seq for r in rows][-2:] == [6, 7]
+    assert rows.last().prose == "They are fine."
+
+
+def test_planted_secrets_are_never_stored_in_clear(alice_api):
+    tokens = fake_tokens(21)
+    t = Transcript()
+    t.user(f"Use STRIPE_KEY={tokens['stripe-access-token']} for the test account")
+    bearer = f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"
+    call = t.tool_use("Bash", {"command": bearer})
+    t.tool_result(call, 'db:\n  password = "Tq8vR2zLx9kQw3pA"\n')
+    answer = upload(alice_api, t)
+    assert answer["redacted"] == 2
+    check_with_gate(Session.objects.all())  # the task's second layer
+    stored = " ".join(f"{e.prose} {e.tools} {e.text}" for e in TranscriptEntry.objects.all())
+    for value in (tokens["stripe-access-token"], tokens["github-pat"], "Tq8vR2zLx9kQw3pA"):
+        assert value not in stored
+    assert "[REDACTED:Stripe secret key]" in stored
+    assert "[REDACTED:Secret Keyword]" in stored
+    assert Session.objects.get().redactions == 3
+
+
+def test_unchecked_entries_wait_for_the_second_layer(alice_api, transcript):
+    upload(alice_api, transcript)
+    assert not TranscriptEntry.objects.filter(gate_checked=True).exists()
+    check_with_gate(Session.objects.all())
+    assert not TranscriptEntry.objects.filter(gate_checked=False).exists()
+
+
+def test_sessions_are_private_to_their_owner(alice_api, bob_api, transcript):
+    upload(alice_api, transcript)
+    other = Transcript(session_id=transcript.session_id)
+    other.turn("bob's own question", "bob's answer")
+    upload(bob_api, other)  # the same session id is a different session for bob
+    assert Session.objects.count() == 2
+    assert bob_api.delete(f"/api/v1/sessions/{transcript.session_id}").status_code == 204
+    assert Session.objects.get().owner.username == "alice"
+    assert bob_api.delete(f"/api/v1/sessions/{transcript.session_id}").status_code == 404
+
+
+def test_forgetting_a_session_deletes_its_transcript(alice_api, transcript):
+    upload(alice_api, transcript)
+    assert alice_api.delete(f"/api/v1/sessions/{transcript.session_id}").status_code == 204
+    assert not Session.objects.exists()
+    assert not TranscriptEntry.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"project": "acme/widgets", "entries": "not a list"}, "invalid"),
+        ({"project": "acme/widgets"}, "invalid"),
+        ({"project": "../etc", "entries": []}, "invalid"),
+        ({"project": "acme/widgets", "entries": [], "skipped": {"x": -1}}, "invalid"),
+        ({"project": "acme/widgets", "entries": [], "surprise": 1}, "invalid"),
+    ],
+)
+def test_bad_requests_are_refused_with_the_api_error_shape(alice_api, body, code):
+    response = alice_api.post("/api/v1/sessions/abc-123/entries", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+    assert not Session.objects.exists()
+
+
+def test_a_bad_session_id_is_refused(alice_api):
+    body = {"project": "acme/widgets", "entries": []}
+    response = alice_api.post("/api/v1/sessions/..%2F..%2Fx/entries", body, format="json")
+    assert response.status_code in (400, 404)
+    assert not Session.objects.exists()
+
+
+def test_odd_entries_are_skipped_and_counted_never_a_crash(alice_api):
+    t = Transcript()
+    t.turn("hello", "hi")
+    odd = [
+        "a string",
+        42,
+        None,
+        {"type": "progress", "data": {}},
+        {"type": "user", "message": "not an object"},
+        {"type": "assistant", "message": {"content": [None, 3, {"type": "weird"}]}},
+        {"type": "user", "uuid": "u-1", "message": {"content": "\x00\x01 binary-ish"}},
+    ]
+    answer = upload(alice_api, t, entries=t.entries + odd, skipped={"not_json": 2})
+    assert answer["stored"] == 5
+    assert answer["skipped"] == {"not_object": 3, "unknown_type": 1, "not_json": 2}
+
+
+def test_sessions_idle_past_the_retention_are_pruned(alice_api, transcript):
+    upload(alice_api, transcript)
+    old = Transcript()
+    old.turn("an old question", "an old answer")
+    upload(alice_api, old)
+    Session.objects.filter(session_id=old.session_id).update(
+        last_entry_at=timezone.now() - datetime.timedelta(days=31)
+    )
+    assert prune_sessions(30) == 1
+    assert list(Session.objects.values_list("session_id", flat=True)) == [transcript.session_id]
+    assert prune_sessions(0) == 0
+
+
+def test_a_thousand_entries_in_one_upload(alice_api):
+    t = Transcript()
+    for n in range(500):
+        t.turn(f"question {n}", f"answer {n}")
+    answer = upload(alice_api, t)
+    assert answer["stored"] == 1000
+    assert Session.objects.get().turn_count == 500
+
+
+@pytest.mark.django_db(transaction=True)  # the task worker commits
+def test_the_background_clock_prunes_old_sessions_daily(alice_api, settings):
+    from tests.conftest import background_tick
+
+    settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS = 30
+    old = Transcript()
+    old.turn("an old question", "an old answer")
+    upload(alice_api, old)
+    Session.objects.update(last_entry_at=timezone.now() - datetime.timedelta(days=45))
+    assert 1 in background_tick()  # prune_sessions_task's result: one session went
+    assert not Session.objects.exists()

@@ -1,0 +1,168 @@
+"""A memory's history page, a version's page, restoring, and a store's trash."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from memapp.stores.actions import do_forget_memory, do_save_memory
+from memapp.stores.history import timeline
+from memapp.stores.models import TrashItem
+from tests.web.memory_pages import INDEX, root, text, url
+
+pytestmark = pytest.mark.django_db
+
+ORIGINAL = "---\nname: Role\ndescription: Alice is a backend engineer\ntype: user\n---\nBody.\n"
+
+
+def wrong_edit(store, user) -> None:
+    do_save_memory(
+        store,
+        user,
+        name="Role",
+        description="Alice is a frontend engineer",
+        memory_type="user",
+        body="Body.\nA wrong line.\n",
+        path="user_role.md",
+    )
+
+
+def history_url(store, path: str = "user_role.md", **query) -> str:
+    base = reverse("memory_history", kwargs={"store_id": store.pk, "path": path})
+    return base + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+
+
+def restore_forms(response) -> dict[str, str]:
+    """version id -> the checksum the restore form carries."""
+    html = response.content.decode()
+    return dict(
+        re.findall(
+            r'history/(\d+)/restore/" id="restore-\d+" class="bare">'
+            r'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]+">'
+            r'<input type="hidden" name="base" value="([^"]*)">',
+            html,
+        )
+    )
+
+
+def test_the_memory_page_links_its_history(client, stores, alice):
+    client.force_login(alice)
+    page = client.get(url("memory", stores.private, "user_role.md")).content.decode()
+    assert f'href="{history_url(stores.private)}"' in page
+    assert "Recalled never" in text(client.get(url("memory", stores.private, "user_role.md")))
+
+
+def test_the_history_lists_each_version_with_who_and_how(client, stores, alice):
+    wrong_edit(stores.private, alice)
+    client.force_login(alice)
+    page = text(client.get(history_url(stores.private)))
+    assert "History of user_role.md" in page
+    assert "2 versions, newest first." in page
+    assert "current alice · the web UI" in page
+    assert "found on disk · first seen" in page
+    assert page.count("Restore this version") == 1  # never offered for the current version
+
+
+def test_two_versions_compare_as_a_diff(client, stores, alice):
+    wrong_edit(stores.private, alice)
+    new, old = timeline(stores.private, "user_role.md")
+    client.force_login(alice)
+    response = client.get(history_url(stores.private, a=old.pk, b=new.pk))
+    html = response.content.decode()
+    assert "2 lines added · 1 line removed" in text(response)
+    assert '<tr class="del"><td class="ln">3</td>' in html
+    assert "Alice is a <mark>backend</mark> engineer" in html
+    assert "Alice is a <mark>frontend</mark> engineer" in html
+    assert '<tr class="add"><td class="ln"></td><td class="ln">7</td>' in html  # the wrong line
+
+
+def test_restoring_the_previous_version_undoes_a_wrong_edit(client, stores, alice):
+    wrong_edit(stores.private, alice)
+    new, old = timeline(stores.private, "user_role.md")
+    client.force_login(alice)
+    forms = restore_forms(client.get(history_url(stores.private)))
+    assert forms == {str(old.pk): f"sha256:{new.sha256}"}
+    response = client.post(
+        reverse(
+            "memory_version_restore",
+            kwargs={"store_id": stores.private.pk, "path": "user_role.md", "version_id": old.pk},
+        ),
+        {"base": forms[str(old.pk)]},
+        follow=True,
+    )
+    assert response.redirect_chain == [(url("memory", stores.private, "user_role.md"), 302)]
+    assert "The version it replaced is kept in the history." in text(response)
+    assert (root(stores.private) / "user_role.md").read_text() == ORIGINAL
+    assert (root(stores.private) / "MEMORY.md").read_text() == INDEX  # its line as it was
+    assert len(timeline(stores.private, "user_role.md")) == 3
+
+
+def test_a_restore_against_a_file_changed_meanwhile_writes_nothing(client, stores, alice):
+    wrong_edit(stores.private, alice)
+    new, old = timeline(stores.private, "user_role.md")
+    client.force_login(alice)
+    (root(stores.private) / "user_role.md").write_text("---\nname: Agent's\n---\nnewer\n")
+    response = client.post(
+        reverse(
+            "memory_version_restore",
+            kwargs={"store_id": stores.private.pk, "path": "user_role.md", "version_id": old.pk},
+        ),
+        {"base": f"sha256:{new.sha256}"},
+        follow=True,
+    )
+    assert "Nothing was restored: 'user_role.md' changed on the server" in text(response)
+    assert (root(stores.private) / "user_role.md").read_text().endswith("newer\n")
+
+
+def test_a_version_page_shows_its_text_and_what_it_changed(client, stores, alice):
+    wrong_edit(stores.private, alice)
+    new, old = timeline(stores.private, "user_role.md")
+    client.force_login(alice)
+    response = client.get(
+        reverse(
+            "memory_version",
+            kwargs={"store_id": stores.private.pk, "path": "user_role.md", "version_id": new.pk},
+        )
+    )
+    page = text(response)
+    assert "A wrong line." in page
+    assert "Status the current version" in page
+    assert "What changed from the version before" in page
+
+
+@pytest.mark.parametrize("who", ["bob", "charlie", "sam"])
+def test_nobody_else_sees_a_private_memorys_history_or_trash(client, stores, alice, who, request):
+    do_forget_memory(stores.private, alice, "user_role.md")
+    client.force_login(request.getfixturevalue(who))
+    assert client.get(history_url(stores.private)).status_code == 404
+    assert client.get(reverse("trash", args=[stores.private.pk])).status_code == 404
+    item = TrashItem.objects.get()
+    restore = reverse("trash_restore", args=[stores.private.pk, item.pk])
+    assert client.post(restore).status_code == 404
+    assert not (root(stores.private) / "user_role.md").exists()
+
+
+def test_a_forgotten_memory_waits_in_the_trash_and_comes_back(client, stores, alice):
+    client.force_login(alice)
+    assert "It waits in the store's trash for 30 days" in text(
+        client.get(url("memory_forget", stores.private, "user_role.md"))
+    )
+    client.post(url("memory_forget", stores.private, "user_role.md"))
+    trash = text(client.get(reverse("trash", args=[stores.private.pk])))
+    assert "Role Alice is a backend engineer user_role.md" in trash
+    assert "alice · the web UI" in trash
+    assert "Trash (1)" in text(client.get(url("store", stores.private)))
+    history = text(client.get(history_url(stores.private)))
+    assert "This memory is not in the store now (it was deleted by alice" in history
+    item = TrashItem.objects.get()
+    response = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    assert "Restored user_role.md, with its index line." in text(response)
+    assert (root(stores.private) / "user_role.md").read_text() == ORIGINAL
+    assert "The trash is empty." in text(client.get(reverse("trash", args=[stores.private.pk])))
+
+
+def test_a_memory_with_no_history_has_no_history_page(client, stores, alice):
+    client.force_login(alice)
+    assert client.get(history_url(stores.private, path="never.md")).status_code == 404

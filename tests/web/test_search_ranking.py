@@ -1,0 +1,107 @@
+"""The review UI's search ranks like recall, marks what matched, and keeps the filters."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import RecallStat
+from tests.conftest import write_memory
+from tests.web.memory_pages import root, set_age, text, url
+from tests.web.test_store_views import titles
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(stores):
+    directory = root(stores.private)
+    write_memory(
+        directory,
+        "project_flaky_ci.md",
+        "Flaky CI job",
+        "The nightly integration job fails now and then",
+        "project",
+        "Retry once; the runner's disk fills up under load.\n",
+    )
+    write_memory(
+        directory,
+        "reference_runbooks.md",
+        "Ops runbooks",
+        "Where the runbooks live",
+        "reference",
+        "See the wiki. Tests of the deploy script are slow.\n",
+    )
+    write_memory(
+        directory,
+        "feedback_test_names.md",
+        "Test names",
+        "Name tests after the behaviour",
+        "feedback",
+        "Sentence names.\n",
+    )
+    set_age(directory / "project_flaky_ci.md", 40)  # old: recency does not bury it
+    rescan_store(stores.private)
+    return stores.private
+
+
+def marks(response) -> list[str]:
+    return re.findall(r'<mark class="hit">([^<]*)</mark>', response.content.decode())
+
+
+def test_flaky_tests_finds_the_flaky_ci_job_first(client, corpus, alice):
+    client.force_login(alice)
+    response = client.get("/search/?q=flaky+tests")
+    found = titles(response)
+    assert found[0] == "Flaky CI job"
+    assert "flaky tests" not in (root(corpus) / "project_flaky_ci.md").read_text().lower()
+    assert set(found) >= {"Flaky CI job", "Test names"}  # weaker matches are listed too
+    assert "Flaky" in marks(response)
+    assert "now and then" in marks(response)  # a synonym of "flaky" in its description
+
+
+def test_the_store_page_search_ranks_too(client, corpus, alice):
+    client.force_login(alice)
+    assert titles(client.get(url("store", corpus) + "?q=flaky+tests"))[0] == "Flaky CI job"
+
+
+def test_a_body_match_is_shown_as_a_marked_snippet(client, corpus, alice):
+    client.force_login(alice)
+    response = client.get("/search/?q=disk")
+    assert titles(response) == ["Flaky CI job"]
+    assert 'Retry once; the runner\'s <mark class="hit">disk</mark> fills up under load.' in (
+        response.content.decode().replace("&#x27;", "'")
+    )
+
+
+def test_part_of_a_word_still_finds_what_holds_it(client, corpus, alice):
+    client.force_login(alice)
+    response = client.get("/search/?q=runb")
+    assert titles(response) == ["Ops runbooks"]
+    assert marks(response)[:1] == ["runb"]
+
+
+def test_the_filters_still_apply_to_a_ranked_search(client, corpus, alice):
+    client.force_login(alice)
+    feedback = titles(client.get("/search/?q=flaky+tests&type=feedback"))
+    assert feedback == ["Test names", "Real DB"]  # "tests" in a name counts more
+    this_week = titles(client.get("/search/?q=flaky+tests&age=7"))
+    assert "Flaky CI job" not in this_week and "Test names" in this_week
+    by_name = titles(client.get("/search/?q=flaky+tests&sort=name"))
+    assert by_name == sorted(by_name)
+
+
+def test_an_unrelated_query_finds_nothing(client, corpus, alice):
+    client.force_login(alice)
+    assert "No memories match." in text(client.get("/search/?q=kubernetes+helm"))
+
+
+def test_memories_never_recalled_can_be_listed(client, corpus, alice):
+    RecallStat.objects.create(
+        store=corpus, path="project_flaky_ci.md", count=2, last_recalled_at="2026-01-01T00:00Z"
+    )
+    client.force_login(alice)
+    never = titles(client.get(url("store", corpus) + "?problem=never_recalled"))
+    assert "Flaky CI job" not in never and "Ops runbooks" in never
