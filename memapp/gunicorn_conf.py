@@ -12,6 +12,6 @@ def post_worker_init(worker) -> None:
     from django.db import DatabaseError
 
     for model in apps.get_models():
-        if model._meta.app_label in ("auth", "memapp", "teamsync", "snapshots"):
+        if model._meta.app_label in ("auth", "memapp", "teamsync", "snapshots", "lifecycle"):
             with contextlib.suppress(DatabaseError):  # e.g. before the first migrate
                 model.objects.filter(pk__isnull=True).first()

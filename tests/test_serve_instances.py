@@ -48,7 +48,8 @@ def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
         sockets = [control_socket_path(Path(env["MEMHUB_DATA_DIR"])) for *_, env in started]
         assert sockets[0] == tmp_path / "one" / "data" / "gunicorn.ctl"
         assert len(str(sockets[1])) <= MAX_SOCKET_PATH and sockets[0] != sockets[1]
-        assert all(path.is_socket() for path in sockets)
+        # gunicorn's arbiter opens its control socket after it has started the workers.
+        wait_until(lambda: all(path.is_socket() for path in sockets), 10)
         for _process, url, out, env in started:
             with urllib.request.urlopen(url + "/login/", timeout=10) as response:
                 assert response.status == 200

@@ -5,14 +5,12 @@ session start the index the server just changed, the team index and what waits f
 with the prompt the recalled memory, as plain text (the client would escape a
 `<system-reminder>` tag to `&lt;system-reminder>`). With memory off, none of it.
 
-The CLI is the pinned `@anthropic-ai/claude-code` that `./scripts/test` installs into `.node/`
-with npm (README, "Testing with the real Claude Code"); without it this test is skipped.
+The harness (the CLI, the hooks as the README installs them, the request's text) is
+`tests/claude_code.py`; without the CLI this test is skipped.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,71 +20,12 @@ from memapp.stores.models import Store
 from memapp.stores.projects import resolve_store
 from teamsync.models import TeamConflict
 from tests.api.fake_anthropic import FakeAnthropic
-from tests.client.conftest import AGENT, SLUG, Machine, topic
+from tests.claude_code import ask_claude, install_hooks, needs_claude
+from tests.client.conftest import SLUG, topic
 
-CLAUDE = Path(__file__).resolve().parents[2] / ".node" / "node_modules" / ".bin" / "claude"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        not CLAUDE.exists(),
-        reason="the Claude Code CLI is not installed in .node/: ./scripts/test installs it "
-        "when npm is present (see the README)",
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), needs_claude]
 
 PROMPT = "Should the integration tests use a real database?"
-HOOKS = {
-    "SessionStart": "session-start",
-    "UserPromptSubmit": "user-prompt-submit",
-    "PostToolUse": "post-tool-use",
-}
-
-
-def install_hooks(machine: Machine) -> None:
-    """memhub's hooks in the user's settings, as the README shows them."""
-    settings = {
-        "hooks": {
-            event: [
-                {
-                    **({"matcher": "Read"} if event == "PostToolUse" else {}),
-                    "hooks": [{"type": "command", "command": f"{AGENT} hook claude-code {name}"}],
-                }
-            ]
-            for event, name in HOOKS.items()
-        }
-    }
-    path = machine.home / ".claude" / "settings.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(settings))
-
-
-def ask_claude(machine: Machine, fake: FakeAnthropic, **env: str) -> str:
-    """Run `claude -p PROMPT` in the checkout; the text of the request it sent the model with
-    the prompt (system prompt and messages, in order)."""
-    result = subprocess.run(
-        [str(CLAUDE), "-p", PROMPT],
-        cwd=machine.checkout,
-        env={
-            **machine.env,
-            "IS_SANDBOX": "1",  # root may run it
-            "ANTHROPIC_BASE_URL": fake.url,
-            "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
-            "DISABLE_AUTOUPDATER": "1",
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    [request] = [r for r in fake.requests if PROMPT in json.dumps(r.body.get("messages"))]
-    texts = [block["text"] for block in request.body.get("system") or []]
-    for message in request.body["messages"]:
-        content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        texts += [block.get("text", "") for block in blocks if block.get("type") == "text"]
-    return "\n".join(texts)
 
 
 @pytest.fixture
@@ -129,7 +68,7 @@ def test_the_model_gets_what_memhubs_hooks_add_and_nothing_twice(a, alice, fake,
     (Path(team.path) / "MEMORY.md").write_text("- [Deploys](deploys.md) — through ArgoCD\n")
     TeamConflict.objects.create(store=team, key="deploys.md", kind="edit", ours="a", theirs="b")
 
-    sent = ask_claude(a, fake)
+    sent = ask_claude(a, fake, PROMPT)
 
     session_start = sent.split("SessionStart hook additional context: ", 1)[1]
     assert session_start.startswith(
@@ -150,7 +89,7 @@ def test_the_model_gets_what_memhubs_hooks_add_and_nothing_twice(a, alice, fake,
 
 
 def test_with_memory_off_the_model_gets_nothing_from_memhub(a, fake):
-    sent = ask_claude(a, fake, CLAUDE_CODE_DISABLE_AUTO_MEMORY="1")
+    sent = ask_claude(a, fake, PROMPT, CLAUDE_CODE_DISABLE_AUTO_MEMORY="1")
 
     assert "hook additional context" not in sent
     assert "feedback_db.md" not in sent
