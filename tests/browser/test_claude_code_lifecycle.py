@@ -2,12 +2,13 @@
 
 Session 1: the person tells the real `claude` "remember that we deploy on Fridays"; its Stop and
 SessionEnd hooks (`memhub-agent hook claude-code stop|session-end`, installed as the README
-shows) upload the transcript the CLI wrote. The task worker runs the extraction with no API
-key (the offline detector), which leaves a pending proposal; a person approves it in Debian's
-chromium. Session 2: the SessionStart hook pulls the approved file into the local memory dir
-before the model is asked, and the request the CLI sends the model holds it: in the index the
-hook adds (the one the CLI loaded itself is older) and among the memories recalled for the
-prompt.
+shows) upload the transcript the CLI wrote (`claude -p`, a non-interactive session, so the
+project lets extraction read such sessions: `extraction_non_interactive`). The task worker
+runs the extraction with no API key (the offline detector), which leaves a pending proposal;
+a person approves it in Debian's chromium. Session 2: the SessionStart hook pulls the
+approved file into the local memory dir before the model is asked, and the request the CLI
+sends the model holds it: in the index the hook adds (the one the CLI loaded itself is older)
+and among the memories recalled for the prompt.
 
 The model is the fake Messages API of `tests/api/fake_anthropic.py`; without the CLI (see
 `tests/claude_code.py`) the test is skipped, saying why.
@@ -18,11 +19,13 @@ from __future__ import annotations
 import pytest
 
 from memapp.lifecycle.models import Proposal, Session
+from memapp.stores.flags import set_flag
+from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.api.fake_anthropic import FakeAnthropic
 from tests.browser.test_review import log_in
 from tests.claude_code import ask_claude, install_hooks, needs_claude
-from tests.client.conftest import Machine, git_checkout
+from tests.client.conftest import SLUG, Machine, git_checkout
 from tests.lifecycle.conftest import run_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_claude]
@@ -45,6 +48,11 @@ def machine(tmp_path, live_server, alice, settings) -> Machine:
     result = machine.run("login", live_server.url, "--token", "-", stdin=token + "\n")
     assert result.returncode == 0, result.stderr
     install_hooks(machine)
+    # `claude -p` is a non-interactive session, which extraction leaves alone as Claude Code
+    # does, unless the project says otherwise (a person at a terminal is what `-p` stands in
+    # for here).
+    project = resolve_store(alice, SLUG, "private").project
+    set_flag("extraction_non_interactive", True, project=project, user=alice)
     return machine
 
 
@@ -91,4 +99,4 @@ def test_a_real_session_becomes_a_memory_the_next_session_is_given(
     assert f"[We deploy on Fridays]({MEMORY_FILE})" in session_start
     recalled = sent.split("UserPromptSubmit hook additional context: ", 1)[1]
     assert f"{machine.memory_dir / MEMORY_FILE}:" in recalled
-    assert "we deploy on Fridays" in recalled
+    assert "We deploy on Fridays." in recalled
