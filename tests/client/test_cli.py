@@ -24,6 +24,7 @@ COMMANDS = [
     ["sync"],
     ["recall"],
     ["prompt"],
+    ["search"],
     ["team", "sync"],
     ["snapshot", "push"],
     ["snapshot", "apply"],
@@ -168,7 +169,9 @@ def test_the_default_timeout_is_sane():
     assert 5 <= DEFAULT_TIMEOUT <= 30
 
 
-@pytest.mark.parametrize("command", [["recall", "why?"], ["sync"], ["prompt"], ["status"]])
+@pytest.mark.parametrize(
+    "command", [["recall", "why?"], ["sync"], ["prompt"], ["status"], ["search", "deploy"]]
+)
 def test_a_hanging_server_is_given_up_on_with_a_sentence(machine_a, silent_server, command):
     machine_a.extra_env.update(MEMHUB_URL=silent_server, MEMHUB_TOKEN="mh_x")
     started = time.monotonic()
@@ -181,7 +184,7 @@ def test_a_hanging_server_is_given_up_on_with_a_sentence(machine_a, silent_serve
     assert line.startswith(f"memhub-agent: cannot reach {silent_server}: timed out")
 
 
-@pytest.mark.parametrize("command", [["recall", "why?"], ["sync"], ["status"]])
+@pytest.mark.parametrize("command", [["recall", "why?"], ["sync"], ["status"], ["search", "x"]])
 def test_a_server_that_is_not_memhub_gets_one_sentence(machine_a, html_server, command):
     machine_a.extra_env.update(MEMHUB_URL=html_server, MEMHUB_TOKEN="mh_x")
 
@@ -235,3 +238,19 @@ def test_a_failure_with_json_is_json_too(machine_a, closed_port):
     error = json.loads(result.stdout)["error"]
     assert error["class"] == "unreachable" and error["exit_status"] == 4
     assert error["message"].startswith("cannot reach ")
+
+
+def test_recall_and_search_json(a):
+    recalled = json.loads(a.run("recall", "real database in integration tests", "--json").stdout)
+    found = a.run("search", "database", "--json")
+
+    assert [m["path"] for m in recalled["memories"]] == [str(a.memory_dir / "feedback_db.md")]
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)["memories"]] == ["feedback_db.md"]
+
+
+def test_searching_nothing_says_why_in_the_servers_words(a):
+    result = a.run("search", " ")
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("memhub-agent: the server refused the request: ")
