@@ -138,3 +138,15 @@ def test_good_settings_pass_the_check(tmp_path):
         DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_starting_the_site_leaves_the_anthropic_sdk_unloaded(tmp_path):
+    """The SDK takes most of a second to import; every command, worker and test subprocess
+    would pay it at start, though only a model call needs it."""
+    code = (
+        "from django.urls import get_resolver; get_resolver().url_patterns; import sys; "
+        "print('anthropic' in sys.modules)"
+    )
+    result = manage(tmp_path, "shell", "-v", "0", "-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False"]

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -56,6 +56,9 @@ from memapp.stores.flags import get_flags
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall import store_recall_index
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = ["STALE_RUN", "ExtractionFailed", "claim_run", "run_extraction", "wants_extraction"]
 
@@ -222,6 +225,8 @@ def _request_text(
 
 
 def _client() -> anthropic.Anthropic:
+    import anthropic  # here: most of a second to import, which every command would pay at start
+
     return anthropic.Anthropic(
         api_key=settings.ANTHROPIC_API_KEY,
         base_url=settings.ANTHROPIC_BASE_URL or None,
@@ -232,6 +237,8 @@ def _client() -> anthropic.Anthropic:
 
 def _ask_model(run: ExtractionRun, text: str) -> list:
     """The model's `changes`, after at most ATTEMPTS calls; ExtractionFailed otherwise."""
+    import anthropic
+
     client = _client()
     failure = ""
     for attempt in range(1, ATTEMPTS + 1):
