@@ -127,7 +127,7 @@ SESSION_ENTRIES = _example(
             },
         ],
         "final": False,
-        "skipped": {"unknown_type": 1},
+        "skipped": {"not_json": 1},
     },
     "Entries after the session's cursor, redacted on the agent's machine",
 )

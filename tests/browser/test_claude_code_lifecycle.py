@@ -70,6 +70,7 @@ def test_a_real_session_becomes_a_memory_the_next_session_is_given(
 
     session = Session.objects.get()  # the transcript the CLI wrote, uploaded by its hooks
     assert session.ended_at is not None  # SessionEnd came too
+    assert session.skipped == {}  # every line the CLI wrote is conversation or its bookkeeping
     run_worker()
     proposal = Proposal.objects.get(status=Proposal.Status.PENDING)
     assert not (machine.memory_dir / MEMORY_FILE).exists()  # nothing written before approval
