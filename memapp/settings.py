@@ -254,10 +254,13 @@ SPECTACULAR_SETTINGS = {
         "expandResponses": "200,201",
         "pathInMiddlePanel": True,
     },
-    # `scope` takes two sets of values: a store's, and recall's (which adds `both`).
+    # `scope` takes several sets of values: a store's, recall's (which adds `both`), a
+    # recalled memory's (which adds `agent`), and an agent memory's.
     "ENUM_NAME_OVERRIDES": {
         "StoreScopeEnum": "memapp.api.serializers.STORE_SCOPES",
         "RecallScopeEnum": "memapp.api.serializers.RECALL_SCOPES",
+        "MemoryScopeEnum": "memapp.api.serializers.MEMORY_SCOPES",
+        "AgentScopeEnum": "memapp.api.serializers.AGENT_SCOPES",
     },
 }
 

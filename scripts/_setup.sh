@@ -56,3 +56,29 @@ step() {
     exit "$code"
   fi
 }
+
+# Claude Code's CLI, for the end-to-end test of the hooks (tests/client/test_claude_code.py),
+# when npm is here: the pinned version in .node/ of the checkout (git-ignored), installed again
+# only when the pin changes. Without npm, or when the install fails, the test is skipped,
+# saying why; the rest of the suite runs.
+CLAUDE_CODE_VERSION=2.1.328
+setup_claude_code() {
+  if ! command -v npm >/dev/null; then
+    echo "memhub: no npm: the test with the real Claude Code CLI will be skipped" >&2
+    return 0
+  fi
+  local stamp=".node/.memhub-installed"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$CLAUDE_CODE_VERSION" ]; then
+    return 0
+  fi
+  printf 'memhub: installing Claude Code %s into .node/ for its test … ' \
+    "$CLAUDE_CODE_VERSION" >&2
+  mkdir -p .node
+  if npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error \
+      "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null 2>&1; then
+    echo "$CLAUDE_CODE_VERSION" > "$stamp"
+    echo "done" >&2
+  else
+    echo "failed: its test will be skipped" >&2
+  fi
+}

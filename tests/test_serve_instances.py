@@ -6,7 +6,6 @@ control socket (one data dir so deep that its socket path would not fit)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from memapp.management.commands.serve import MAX_SOCKET_PATH, banner, control_socket_path
 from memapp.stores.first_admin import FirstAdmin
-from tests.test_serve import MANAGE, _answers, free_port, wait_until
+from tests.test_serve import MANAGE, _answers, free_port, stop_serve, wait_until
 
 
 def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict]:
@@ -42,27 +41,6 @@ def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict
     return process, url, out, env
 
 
-def running_in_group(pgid: int) -> list[str]:
-    """Live processes of the process group (zombies waiting to be reaped are gone already)."""
-    listing = subprocess.run(
-        ["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
-    ).stdout
-    return [line for line in listing.splitlines() if line.split()[1:2] != ["Z"]]
-
-
-def stop(process: subprocess.Popen) -> int:
-    os.killpg(process.pid, signal.SIGTERM)
-    code = process.wait(timeout=30)
-    # serve waits for its own children; their children (gunicorn's workers) may take a moment
-    # longer on a loaded machine, but none may stay.
-    try:
-        wait_until(lambda: not running_in_group(process.pid), 10)
-    except AssertionError:
-        left = running_in_group(process.pid)
-        raise AssertionError(f"serve left processes running: {left}") from None
-    return code
-
-
 def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60) / "data"
     started = [start(tmp_path / "one" / "data", tmp_path / "one"), start(deep, tmp_path / "two")]
@@ -70,7 +48,8 @@ def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
         sockets = [control_socket_path(Path(env["MEMHUB_DATA_DIR"])) for *_, env in started]
         assert sockets[0] == tmp_path / "one" / "data" / "gunicorn.ctl"
         assert len(str(sockets[1])) <= MAX_SOCKET_PATH and sockets[0] != sockets[1]
-        assert all(path.is_socket() for path in sockets)
+        # gunicorn's arbiter opens its control socket after it has started the workers.
+        wait_until(lambda: all(path.is_socket() for path in sockets), 10)
         for _process, url, out, env in started:
             with urllib.request.urlopen(url + "/login/", timeout=10) as response:
                 assert response.status == 200
@@ -81,7 +60,7 @@ def test_two_instances_run_side_by_side_and_stop_cleanly(tmp_path):
             wait_until(lambda logs=logs: "GET /login/" in (logs / "access.log").read_text(), 10)
             assert "Booting worker" in (logs / "server.log").read_text()
     finally:
-        codes = [stop(process) for process, *_ in started]
+        codes = [stop_serve(process) for process, *_ in started]
     assert codes == [0, 0]
     assert not any(path.exists() for path in sockets)
 
@@ -99,7 +78,7 @@ def test_the_password_in_the_box_logs_the_admin_in(tmp_path):
         )
         assert done.stdout.strip().splitlines()[-1] == "True"
     finally:
-        stop(process)
+        stop_serve(process)
 
 
 def test_the_box_says_how_to_log_in_in_each_case(tmp_path):

@@ -58,6 +58,24 @@ RECALL = _example(
         "session_id": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
     },
 )
+MARK_SURFACED = _example(
+    "The agent read a memory file",
+    {
+        "session_id": "0b6f7c1e-5d2a-4c8e-9a51-3f0c2d9e7b10",
+        "paths": ["/home/ana/.claude/projects/-home-ana-app/memory/feedback_real_db.md"],
+    },
+)
+SESSION_START = _example(
+    "A session starts",
+    {
+        "project": "acme/app",
+        "project_dirname": "-home-ana-app",
+        "memory_dir": "/home/ana/.claude/projects/-home-ana-app/memory",
+        "have": {"feedback_real_db.md": "sha256:" + "3f" * 32},
+        "team_index": True,
+    },
+    "`have`: the checksum of each file the agent holds; the answer sends those that differ",
+)
 UPLOAD_SNAPSHOT = _example(
     "A snapshot and the user-scope memory",
     {
@@ -109,7 +127,7 @@ SESSION_ENTRIES = _example(
             },
         ],
         "final": False,
-        "skipped": {"unknown_type": 1},
+        "skipped": {"not_json": 1},
     },
     "Entries after the session's cursor, redacted on the agent's machine",
 )

@@ -10,6 +10,8 @@ from memapp.stores.projects import valid_project_key
 
 STORE_SCOPES = ("private", "team")
 RECALL_SCOPES = (*STORE_SCOPES, "both")  # named in the schema by ENUM_NAME_OVERRIDES
+MEMORY_SCOPES = (*STORE_SCOPES, "agent")
+AGENT_SCOPES = ("user", "project", "local")
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what YAML or a reader takes as one
 
 
@@ -204,13 +206,27 @@ class ForgetSerializer(StrictSerializer):
         return attrs
 
 
-class PromptSerializer(ProjectRefSerializer):
+class MemoryDirSerializer(ProjectRefSerializer):
     memory_dir = serializers.CharField(
         max_length=4096,
         required=False,
         allow_blank=True,
         default="",
         help_text="The agent's local memory dir, named in the prompt instead of the server's.",
+    )
+
+
+class PromptSerializer(MemoryDirSerializer):
+    agent_type = serializers.CharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Serve this agent's own memory (docs/design.md §13) instead of the "
+        "project's; `memory_dir` then names the agent's memory dir.",
+    )
+    agent_scope = serializers.ChoiceField(
+        choices=AGENT_SCOPES, required=False, default="user", help_text="With `agent_type`."
     )
 
 
@@ -227,6 +243,37 @@ class RecallSerializer(PromptSerializer):
     )
     scope = serializers.ChoiceField(choices=RECALL_SCOPES, required=False, default="both")
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    wait_ms = serializers.IntegerField(
+        min_value=0,
+        max_value=600_000,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="How long the caller can wait for the answer. When the model selector cannot "
+        "answer in that time, the offline picks are returned and the model's are kept for the "
+        "next recall of the same query. Without it the model gets as long as it takes.",
+    )
+
+
+class SessionStartSerializer(MemoryDirSerializer):
+    have = serializers.DictField(
+        child=serializers.CharField(max_length=80),
+        required=False,
+        default=dict,
+        help_text="key → `sha256:<hex>` of each private memory file the agent holds.",
+    )
+    team_index = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Include the team index (false when the agent has team memory of its own).",
+    )
+
+
+class SurfacedSerializer(StrictSerializer):
+    session_id = serializers.CharField(max_length=200)
+    paths = serializers.ListField(
+        child=serializers.CharField(max_length=4096), min_length=1, max_length=1000
+    )
 
 
 class IndexInfoSerializer(serializers.Serializer):
@@ -246,7 +293,7 @@ class PromptResultSerializer(serializers.Serializer):
 
 class RecalledMemorySerializer(serializers.Serializer):
     path = serializers.CharField(help_text="As the agent names it (under `memory_dir` if given).")
-    scope = serializers.ChoiceField(choices=STORE_SCOPES)
+    scope = serializers.ChoiceField(choices=MEMORY_SCOPES)
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
     name = serializers.CharField(allow_null=True)
     description = serializers.CharField(allow_null=True)
@@ -264,8 +311,55 @@ class RecallResultSerializer(serializers.Serializer):
     rendered = serializers.CharField(help_text="The memories as the prompt shows them.")
     selector = serializers.ChoiceField(choices=["offline", "llm", "disabled"])
     fallback_reason = serializers.CharField(
-        allow_null=True, help_text="Why the model was not used, when it failed."
+        allow_null=True,
+        help_text="Why the model's picks were not used: its error, or `pending: …` when it had "
+        "not answered within `wait_ms`.",
     )
+
+
+class WaitingSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="`proposals`, `conflicts`, `blocked`, `snapshots`, …")
+    label = serializers.CharField(help_text="What waits, in words: `proposals to review`.")
+    count = serializers.IntegerField(help_text="How many wait (never 0: those are left out).")
+    url = serializers.URLField(help_text="The page where they are settled.")
+
+
+class SessionStartResultSerializer(serializers.Serializer):
+    store = serializers.IntegerField(
+        allow_null=True, help_text="The private store; null when there is none yet."
+    )
+    checksums = serializers.DictField(
+        child=serializers.CharField(), help_text="key → checksum of every file of that store"
+    )
+    files = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        help_text="key → content of each file whose checksum differs from `have`.",
+    )
+    partial = serializers.BooleanField(help_text="Some differing files were left out (size).")
+    team_index = serializers.CharField(allow_blank=True)
+    waiting = WaitingSerializer(
+        many=True, help_text="Each kind of thing with something waiting for the user's review."
+    )
+    notice = serializers.CharField(
+        allow_blank=True, help_text="One line saying what waits, or empty."
+    )
+
+
+class SurfacedResultSerializer(serializers.Serializer):
+    added = serializers.IntegerField(help_text="Paths the session had not been shown yet.")
+
+
+class TokenInfoSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    token = TokenInfoSerializer(help_text="The token this request carries.")
+    version = serializers.CharField(help_text="memhub's version.")
 
 
 class TextField(serializers.Field):

@@ -17,6 +17,10 @@ urlpatterns = [
     path("api/v1/forget", views.forget, name="api_forget"),
     path("api/v1/prompt", views.prompt, name="api_prompt"),
     path("api/v1/recall", views.recall, name="api_recall"),
+    path("api/v1/recall/surfaced", views.recall_surfaced, name="api_recall_surfaced"),
+    path("api/v1/session-start", views.session_start, name="api_session_start"),
+    path("api/v1/me", views.me, name="api_me"),
+    path("api/v1/token", views.revoke_token, name="api_token"),
     path(
         "api/v1/projects/<path:project_key>/agents/<str:agent_type>/snapshot",
         snapshots.agent_snapshot,

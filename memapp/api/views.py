@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 from django.http import Http404
+from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -31,8 +34,10 @@ from memapp.stores.actions import (
 )
 from memapp.stores.models import Store, Via
 from memapp.stores.projects import resolve_store
-from memapp.stores.prompting import assemble_for
-from memapp.stores.recall import recall_for
+from memapp.stores.prompting import agent_store_for, assemble_for
+from memapp.stores.recall import mark_surfaced, recall_for
+from memapp.stores.session_start import session_start_for
+from memapp.stores.tokens import do_revoke_api_token
 
 
 def etag_value(header: str | None) -> str | None:
@@ -298,6 +303,18 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _memory_store(user, data) -> Store:
+    """The store a prompt or recall is about: the agent's own when `agent_type` is given (404
+    when memhub has none of it), else the user's private store of the project."""
+    private = resolve_store(user, data["project"], "private", alias=data["project_dirname"])
+    if not data["agent_type"]:
+        return private
+    store = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
+    if store is None:
+        raise ApiError(404, "no_store", "memhub has no memory of this agent in this scope.")
+    return store
+
+
 @extend_schema(
     methods=["GET"],
     operation_id="getPrompt",
@@ -317,13 +334,14 @@ def forget(request: Request) -> Response:
 )
 @api_view(["GET", "POST"])
 def prompt(request: Request) -> Response:
-    """The memory section of the agent's system prompt; the mode follows the flags."""
+    """The memory section of the agent's system prompt; the mode follows the flags. With
+    `agent_type`, the agent's own memory in individual mode."""
     data = _validated(
         s.PromptSerializer,
         request.data if request.method == "POST" else request.query_params.dict(),
     )
-    private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
-    result = assemble_for(request.user, private, data["memory_dir"] or None)
+    store = _memory_store(request.user, data)
+    result = assemble_for(request.user, store, data["memory_dir"] or None)
     return Response(
         {
             "text": result.text,
@@ -344,18 +362,28 @@ def prompt(request: Request) -> Response:
 )
 @api_view(["POST"])
 def recall(request: Request) -> Response:
-    """At most 5 memories that fit the query, each with its header, plus the rendered block."""
+    """At most 5 memories that fit the query, each with its header, plus the rendered block.
+    With `agent_type`, from the agent's own memory (from the project's when memhub has none of
+    that agent)."""
     data = _validated(s.RecallSerializer, request.data)
     private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
+    store = private
+    if data["agent_type"]:
+        agent = agent_store_for(
+            request.user, private.project, data["agent_type"], data["agent_scope"]
+        )
+        store = agent or private
     outcome = recall_for(
         request.user,
-        private,
+        store,
         data["query"],
         recent_tools=tuple(data["recent_tools"]),
         already_surfaced=tuple(data["already_surfaced"]),
         scope=data["scope"],
         memory_dir=data["memory_dir"] or None,
         session_id=data["session_id"] or None,
+        wait_ms=data["wait_ms"],
+        project=private.project,
     )
     return Response(
         {
@@ -365,6 +393,109 @@ def recall(request: Request) -> Response:
             "fallback_reason": outcome.fallback_reason,
         }
     )
+
+
+@extend_schema(
+    operation_id="markSurfaced",
+    summary="Count files as already shown to a session",
+    tags=["agents"],
+    request=s.SurfacedSerializer,
+    examples=[examples.MARK_SURFACED],
+    responses=s.SurfacedResultSerializer,
+)
+@api_view(["POST"])
+def recall_surfaced(request: Request) -> Response:
+    """Count files as already shown to a session (the agent read them), so recall skips them."""
+    data = _validated(s.SurfacedSerializer, request.data)
+    added = mark_surfaced(request.user, data["session_id"], data["paths"])
+    return Response({"added": added})
+
+
+@extend_schema(
+    operation_id="startSession",
+    summary="What a session-start hook needs: changed files, team index, what waits",
+    tags=["agents"],
+    request=s.SessionStartSerializer,
+    examples=[examples.SESSION_START],
+    responses=s.SessionStartResultSerializer,
+)
+@api_view(["POST"])
+def session_start(request: Request) -> Response:
+    """Everything a session-start hook needs in one answer: the private store's files that
+    differ from the agent's, the team index, and what waits for the user's review."""
+    data = _validated(s.SessionStartSerializer, request.data)
+    answer = session_start_for(
+        request.user,
+        data["project"],
+        alias=data["project_dirname"],
+        memory_dir=data["memory_dir"] or None,
+        have=data["have"],
+        team_index=data["team_index"],
+        site_url=request.build_absolute_uri("/"),
+    )
+    return Response(
+        {
+            "store": answer.store,
+            "checksums": answer.checksums,
+            "files": answer.files,
+            "partial": answer.partial,
+            "team_index": answer.team_index,
+            "waiting": [
+                {
+                    "kind": item.kind.key,
+                    "label": item.kind.label,
+                    "count": item.count,
+                    "url": request.build_absolute_uri(reverse(item.kind.url_name)),
+                }
+                for item in answer.waiting
+            ],
+            "notice": answer.notice,
+        }
+    )
+
+
+@extend_schema(
+    operation_id="getAccount",
+    summary="The token's user, the token, and the server's version",
+    tags=["account"],
+    responses=s.MeSerializer,
+)
+@api_view(["GET"])
+def me(request: Request) -> Response:
+    """Who the token belongs to, which token it is, and the server's version."""
+    token = request.auth
+    return Response(
+        {
+            "username": request.user.get_username(),
+            "token": {
+                "name": token.name,
+                "prefix": token.prefix,
+                "created_at": token.created_at,
+                "last_used_at": token.last_used_at,
+            },
+            "version": memhub_version(),
+        }
+    )
+
+
+@extend_schema(
+    operation_id="revokeToken",
+    summary="Revoke the token this request carries",
+    tags=["account"],
+    responses={204: None},
+)
+@api_view(["DELETE"])
+def revoke_token(request: Request) -> Response:
+    """Revoke the token this request carries (`memhub-agent logout`)."""
+    do_revoke_api_token(request.auth)
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def memhub_version() -> str:
+    try:
+        return package_version("memhub")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 @extend_schema(exclude=True)

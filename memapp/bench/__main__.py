@@ -1,11 +1,13 @@
 """memhub's benchmark command.
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
-                           [--lifecycle] [--consolidation]
+                           [--hooks] [--lifecycle] [--consolidation]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
-through a bare repository (:mod:`memapp.bench.team`), ``--lifecycle`` the Stop hook, transcript
+through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
+(:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
+the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, transcript
 ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
 the request and applying a proposal (:mod:`memapp.bench.consolidation`). Nothing in the product
 imports this package.
@@ -18,12 +20,14 @@ import contextlib
 import os
 import platform
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import yaml
 
 from memapp.bench import core
-from memapp.bench.common import format_table, load_average, run
+from memapp.bench.common import format_table, generate_corpus, load_average, run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +65,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--live",
         action="store_true",
         help="also measure the live mirror: a new file to the store page, idle CPU (Django)",
+    )
+    parser.add_argument(
+        "--hooks",
+        action="store_true",
+        help="also measure the hooks: start-up, the model within their budget, warm workers",
+    )
+    parser.add_argument(
+        "--hook-prompts", type=int, default=20, help="--hooks: prompts asked with the model on"
+    )
+    parser.add_argument(
+        "--hook-command",
+        default="",
+        help="--hooks: the memhub-agent command to measure (default: this checkout's), e.g. "
+        "an older build's, to compare",
     )
     parser.add_argument(
         "--lifecycle",
@@ -113,6 +131,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             rows += team.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
             legends.append(team.LEGEND)
+        if args.hooks:
+            from memapp.bench import hooks, web  # Django is set up only when asked for
+
+            stack.enter_context(web.django_on_temp_data_dir())
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memhub-bench-")))
+            corpus = generate_corpus(tmp / "memory", min(sizes), progress=not args.quiet)
+            rows += hooks.run(
+                corpus,
+                max(args.runs, 1),
+                prompts=args.hook_prompts,
+                hook_command=args.hook_command,
+            )
+            legends.append(hooks.LEGEND)
         if args.lifecycle:
             from memapp.bench import lifecycle  # Django, gunicorn and the client
 

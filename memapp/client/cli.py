@@ -1,139 +1,59 @@
-"""`memhub-agent`: log in to a memhub server, sync a project's private memory, recall, prompt,
-and answer Claude Code's hooks.
+"""`memhub-agent`: log in to a memhub server, sync a project's memory, recall, prompt, search
+past sessions, and answer Claude Code's hooks.
 
-Exit status: 0 on success, 1 on a failure (reported on stderr), 2 on a usage error. Hooks
-always exit 0.
+Every sub-command registers in `COMMANDS`, one line each. Failures are reported on stderr in
+one sentence (on stdout as JSON with `--json`) with an exit status by class (`EXIT_STATUSES`
+in `memapp.client.commands`). Hooks never fail: they print nothing and exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import getpass
-import io
-import json
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from memapp.client.commands import (
-    INTERACTIVE,
-    PROG,
-    CommandError,
-    connect,
-    current_project,
-)
-from memapp.client.config import Config, config_dir, normalize_url, save_config
-from memapp.client.http import ApiError, Unreachable
+__all__ = ["COMMANDS", "main"]
 
-__all__ = ["main"]
+# Where each group of sub-commands is added to the parser (`module:function`), in the order
+# `--help` lists them.
+COMMANDS = [
+    "memapp.client.account:add_account_commands",
+    "memapp.client.memory_commands:add_memory_commands",
+    "memapp.client.daily_logs:add_log_commands",
+    "memapp.client.team:add_team_commands",
+    "memapp.client.snapshot_commands:add_snapshot_commands",
+    "memapp.client.transcripts:add_transcript_commands",
+    "memapp.client.cli:add_hook_command",
+]
+HOOK_AGENTS = ("claude-code",)
+HOOK_ENVIRONMENT = """\
+  MEMHUB_HOOK_TIMEOUT                  seconds a hook may take (default 0.7)
+  CLAUDE_CODE_DISABLE_AUTO_MEMORY      true: memory is off and every hook is silent, as
+  CLAUDE_CODE_SIMPLE                   when this is set, or CLAUDE_CODE_REMOTE is set with
+  CLAUDE_CODE_REMOTE                   no memory dir (as Claude Code reads them)"""
 
 
-def _read_token(value: str | None) -> str:
-    if value == "-":
-        return sys.stdin.readline().strip()
-    if value is None:
-        return getpass.getpass("API token: ").strip()
-    return value.strip()
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as package_version
 
-
-def cmd_login(args: argparse.Namespace) -> int:
     try:
-        url = normalize_url(args.url)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
-    token = _read_token(args.token)
-    if not token:
-        raise CommandError("no token given")
-    config = Config(url, token)
-    client = connect(config, timeout=15.0, backoff=INTERACTIVE)
-    try:
-        answer = client.get("/api/v1/stores/")
-    except ApiError as exc:
-        if exc.status == 401:
-            raise CommandError(f"{url} refused the token: {exc.message}") from None
-        raise
-    path = save_config(config)
-    stores = answer.get("stores", []) if isinstance(answer, dict) else []
-    print(f"logged in to {url} ({len(stores)} stores visible); saved to {path}")
-    return 0
-
-
-def cmd_sync(args: argparse.Namespace) -> int:
-    from memapp.client.daily_logs import sync_daily_logs
-    from memapp.client.sync import SyncBusy, sync_project
-
-    project = current_project(args.cwd)
-    client = connect()
-    try:
-        report = sync_project(
-            client,
-            project,
-            config_dir() / "sync",
-            dry_run=args.dry_run,
-            progress=not args.quiet,
-        )
-    except SyncBusy as exc:
-        raise CommandError(str(exc)) from None
-    logs = sync_daily_logs(client, project, dry_run=args.dry_run)
-    for line in [*report.details(), *(f"kept here: {line}" for line in logs.refused)]:
-        print(line, file=sys.stderr)
-    if args.dry_run:
-        for action in report.planned:
-            note = f" (conflict: {action.conflict})" if action.conflict else ""
-            print(f"would {action.kind.replace('_', ' ')} {action.key}{note}")
-        print(f"dry run: {len(report.planned)} changes for {project.memory_dir}")
-        if logs.days or logs.refused:
-            print(f"dry run: {logs.summary()}")
-        if report.new_store:
-            print("the server has no store for this project yet: a sync creates it")
-        return 0
-    print(report.summary())
-    if logs.days or logs.refused:
-        print(logs.summary())
-    return 1 if report.errors else 0
-
-
-def _recall_body(args: argparse.Namespace) -> dict:
-    project = current_project(args.cwd)
-    tools = [name.strip() for name in (args.tools or "").split(",") if name.strip()]
-    body = {
-        **project.fields(),
-        "query": args.query,
-        "recent_tools": tools,
-        "already_surfaced": [],
-        "scope": args.scope,
-        "memory_dir": str(project.memory_dir),
-    }
-    if args.session:
-        body["session_id"] = args.session
-    return body
-
-
-def cmd_recall(args: argparse.Namespace) -> int:
-    answer = connect(backoff=INTERACTIVE).post("/api/v1/recall", _recall_body(args))
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
-    elif answer.get("rendered"):
-        print(answer["rendered"])
-    return 0
-
-
-def cmd_prompt(args: argparse.Namespace) -> int:
-    project = current_project(args.cwd)
-    body = {**project.fields(), "memory_dir": str(project.memory_dir)}
-    answer = connect(backoff=INTERACTIVE).post("/api/v1/prompt", body)
-    if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
-    elif answer.get("text"):
-        print(answer["text"])
-    return 0
+        return package_version("memhub")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
+    return _run_hook(args.event)
+
+
+def _run_hook(event: str) -> int:
     from memapp.client.hooks import run_hook
 
-    finished = run_hook(args.event, sys.stdin, sys.stdout)
+    finished = run_hook(event, sys.stdin, sys.stdout)
     if not finished:
         # The worker is stuck on the network or stdin: leave without waiting for it.
         sys.stdout.flush()
@@ -141,94 +61,100 @@ def cmd_hook(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Use a memhub server as your coding agent's memory."
+def add_hook_command(commands: argparse._SubParsersAction) -> None:
+    from memapp.client.commands import LOGIN_ENVIRONMENT, PROJECT_ENVIRONMENT, add_command
+    from memapp.client.hooks import HOOKS
+
+    hook = add_command(
+        commands,
+        "hook",
+        "answer a coding agent's hook (JSON on stdin)",
+        description="Answer one hook of a coding agent: JSON in on stdin, JSON out on stdout "
+        "for the agent to add to its context. It answers within a second and prints nothing, "
+        "with exit status 0 whatever happens, when it cannot help (memory off, not logged in, "
+        "the server slow or down). Register it in ~/.claude/settings.json (see the README).",
+        examples=[f"hook claude-code {event} < input.json" for event in HOOKS],
+        environment=f"{HOOK_ENVIRONMENT}\n{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    login = commands.add_parser("login", help="store the server URL and an API token")
-    login.add_argument("url", metavar="URL", help="the memhub server, e.g. https://memhub.example")
-    login.add_argument(
-        "--token", help="an API token (mh_…); `-` reads it from stdin; asked for when omitted"
-    )
-    login.set_defaults(func=cmd_login)
-
-    sync = commands.add_parser("sync", help="two-way sync of the project's private memory")
-    sync.add_argument(
-        "--dry-run", action="store_true", help="show what would change, change nothing"
-    )
-    sync.add_argument("--cwd", help="a directory of the project (default: the current one)")
-    sync.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    sync.set_defaults(func=cmd_sync)
-
-    recall = commands.add_parser("recall", help="memories relevant to a query")
-    recall.add_argument("query")
-    recall.add_argument("--tools", help="recently used tools, comma-separated (e.g. Grep,Bash)")
-    recall.add_argument("--scope", choices=["private", "team", "both"], default="both")
-    recall.add_argument("--session", help="a session id (per-session budget)")
-    recall.add_argument("--json", action="store_true", help="the whole answer as JSON")
-    recall.add_argument("--cwd", help="a directory of the project (default: the current one)")
-    recall.set_defaults(func=cmd_recall)
-
-    prompt = commands.add_parser("prompt", help="the memory section of the system prompt")
-    prompt.add_argument("--json", action="store_true", help="the whole answer as JSON")
-    prompt.add_argument("--cwd", help="a directory of the project (default: the current one)")
-    prompt.set_defaults(func=cmd_prompt)
-
-    hook = commands.add_parser("hook", help="answer a coding agent's hook (JSON on stdin)")
-    hook.add_argument("agent", choices=["claude-code"])
-    hook.add_argument(
-        "event", choices=["session-start", "user-prompt-submit", "stop", "session-end"]
-    )
+    hook.add_argument("agent", choices=HOOK_AGENTS)
+    hook.add_argument("event", choices=list(HOOKS))
     hook.set_defaults(func=cmd_hook)
 
-    from memapp.client.snapshot_commands import add_snapshot_commands
 
-    add_snapshot_commands(commands)
+def _parser() -> argparse.ArgumentParser:
+    from memapp.client.commands import EXIT_STATUSES, LOGIN_ENVIRONMENT, PROG
 
-    from memapp.client.team import add_team_commands
-
-    add_team_commands(commands)
-
-    from memapp.client.transcripts import add_transcript_commands
-
-    add_transcript_commands(commands)
-
-    from memapp.client.daily_logs import add_log_commands
-
-    add_log_commands(commands)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Use a memhub server as your coding agent's memory.",
+        epilog=f"`{PROG} COMMAND --help` shows each command's options and examples.\n\n"
+        f"environment:\n{LOGIN_ENVIRONMENT}\n\n{EXIT_STATUSES}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for entry in COMMANDS:
+        module, function = entry.split(":")
+        getattr(importlib.import_module(module), function)(commands)
     return parser
 
 
-def _hook_main(argv: Sequence[str]) -> int:
-    """A hook never fails the agent: a usage error, like any other, is silence and exit 0
-    (Claude Code reads exit status 2 from a UserPromptSubmit hook as "block this prompt")."""
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            args = _parser().parse_args(argv)
-    except SystemExit:
-        return 0
-    try:
-        return cmd_hook(args)
-    except Exception:
-        return 0
+def _details(details: Any) -> str:
+    """An API error's details in words: `query: This field may not be blank.`"""
+    if isinstance(details, dict):
+        return "; ".join(f"{key}: {_details(value)}" for key, value in details.items())
+    if isinstance(details, list):
+        return " ".join(_details(item) for item in details)
+    return str(details)
+
+
+def _failure(exc: Exception) -> tuple[int, str, str]:
+    """(exit status, class, one sentence) for a failure of a command."""
+    from memapp.client import commands as c
+    from memapp.client.http import ApiError, NotMemhub, Unreachable
+
+    if isinstance(exc, c.CommandError):
+        return exc.status, c.EXIT_CLASSES[exc.status], str(exc)
+    if isinstance(exc, NotMemhub):
+        return c.EXIT_UNREACHABLE, "not_memhub", str(exc)
+    if isinstance(exc, Unreachable):
+        return c.EXIT_UNREACHABLE, "unreachable", str(exc)
+    assert isinstance(exc, ApiError)
+    details = _details({k: v for k, v in exc.details.items() if k != "error_code"})
+    sentence = f"the server refused the request: {exc.message}"
+    sentence += f" ({details})" if details else ""
+    sentence += f" [{exc.code}, HTTP {exc.status}]"
+    if exc.status in (401, 403):
+        return c.EXIT_AUTH, "authentication", sentence
+    if exc.status == 400:
+        return c.EXIT_USAGE, "usage", sentence
+    return c.EXIT_SERVER, "server", sentence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["hook"]:
-        return _hook_main(argv)
+    if argv[:1] == ["hook"] and not {"-h", "--help"} & set(argv):
+        # The hot path: no parser, so a hook loads only what its event needs. A usage error
+        # is silence and exit 0 like any other (Claude Code reads exit status 2 from a
+        # UserPromptSubmit hook as "block this prompt").
+        if len(argv) == 3 and argv[1] in HOOK_AGENTS:
+            return _run_hook(argv[2])
+        return 0
     args = _parser().parse_args(argv)
+    from memapp.client.commands import PROG, CommandError
+    from memapp.client.http import ApiError, Unreachable
+
     try:
         return args.func(args)
-    except CommandError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-    except ApiError as exc:
-        print(f"{PROG}: the server refused the request: {exc}", file=sys.stderr)
-    except Unreachable as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-    return 1
+    except (CommandError, ApiError, Unreachable) as exc:
+        status, kind, sentence = _failure(exc)
+    if getattr(args, "json", False):
+        from memapp.client.commands import print_json
+
+        print_json({"error": {"class": kind, "message": sentence, "exit_status": status}})
+    else:
+        print(f"{PROG}: {sentence}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "Config",
     "config_dir",
+    "forget_config",
     "load_config",
     "normalize_url",
     "private_dir",
@@ -109,3 +110,12 @@ def save_config(config: Config, env: Mapping[str, str] | None = None) -> Path:
     body = json.dumps({"url": config.url, "token": config.token}, indent=2) + "\n"
     write_private(path, body.encode())
     return path
+
+
+def forget_config(env: Mapping[str, str] | None = None) -> bool:
+    """Remove the stored login; returns whether there was one."""
+    try:
+        (config_dir(env) / CONFIG_FILENAME).unlink()
+    except FileNotFoundError:
+        return False
+    return True

@@ -20,7 +20,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memapp.client.commands import INTERACTIVE, CommandError, connect, current_project
+from memapp.client.commands import (
+    CWD_OPTION,
+    INTERACTIVE,
+    LOGIN_ENVIRONMENT,
+    PROJECT_ENVIRONMENT,
+    CommandError,
+    add_command,
+    connect,
+    current_project,
+)
 from memapp.client.http import ApiError, Client, Unreachable
 from memapp.client.project import Project
 from memapp.memdir.daily_logs import (
@@ -117,7 +126,7 @@ class LogSyncReport:
 
 
 def _store_id(client: Client, project: Project, create: bool) -> int | None:
-    body = {**project.fields(), "scope": "private"}
+    body: dict[str, object] = {**project.fields(), "scope": "private"}
     if not create:
         body["create"] = False
     try:
@@ -177,9 +186,22 @@ def sync_daily_logs(client: Client, project: Project, *, dry_run: bool = False) 
     return report
 
 
-def add_log_commands(commands) -> None:
-    log = commands.add_parser("log", help="append an entry to today's daily log")
+def add_log_commands(commands: argparse._SubParsersAction) -> None:
+    log = add_command(
+        commands,
+        "log",
+        "append an entry to today's daily log",
+        description="Append one entry to today's daily log of the project's private memory "
+        "(logs/YYYY/MM/YYYY-MM-DD.md, your local date), here and on memhub. An entry over 4 KB, "
+        "of more than one line or holding a secret is refused with the reason and sent nowhere; "
+        "when memhub cannot be reached the entry is kept here and `sync` sends it later.",
+        examples=[
+            'log "Deploys go out on Fridays"',
+            'log --type feedback "Never mock the database. Why: mocks hid a broken migration."',
+        ],
+        environment=f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
+        parents=[CWD_OPTION],
+    )
     log.add_argument("text", nargs="+", help="the entry: one line, at most 4 KB")
     log.add_argument("--type", choices=MEMORY_TYPES, help="user, feedback, project or reference")
-    log.add_argument("--cwd", help="a directory of the project (default: the current one)")
     log.set_defaults(func=cmd_log)

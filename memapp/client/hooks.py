@@ -1,44 +1,109 @@
-"""Claude Code hooks: the memory section at session start, recalled memories on each prompt.
+"""Claude Code hooks: one table of the events memhub-agent answers, and the runner they share.
 
-A hook runs on every session start and every prompt a person sends, so it must never slow the
-agent down or get in its way (docs/design.md §15, §16): the whole answer, reading stdin
-included, runs in a worker thread that gets a fixed time budget, and the hook prints nothing and
-exits 0 when it is not logged in, when the budget runs out, or on any error. There are no
-retries: a short connect/read timeout bounded by the budget, and one attempt.
+A hook runs on every session start, every prompt and every tool call, so it must never slow the
+agent down or get in its way (docs/design.md §16): the whole answer, reading stdin included,
+runs in a worker thread that gets a fixed time budget, and the hook prints nothing and exits 0
+when auto memory is off, when it is not logged in, when the budget runs out, or on any error.
+There are no retries: a short connect/read timeout bounded by the budget, and one attempt.
+
+Each event's handler lives in a module of its own, named in `HOOKS` and imported only when its
+event fires, so a hook process loads what its event needs and nothing else: no Django, no
+detect-secrets, no YAML unless the answer needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import importlib
 import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from memapp.client.config import config_dir, load_config, read_json, write_private
+from memapp.client.config import Config, load_config
 from memapp.client.http import NO_RETRY, Client
-from memapp.client.project import find_project
+from memapp.client.project import Project, find_project
+from memapp.memdir.paths import auto_memory_enabled, load_user_settings
 
-__all__ = ["EVENTS", "HOOK_BUDGET", "hook_budget", "hook_output", "process_age", "run_hook"]
+__all__ = [
+    "HOOK_BUDGET",
+    "HOOKS",
+    "Hook",
+    "HookCall",
+    "hook_budget",
+    "hook_output",
+    "process_age",
+    "run_hook",
+]
 
 # Seconds for the whole hook process, counted from the moment it started (the interpreter's
 # own start and imports included), so the agent always has its answer, or silence, within the
 # 1 s the design promises, even on a loaded machine.
 HOOK_BUDGET = 0.7
-EVENTS = {
-    "session-start": "SessionStart",
-    "user-prompt-submit": "UserPromptSubmit",
-    "stop": "Stop",
-    "session-end": "SessionEnd",
-}
 MAX_STDIN_BYTES = 4 * 1024 * 1024
-TRANSCRIPT_TAIL_BYTES = 256 * 1024
-MAX_RECENT_TOOLS = 10
-SESSION_MAX_AGE = 7 * 86_400  # seconds a session's surfaced list is kept after its last use
+# What a handler leaves unused of the budget: time to print, and for a last write to finish.
+PRINT_MARGIN = 0.05
+WRITE_GRACE = 0.25  # how long an expired hook still waits for a write already started
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One event: the name Claude Code gives it, and its handler as `module:function`, a
+    function taking a `HookCall` and returning the context to add ("" adds nothing)."""
+
+    event: str
+    handler: str
+
+    def load(self) -> Callable[[HookCall], str]:
+        module, function = self.handler.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+# The events memhub-agent answers: `memhub-agent hook claude-code <name>`.
+HOOKS: dict[str, Hook] = {
+    "session-start": Hook("SessionStart", "memapp.client.session_hook:session_start"),
+    "user-prompt-submit": Hook("UserPromptSubmit", "memapp.client.recall_hook:recall"),
+    "post-tool-use": Hook("PostToolUse", "memapp.client.read_hook:after_read"),
+    "stop": Hook("Stop", "memapp.client.transcript_hook:stop"),
+    "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
+}
+
+
+@dataclass
+class HookCall:
+    """What a handler works with: the agent's input, where it works, and the time left."""
+
+    payload: dict[str, Any]
+    project: Project
+    config: Config
+    deadline: float  # time.monotonic() by which the answer must be printed
+    env: Mapping[str, str] | None = None
+    # Held while files are written, so an expired hook never exits in the middle of a write.
+    writing: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def session_id(self) -> str | None:
+        value = self.payload.get("session_id")
+        return value if isinstance(value, str) and value else None
+
+    def remaining(self) -> float:
+        """Seconds left for work, the margin to print kept aside."""
+        return self.deadline - PRINT_MARGIN - time.monotonic()
+
+    def client(self) -> Client:
+        """One attempt, no retries, every wait bounded by what is left of the budget."""
+        deadline = self.deadline - PRINT_MARGIN
+        return Client(
+            self.config.url,
+            self.config.token,
+            timeout=max(0.0, deadline - time.monotonic()),
+            backoff=NO_RETRY,
+            deadline=deadline,
+        )
 
 
 def hook_budget(env: Mapping[str, str] | None = None) -> float:
@@ -55,7 +120,9 @@ def hook_budget(env: Mapping[str, str] | None = None) -> float:
 
 def hook_output(event: str, text: str) -> str:
     """The hook's stdout for `text` (docs/design.md §16)."""
-    output = {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
+    output = {
+        "hookSpecificOutput": {"hookEventName": HOOKS[event].event, "additionalContext": text}
+    }
     return json.dumps(output)
 
 
@@ -76,22 +143,25 @@ def run_hook(
     env: Mapping[str, str] | None = None,
     budget: float | None = None,
 ) -> bool:
-    """Answer one hook `event` (a key of EVENTS) within `budget` seconds of the process's start.
+    """Answer one hook `event` (a key of HOOKS) within `budget` seconds of the process's start.
     Returns whether the worker finished in time (when it did not, the caller should end the
     process rather than wait for it). Never raises; writes to `stdout` only a complete
     answer."""
     budget = hook_budget(env) if budget is None else budget
     deadline = time.monotonic() + budget - process_age()
-    result: dict[str, str] = {}
+    result: dict[str, Any] = {}
 
     def work() -> None:
         with contextlib.suppress(Exception):
-            result["text"] = _context(event, stdin, env, deadline)
+            result["text"] = _context(event, stdin, env, deadline, result)
 
     worker = threading.Thread(target=work, name="memhub-hook", daemon=True)
     worker.start()
     worker.join(max(0.0, deadline - time.monotonic()))
     if worker.is_alive():
+        call = result.get("call")
+        if call is not None and call.writing.acquire(timeout=WRITE_GRACE):
+            call.writing.release()  # no write is half done; the process may end now
         return False
     text = result.get("text", "")
     if text.strip():
@@ -101,125 +171,26 @@ def run_hook(
     return True
 
 
-def _context(event: str, stdin: IO[str], env: Mapping[str, str] | None, deadline: float) -> str:
+def _context(
+    event: str,
+    stdin: IO[str],
+    env: Mapping[str, str] | None,
+    deadline: float,
+    result: dict[str, Any],
+) -> str:
+    hook = HOOKS.get(event)
     config = load_config(env)
-    if config is None or event not in EVENTS:
+    if hook is None or config is None:
         return ""
     payload = json.loads(stdin.read(MAX_STDIN_BYTES) or "{}")
     if not isinstance(payload, dict):
         return ""
     cwd = payload.get("cwd")
-    project = find_project(cwd if isinstance(cwd, str) and cwd else Path.cwd(), env)
-    remaining = deadline - time.monotonic()
-    client = Client(
-        config.url, config.token, timeout=remaining, backoff=NO_RETRY, deadline=deadline
-    )
-    fields = {**project.fields(), "memory_dir": str(project.memory_dir)}
-    if event in ("stop", "session-end"):  # transcripts up, nothing printed (docs/design.md §14.3)
-        from memapp.client.transcripts import upload_from_hook
-
-        where = str(cwd) if isinstance(cwd, str) and cwd else str(Path.cwd())
-        final = event == "session-end"
-        upload_from_hook(payload, client, fields, where, env, deadline, final=final)
-        return ""
-    if event == "session-start":
-        answer = client.post("/api/v1/prompt", fields)
-        return str(answer.get("text") or "")
-
-    query = payload.get("prompt")
-    if not isinstance(query, str) or not query.strip():
-        return ""
-    session_id = payload.get("session_id")
-    session_id = session_id if isinstance(session_id, str) and session_id else None
-    surfaced_file = _session_file(env, session_id) if session_id else None
-    surfaced = _surfaced(surfaced_file)
-    body: dict[str, Any] = {
-        **fields,
-        "query": query,
-        "recent_tools": _recent_tools(payload.get("transcript_path")),
-        "already_surfaced": surfaced,
-        "scope": "both",
-    }
-    if session_id:
-        body["session_id"] = session_id
-    answer = client.post("/api/v1/recall", body)
-    paths = [m.get("path") for m in answer.get("memories") or [] if isinstance(m, dict)]
-    new = [p for p in paths if isinstance(p, str) and p not in surfaced]
-    if surfaced_file is not None and new:
-        _remember_surfaced(surfaced_file, surfaced + new)
-    return str(answer.get("rendered") or "")
-
-
-# --- per-session memory of what was surfaced --------------------------------------------------
-
-
-def _session_file(env: Mapping[str, str] | None, session_id: str) -> Path:
-    name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
-    return config_dir(env) / "sessions" / f"{name}.json"
-
-
-def _surfaced(path: Path | None) -> list[str]:
-    if path is None:
-        return []
-    paths = (read_json(path) or {}).get("surfaced")
-    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
-
-
-def _remember_surfaced(path: Path, surfaced: list[str]) -> None:
-    if not path.exists():
-        _prune_sessions(path.parent)
-    write_private(path, json.dumps({"surfaced": surfaced}).encode())
-
-
-def _prune_sessions(folder: Path) -> None:
-    """Forget sessions unused for a week (done when a new session starts, so rarely)."""
-    cutoff = time.time() - SESSION_MAX_AGE
-    with contextlib.suppress(OSError):
-        for old in folder.glob("*.json"):
-            with contextlib.suppress(OSError):
-                if old.stat().st_mtime < cutoff:
-                    old.unlink()
-
-
-# --- recently used tools, from the tail of the transcript ---------------------------------------
-
-
-def _recent_tools(transcript_path: object) -> list[str]:
-    """Names of the tools the agent used last (newest first), from the JSONL transcript's
-    tail; empty when there is none or it cannot be read."""
-    if not isinstance(transcript_path, str) or not transcript_path:
-        return []
-    try:
-        with Path(transcript_path).open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-            tail = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return []
-    tools: list[str] = []
-    for line in reversed(tail.splitlines()):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # the first, cut line of the tail, or noise
-        for name in _tool_uses(entry):
-            if name not in tools:
-                tools.append(name)
-        if len(tools) >= MAX_RECENT_TOOLS:
-            break
-    return tools[:MAX_RECENT_TOOLS]
-
-
-def _tool_uses(entry: object) -> list[str]:
-    message = entry.get("message") if isinstance(entry, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [
-        block["name"]
-        for block in reversed(content)
-        if isinstance(block, dict)
-        and block.get("type") == "tool_use"
-        and isinstance(block.get("name"), str)
-    ]
+    where = Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd()
+    settings = load_user_settings(env, project_dir=where)
+    if not auto_memory_enabled(env, settings):
+        return ""  # memory is off: nothing is read, sent or said
+    project = find_project(where, env, settings)
+    call = HookCall(payload, project, config, deadline, env)
+    result["call"] = call
+    return hook.load()(call)

@@ -2,9 +2,11 @@
 
 Transient failures (connection errors, timeouts, 5xx, 429) are retried with exponential
 backoff as docs/design.md §10 asks of a sync client: 500 ms doubling to a cap of 32 s, ±25 %
-jitter, a bounded number of attempts. Everything else is raised at once as `ApiError` carrying
-the API's error shape (`{"error": {"code", "message", "details"}}`). Redirects are not
-followed, so the token is never sent to a host it was not meant for.
+jitter, a bounded number of attempts, and never past the time a request is allowed in all.
+Everything else is raised at once as `ApiError` carrying the API's error shape (`{"error":
+{"code", "message", "details"}}`). An answer that is not memhub's (an HTML page, a proxy's
+error) is `NotMemhub`, said in one sentence. Redirects are not followed, so the token is never
+sent to a host it was not meant for.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from dataclasses import dataclass
 from email.message import Message
 from typing import Any
 
-__all__ = ["DEFAULT_BACKOFF", "NO_RETRY", "ApiError", "Backoff", "Client", "Unreachable"]
+__all__ = [
+    "DEFAULT_BACKOFF",
+    "NO_RETRY",
+    "ApiError",
+    "Backoff",
+    "Client",
+    "NotMemhub",
+    "Unreachable",
+]
 
 USER_AGENT = "memhub-agent/0.1"
 
@@ -39,7 +49,12 @@ class ApiError(Exception):
 
 
 class Unreachable(Exception):
-    """The server could not be reached (or kept failing transiently) after every attempt."""
+    """The server could not be reached (or kept failing transiently) after every attempt, or
+    the time allowed ran out."""
+
+
+class NotMemhub(Unreachable):
+    """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
 
 
 @dataclass(frozen=True)
@@ -96,21 +111,42 @@ def _retry_after(headers: Message) -> float | None:
     return value if value >= 0 else None
 
 
-def _error_from(status: int, body: bytes) -> ApiError:
+def _memhub_error(status: int, body: bytes) -> ApiError | None:
+    """The API's error in `body`, or None when the body is not memhub's error shape."""
     try:
         error = json.loads(body.decode("utf-8"))["error"]
         return ApiError(status, str(error["code"]), str(error["message"]), error.get("details"))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        text = body.decode("utf-8", "replace").strip()[:200]
-        return ApiError(status, f"http_{status}", text or f"HTTP {status}")
+        return None
+
+
+def _not_memhub(url: str, path: str, status: int, headers: Any, body: bytes) -> NotMemhub:
+    if 300 <= status < 400 and headers.get("Location"):
+        return NotMemhub(
+            f"{url} redirects {path} to {headers['Location']}: log in with the server's own "
+            "URL (memhub-agent never follows a redirect, so the token goes nowhere else)"
+        )
+    kind = (headers.get("Content-Type") or "").split(";")[0].strip()
+    if "html" in kind or body.lstrip()[:1] == b"<":
+        what = "an HTML page"
+    elif not body:
+        what = "an empty answer"
+    else:
+        what = kind or "something that is not JSON"
+    return NotMemhub(
+        f"{url} does not look like a memhub server: {path} answered HTTP {status} with {what} "
+        "instead of memhub's JSON (check the URL)"
+    )
 
 
 class Client:
     """JSON requests to one memhub server with one API token.
 
-    `timeout` bounds each socket operation (connect, each read). `deadline`, a
-    `time.monotonic()` value, bounds the whole call: no attempt starts, and no socket waits,
-    past it. `backoff` says how often and how patiently transient failures are retried.
+    `timeout` bounds each socket operation (connect, each read). `total`, when given, bounds
+    one request in all, its retries and their waits included. `deadline`, a `time.monotonic()`
+    value, bounds every call: no attempt starts, and no socket waits, past it. `backoff` says
+    how often and how patiently transient failures are retried; `on_retry` hears, in a
+    sentence, each time one is (someone may be waiting at a terminal).
     """
 
     def __init__(
@@ -119,16 +155,20 @@ class Client:
         token: str,
         *,
         timeout: float = 30.0,
+        total: float | None = None,
         backoff: Backoff = DEFAULT_BACKOFF,
         deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.total = total
         self.backoff = backoff
         self.deadline = deadline
         self.sleep = sleep
+        self.on_retry = on_retry
         self._opener = urllib.request.build_opener(_NoRedirect)
 
     def get(self, path: str) -> Any:
@@ -137,16 +177,21 @@ class Client:
     def post(self, path: str, body: Any) -> Any:
         return self.request("POST", path, body)
 
-    def _remaining(self) -> float:
-        if self.deadline is None:
+    def _remaining(self, deadline: float | None) -> float:
+        if deadline is None:
             return self.timeout
-        left = self.deadline - time.monotonic()
+        left = deadline - time.monotonic()
         if left <= 0:
-            raise Unreachable("the time allowed for the request ran out")
+            raise Unreachable(f"no answer from {self.url} in the time allowed")
         return min(self.timeout, left)
 
     def _once(
-        self, method: str, path: str, data: bytes | None, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        headers: Mapping[str, str] | None,
+        deadline: float | None,
     ) -> Any:
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.token}")
@@ -156,37 +201,53 @@ class Client:
             request.add_header("Content-Type", "application/json")
         for name, value in (headers or {}).items():
             request.add_header(name, value)
-        with self._opener.open(request, timeout=self._remaining()) as response:
+        with self._opener.open(request, timeout=self._remaining(deadline)) as response:
             body = response.read()
-        if not body:
-            return None
-        try:
-            return json.loads(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise ApiError(
-                response.status, "bad_response", "the server sent invalid JSON"
-            ) from None
+            if not body:
+                return None
+            kind = response.headers.get("Content-Type") or ""
+            try:
+                if "json" not in kind:
+                    raise ValueError(kind)
+                return json.loads(body.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                raise _not_memhub(self.url, path, response.status, response.headers, body) from None
+
+    def _deadline(self) -> float | None:
+        ends = [] if self.total is None else [time.monotonic() + self.total]
+        if self.deadline is not None:
+            ends.append(self.deadline)
+        return min(ends, default=None)
 
     def request(
         self, method: str, path: str, body: Any = None, *, headers: Mapping[str, str] | None = None
     ) -> Any:
         """Send one request (retrying transient failures) and return the decoded JSON body
         (None for an empty one). Raises `ApiError` for an error answer (a 304 included, as
-        status 304), and `Unreachable` when the server cannot be reached in the attempts and
-        time allowed (a transient *answer* that persists, such as a 503, is raised as its
-        `ApiError`). `headers` are added to every attempt (e.g. `If-Match`)."""
+        status 304), `NotMemhub` for an answer that is not memhub's, and `Unreachable` when
+        the server cannot be reached in the attempts and time allowed (a transient *answer*
+        that persists, such as a 503, is raised as its `ApiError`). `headers` are added to
+        every attempt (e.g. `If-Match`)."""
         data = None if body is None else json.dumps(body).encode("utf-8")
         delays = self.backoff.delays()
+        deadline = self._deadline()
+        attempt = 1
         while True:
             wait: float | None = None
             try:
-                return self._once(method, path, data, headers)
+                return self._once(method, path, data, headers, deadline)
             except urllib.error.HTTPError as exc:
-                error = _error_from(exc.code, exc.read())
+                raw = exc.read()
+                error = _memhub_error(exc.code, raw)
+                if error is None and exc.code != 304:
+                    failure: Exception = _not_memhub(self.url, path, exc.code, exc.headers, raw)
+                else:
+                    failure = error or ApiError(exc.code, "not_modified", "Not modified.")
                 if not _is_transient(exc.code):
-                    raise error from None
-                failure: Exception = error
+                    raise failure from None
                 wait = _retry_after(exc.headers)
+            except NotMemhub:
+                raise
             except _TRANSIENT_ERRORS as exc:
                 reason = getattr(exc, "reason", exc)
                 failure = Unreachable(f"cannot reach {self.url}: {reason}")
@@ -195,6 +256,12 @@ class Client:
                 raise failure
             if wait is not None:
                 delay = min(self.backoff.cap, max(delay, wait))
-            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+            if deadline is not None and time.monotonic() + delay >= deadline:
                 raise failure
+            attempt += 1
+            if self.on_retry is not None:
+                self.on_retry(
+                    f"{failure}; trying again in {delay:.1f} s "
+                    f"(attempt {attempt} of {self.backoff.attempts})"
+                )
             self.sleep(delay)

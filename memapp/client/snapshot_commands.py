@@ -19,7 +19,19 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from memapp.client.commands import INTERACTIVE, CommandError, connect, current_project
+from memapp.client.commands import (
+    CWD_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_SERVER,
+    LOGIN_ENVIRONMENT,
+    PROJECT_ENVIRONMENT,
+    TIMEOUT_OPTION,
+    CommandError,
+    add_command,
+    connect,
+    current_project,
+)
 from memapp.client.http import ApiError, Client
 from memapp.memdir.agent_snapshots import (
     MARKER_FILENAME,
@@ -125,7 +137,7 @@ def _describe(scope: dict) -> str:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    answer, skipped = _push(connect(backoff=INTERACTIVE), args.cwd, args.agent)
+    answer, skipped = _push(connect(timeout=args.timeout), args.cwd, args.agent)
     for line in skipped:
         print(f"skipped {line}", file=sys.stderr)
     print(f"pushed {answer['agent_type']} of {answer['project']}")
@@ -147,11 +159,11 @@ def _carry_out(decision: dict, snapshot: Path, memory_dir: Path) -> ApplyResult:
         return keep_local(snapshot, memory_dir, updated_at=stamp)
     if kind == "replace":
         return replace_from_snapshot(snapshot, memory_dir, updated_at=stamp, expected=files)
-    raise CommandError(f"unknown decision {kind!r}")
+    raise CommandError(f"unknown decision {kind!r}", EXIT_SERVER)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    client = connect(backoff=INTERACTIVE)
+    client = connect(timeout=args.timeout)
     project = current_project(args.cwd)
     snapshot, dirs = _agent_dirs(repo_root(args.cwd or Path.cwd()), args.agent)
     try:
@@ -161,7 +173,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             raise
         raise CommandError(
             f"memhub has nothing of {project.ref} from this machine yet: run "
-            f"`memhub-agent snapshot push {args.agent}` first"
+            f"`memhub-agent snapshot push {args.agent}` first",
+            EXIT_SERVER,
         ) from None
     applied = failed = 0
     for scope in answer["scopes"]:
@@ -194,7 +207,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print(f"{name}: refused {refusal.name}: {refusal.reason}", file=sys.stderr)
     if applied:
         _push(client, args.cwd, args.agent)  # so memhub sees what was done
-    return 1 if failed else 0
+    return EXIT_PARTIAL if failed else EXIT_OK
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -207,7 +220,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         if hits:
             for name, hit in hits:
                 print(f"{name}: {hit}", file=sys.stderr)
-            raise CommandError("the secret filter found secrets: nothing published") from None
+            raise CommandError(
+                "the secret filter found secrets: nothing published", EXIT_PARTIAL
+            ) from None
         raise CommandError(str(exc)) from None
     for refusal in result.refused:
         print(f"skipped {refusal.name}: {refusal.reason}", file=sys.stderr)
@@ -219,9 +234,31 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+EXAMPLES = {
+    "push": ["snapshot push code-reviewer"],
+    "apply": ["snapshot apply code-reviewer"],
+    "publish": ["snapshot publish code-reviewer", "snapshot publish code-reviewer --scope project"],
+}
+DESCRIPTIONS = {
+    "push": "Upload this checkout's snapshot of an agent and the agent's memory dirs (user "
+    "scope, and project and local scope when they exist) for review in memhub. Files holding a "
+    "secret are skipped and reported, never sent.",
+    "apply": "Carry out here the decisions made in memhub: only the snapshot version that was "
+    "reviewed, only files whose content is what was approved; then push again so memhub sees "
+    "the result.",
+    "publish": "Write a new snapshot of the agent's memory into this checkout (updatedAt = "
+    "now), refused when the secret filter finds anything. Commit it to share it.",
+}
+
+
 def add_snapshot_commands(commands: argparse._SubParsersAction) -> None:
     """`snapshot push|apply|publish`, added to the `memhub-agent` parser."""
-    snapshot = commands.add_parser("snapshot", help="agent memory snapshots: push, apply, publish")
+    snapshot = commands.add_parser(
+        "snapshot",
+        help="agent memory snapshots: push, apply, publish",
+        description="Agent memory snapshots (docs/design.md §13): `push` for review, `apply` "
+        "what was decided, `publish` a new one. `memhub-agent snapshot ACTION --help` for each.",
+    )
     actions = snapshot.add_subparsers(dest="snapshot_command", required=True, metavar="ACTION")
     helps = {
         "push": ("upload this checkout's snapshot and the agent's memory for review", cmd_push),
@@ -229,9 +266,18 @@ def add_snapshot_commands(commands: argparse._SubParsersAction) -> None:
         "publish": ("write a new snapshot of the agent's memory into this checkout", cmd_publish),
     }
     for name, (text, func) in helps.items():
-        action = actions.add_parser(name, help=text)
+        action = add_command(
+            actions,
+            name,
+            text,
+            description=DESCRIPTIONS[name],
+            examples=EXAMPLES[name],
+            environment=PROJECT_ENVIRONMENT
+            if name == "publish"
+            else f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
+            parents=[CWD_OPTION] if name == "publish" else [TIMEOUT_OPTION, CWD_OPTION],
+        )
         action.add_argument("agent", metavar="AGENT_TYPE", help="the agent type, e.g. reviewer")
-        action.add_argument("--cwd", help="a directory of the checkout (default: the current one)")
         if name == "publish":
             action.add_argument(
                 "--scope", choices=SCOPES, default="user", help="whose memory (default: user)"

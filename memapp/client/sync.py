@@ -37,23 +37,17 @@ import os
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from tqdm import tqdm
 
 from memapp.client.config import private_dir, read_json, write_private
 from memapp.client.http import ApiError, Client
 from memapp.client.project import Project
-from memapp.memdir import (
-    INDEX_FILENAME,
-    PathTraversalError,
-    delete_file,
-    validate_key,
-    write_atomic,
-)
+from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
+    INDEX_FILENAME,
     TEAM_DIR,
     FileRejected,
     check_entry,
@@ -64,6 +58,9 @@ from memapp.memdir.store_files import (
     split_batches,
     walk_store,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 try:
     import fcntl
@@ -77,11 +74,15 @@ __all__ = [
     "SyncReport",
     "conflict_copy_key",
     "exclusive",
+    "is_syncable_key",
+    "load_base",
     "local_checksum",
     "merge_index_lines",
     "plan_sync",
     "read_refusal",
+    "save_base",
     "scan_local",
+    "state_identity",
     "state_path",
     "sync_project",
 ]
@@ -165,7 +166,7 @@ def conflict_copy_key(key: str, remote: str, taken: Callable[[str], bool]) -> st
 # --- the local side -------------------------------------------------------------------------
 
 
-def _is_syncable_key(key: str) -> bool:
+def is_syncable_key(key: str) -> bool:
     return is_store_key(key, PRIVATE_STORES)
 
 
@@ -196,6 +197,32 @@ def state_path(state_dir: Path, server: str, store_id: int, memory_dir: Path) ->
     that was recreated starts from no shared history instead of a wrong one."""
     ident = f"{server}\n{store_id}\n{memory_dir}".encode()
     return state_dir / f"{hashlib.sha256(ident).hexdigest()[:24]}.json"
+
+
+def state_identity(server: str, store_id: int, memory_dir: Path) -> dict[str, Any]:
+    """What a state file must say to be this sync's: a mismatch starts from no history."""
+    return {
+        "version": STATE_VERSION,
+        "server": server,
+        "store": store_id,
+        "memory_dir": str(memory_dir),
+    }
+
+
+def load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
+    """The checksum each key had at the last sync (B), or {} for no (or another's) history."""
+    state = read_json(path) or {}
+    if any(state.get(name) != value for name, value in identity.items()):
+        return {}
+    files = state.get("files")
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def save_base(path: Path, identity: dict[str, Any], base: dict[str, str]) -> None:
+    body = {**identity, "files": dict(sorted(base.items()))}
+    write_private(path, (json.dumps(body, indent=1) + "\n").encode())
 
 
 @contextlib.contextmanager
@@ -360,7 +387,7 @@ class _Run:
 
     # remote keys come from the network: every one is checked before it names a local path
     def _path(self, key: str) -> Path | None:
-        if not _is_syncable_key(key):
+        if not is_syncable_key(key):
             self.report.errors.append(f"{key!r}: not a file of the private store; skipped")
             return None
         try:
@@ -621,16 +648,6 @@ def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> Syn
     return _dry_run(memory_dir, actions, secret_scan, new_store=True)
 
 
-def _load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
-    state = read_json(path) or {}
-    if any(state.get(name) != value for name, value in identity.items()):
-        return {}
-    files = state.get("files")
-    if not isinstance(files, dict):
-        return {}
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
-
-
 def sync_project(
     client: Client,
     project: Project,
@@ -651,21 +668,17 @@ def sync_project(
     store_id = _store_id(client, project, create=not dry_run)
     if store_id is None:
         return _plan_for_new_store(project.memory_dir, secret_scan)
+    from tqdm import tqdm  # here, not at the top: a hook's pull must start quickly
+
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
-    identity = {
-        "version": STATE_VERSION,
-        "server": client.url,
-        "store": store_id,
-        "memory_dir": str(memory_dir),
-    }
+    identity = state_identity(client.url, store_id, memory_dir)
     report = SyncReport()
-    base = _load_base(path, identity)
+    base = load_base(path, identity)
 
     def save() -> None:
         if not dry_run:
-            body = {**identity, "files": dict(sorted(base.items()))}
-            write_private(path, (json.dumps(body, indent=1) + "\n").encode())
+            save_base(path, identity, base)
 
     if not dry_run:
         private_dir(state_dir)

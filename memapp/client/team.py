@@ -40,9 +40,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memapp.client.commands import CommandError, connect, current_project
+from memapp.client.commands import (
+    CWD_OPTION,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_SERVER,
+    LOGIN_ENVIRONMENT,
+    PROJECT_ENVIRONMENT,
+    TIMEOUT_OPTION,
+    CommandError,
+    add_command,
+    connect,
+    current_project,
+)
 from memapp.client.config import config_dir, private_dir, read_json, write_private
-from memapp.client.http import ApiError, Client, Unreachable
+from memapp.client.http import DEFAULT_BACKOFF, ApiError, Client, Unreachable
 from memapp.client.sync import exclusive, local_checksum, read_refusal
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
 from memapp.memdir.secret_rules import scan_text
@@ -546,7 +558,8 @@ def cmd_team_sync(args: argparse.Namespace) -> int:
             "team memory needs a git checkout whose origin names an owner/repo "
             "(e.g. git@github.com:owner/repo.git)"
         )
-    sync = TeamSync(connect(), repo, project.memory_dir / "team", config_dir() / "team")
+    client = connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF)
+    sync = TeamSync(client, repo, project.memory_dir / "team", config_dir() / "team")
     try:
         with sync.locked():
             report = sync.run()
@@ -559,18 +572,34 @@ def cmd_team_sync(args: argparse.Namespace) -> int:
         if exc.status == 404:  # a GET's 404 means "nothing yet": this one refused a PUT
             raise CommandError(
                 f"the server has no team memory for {repo} that you may write: ask an admin "
-                "to add you to the project (or to create it)"
+                "to add you to the project (or to create it)",
+                EXIT_SERVER,
             ) from None
         raise
-    return 1 if report.errors else 0
+    partial = report.errors or report.secrets or report.held or report.conflicts or report.skipped
+    return EXIT_PARTIAL if partial else EXIT_OK
 
 
 def add_team_commands(commands: argparse._SubParsersAction) -> None:
-    team = commands.add_parser("team", help="the project's team memory (team memory protocol)")
+    team = commands.add_parser(
+        "team",
+        help="the project's team memory (team memory protocol)",
+        description="The project's team memory, through the team memory protocol. "
+        "`memhub-agent team sync --help` for details.",
+    )
     actions = team.add_subparsers(dest="team_command", required=True, metavar="ACTION")
-    sync = actions.add_parser("sync", help="pull, then push the team directory")
+    sync = add_command(
+        actions,
+        "sync",
+        "pull, then push the team directory",
+        description="Pull the project's team memory into <memory dir>/team/, then push what "
+        "changed here, as Claude Code's own team memory client does. The project is the git "
+        "checkout's origin (owner/repo). Files the secret rules flag are never sent.",
+        examples=["team sync", "team sync --watch", "team sync --watch --interval 30"],
+        environment=f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
+        parents=[TIMEOUT_OPTION, CWD_OPTION],
+    )
     sync.add_argument("--watch", action="store_true", help="keep running: push 2 s after changes")
-    sync.add_argument("--cwd", help="a directory of the project (default: the current one)")
     sync.add_argument(
         "--interval",
         type=float,

@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from memapp.client.commands import INTERACTIVE, connect, current_project
+from memapp.client.commands import (
+    EXIT_OK,
+    INTERACTIVE,
+    JSON_OPTION,
+    TIMEOUT_OPTION,
+    add_command,
+    connect,
+    current_project,
+    print_json,
+)
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
 from memapp.memdir.transcripts import read_entries
@@ -240,26 +249,36 @@ def _print_hits(title: str, hits: list[dict]) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     query = urlencode({"q": args.query, "limit": args.limit})
-    answer = connect(backoff=INTERACTIVE).get(f"/api/v1/search?{query}")
+    answer = connect(timeout=args.timeout).get(f"/api/v1/search?{query}")
     if args.json:
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
-        return 0
+        print_json(answer)
+        return EXIT_OK
     memories, sessions = answer.get("memories") or [], answer.get("sessions") or []
     if not memories and not sessions:
         print(f"nothing matches {args.query!r}")
-        return 0
+        return EXIT_OK
     _print_hits("Memories", memories)
     _print_hits("Sessions", sessions)
-    return 0
+    return EXIT_OK
 
 
 def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
-    search = commands.add_parser(
-        "search", help="search your past sessions and memories on the server"
+    search = add_command(
+        commands,
+        "search",
+        "search your past sessions and memories on the server",
+        description="Full-text search over your own session transcripts and the memories you "
+        "may read, best matches first, each with a highlighted snippet and the link to its "
+        "page on the server.",
+        examples=[
+            'search "deploy friday"',
+            'search "flaky integration test" --limit 3',
+            'search "release checklist" --json',
+        ],
+        parents=[JSON_OPTION, TIMEOUT_OPTION],
     )
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10, help="hits of each kind (default 10)")
-    search.add_argument("--json", action="store_true", help="the whole answer as JSON")
     search.set_defaults(func=cmd_search)
 
     # Started by the hooks for a large backlog; not listed.

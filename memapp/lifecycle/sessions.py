@@ -113,7 +113,8 @@ def _parsed(raw_entries: list) -> tuple[list[Entry], Counter[str], int]:
             clean, hits = redact_entry(shrink_entry(raw))
             kept.append(parse_entry(clean))
         except EntryError as exc:
-            skipped[exc.reason] += 1
+            if exc.counted:
+                skipped[exc.reason] += 1
             continue
         redacted += len(hits)
     return kept, skipped, redacted

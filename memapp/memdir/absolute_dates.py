@@ -213,8 +213,8 @@ def _apply(rule: str, m: re.Match[str], on: datetime.date) -> str | None:
     if rule in ("ago", "in"):
         start = on + one if rule == "ago" and m["dir"] == "from tomorrow" else on
         sign = -1 if rule == "ago" and m["dir"] == "ago" else 1
-        day = _amount(m["q"], m["unit"], sign, start)
-        return None if day is None else f"on {_iso(day)}"
+        moved = _amount(m["q"], m["unit"], sign, start)
+        return None if moved is None else f"on {_iso(moved)}"
     if rule == "edge":
         return _edge(m["edge"], m["period"], _shift(m["mod"] or ""), on)
     if rule == "mod_weekday":

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memapp.memdir.absolute_dates import make_dates_absolute
+from memapp.memdir.absolute_dates import Rewrite, make_dates_absolute
 from memapp.memdir.daily_logs import LogEntry
 from memapp.memdir.extraction import MAX_BODY_BYTES, Dropped, ProposedChange
 from memapp.memdir.index import (
@@ -228,16 +228,18 @@ def _repair(
         out.append(_Line(line, key))
     # Blank runs collapse to one; no blank lines at either end.
     tidy: list[_Line] = []
-    for line in out:
-        if not line.text.strip() and (not tidy or not tidy[-1].text.strip()):
+    for kept in out:
+        if not kept.text.strip() and (not tidy or not tidy[-1].text.strip()):
             continue
-        tidy.append(line)
+        tidy.append(kept)
     while tidy and not tidy[-1].text.strip():
         tidy.pop()
     return tidy
 
 
-def _add(lines: list[_Line], files: Mapping[str, TopicFile], keys: Iterable[str], plan) -> None:
+def _add(
+    lines: list[_Line], files: Mapping[str, TopicFile], keys: Iterable[str], plan: IndexPlan
+) -> None:
     listed = {line.key for line in lines}
     missing = sorted(  # newest first; in the order given when as new; never a file no link reaches
         (files[key] for key in keys if key in files and key not in listed and is_linkable(key)),
@@ -248,7 +250,9 @@ def _add(lines: list[_Line], files: Mapping[str, TopicFile], keys: Iterable[str]
         plan.added.append(topic.key)
 
 
-def _prune(lines: list[_Line], files: Mapping[str, TopicFile], caps: tuple[int, int], plan):
+def _prune(
+    lines: list[_Line], files: Mapping[str, TopicFile], caps: tuple[int, int], plan: IndexPlan
+) -> None:
     max_lines, max_bytes = caps
 
     def over() -> bool:
@@ -263,15 +267,12 @@ def _prune(lines: list[_Line], files: Mapping[str, TopicFile], caps: tuple[int, 
             line.text = _entry_line(entry.title, line.key, entry.hook)
             if line.key not in plan.shortened:
                 plan.shortened.append(line.key)
-    oldest = sorted(
-        (line for line in lines if line.key is not None),
-        key=lambda line: (files[line.key].mtime_ms, line.key),  # type: ignore[index]
-    )
-    for line in oldest:
+    entries = [(line.key, line) for line in lines if line.key is not None]
+    for key, line in sorted(entries, key=lambda pair: (files[pair[0]].mtime_ms, pair[0])):
         if not over():
             return
         lines.remove(line)
-        plan.left_out.append(line.key)  # type: ignore[arg-type]
+        plan.left_out.append(key)
     while over() and lines:
         lines.pop()
         plan.dropped_lines += 1
@@ -534,7 +535,7 @@ class DatedMemory:
     day: datetime.date
 
 
-def _dates_reason(rewrites, day: datetime.date) -> str:
+def _dates_reason(rewrites: Sequence[Rewrite], day: datetime.date) -> str:
     done = dict.fromkeys(f"“{r.expression}” → {r.replacement}" for r in rewrites if r.replacement)
     return f"relative dates made absolute (the file was written on {day.isoformat()}): " + (
         "; ".join(done)

@@ -11,8 +11,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memapp.memdir.index import cut_to_bytes, over_caps_reason
-
 __all__ = [
     "MAX_SURFACED_BYTES",
     "MAX_SURFACED_LINES",
@@ -85,12 +83,15 @@ class RecalledMemory:
     content: str
 
 
-def render_recalled(memories: Iterable[RecalledMemory], now_ms: float | None = None) -> str:
+def render_recalled(
+    memories: Iterable[RecalledMemory], now_ms: float | None = None, *, wrap: bool = True
+) -> str:
     """The block an agent sees for recalled memories; "" when there are none.
 
     Each memory is its header, a blank line and its content (trailing newlines dropped);
-    memories are separated by a blank line, and the whole set is wrapped in
-    `<system-reminder>` tags on their own lines::
+    memories are separated by a blank line, and the whole set is wrapped (unless `wrap` is
+    false, for a client that labels the text itself) in `<system-reminder>` tags on their own
+    lines::
 
         <system-reminder>
         Memory (saved today): /m/a.md:
@@ -113,7 +114,8 @@ def render_recalled(memories: Iterable[RecalledMemory], now_ms: float | None = N
         memory_header(m.path, m.mtime_ms, now_ms) + "\n\n" + m.content.rstrip("\r\n")
         for m in memories
     ]
-    return "<system-reminder>\n" + "\n\n".join(blocks) + "\n</system-reminder>"
+    text = "\n\n".join(blocks)
+    return f"<system-reminder>\n{text}\n</system-reminder>" if wrap else text
 
 
 def _line_count(text: str) -> int:
@@ -141,6 +143,10 @@ def truncate_for_surfacing(
 
     (one line in the result; the figures are worded as in the index warning).
     """
+    # Here, not at the top: the index module loads the scanner and YAML, which a hook that
+    # only wants an age or a header must not pay for at start-up.
+    from memapp.memdir.index import cut_to_bytes, over_caps_reason
+
     line_count = _line_count(content)
     byte_count = len(content.encode("utf-8", "surrogatepass"))
     lines_over = line_count > max_lines

@@ -21,6 +21,7 @@ from memapp.memdir.keys import _home_dir, validate_memory_dir_override
 
 MAX_SANITIZED_LENGTH = 200
 SETTINGS_FILENAME = "settings.json"
+LOCAL_SETTINGS_FILENAME = "settings.local.json"
 # Policy (managed) settings: an administrator's file that outranks the user's settings.
 MANAGED_SETTINGS_PATH = (
     Path("/Library/Application Support/ClaudeCode/managed-settings.json")
@@ -235,6 +236,12 @@ def _canonical_root(root: Path) -> Path:
     return common.parent
 
 
+def checkout_root(path: str | os.PathLike[str]) -> Path | None:
+    """The top of the checkout containing `path` (a linked worktree's own top, not its main
+    repository's), or None outside any repository."""
+    return _find_git_root(path)
+
+
 def canonical_git_root(path: str | os.PathLike[str]) -> Path | None:
     """The root of the git repository containing `path`, with linked worktrees resolved to
     their main repository (so all worktrees share one memory dir); None outside any repo.
@@ -385,17 +392,96 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def load_user_settings(
-    env: Mapping[str, str] | None = None, *, managed_settings: Path | None = None
-) -> dict[str, Any]:
-    """The user's settings (`<config home>/settings.json`) overlaid with policy settings
-    (`managed_settings`, by default the platform's managed-settings.json), top-level keys.
+def _git_index_paths(index: bytes) -> set[bytes] | None:
+    """The paths git's index (`.git/index`, versions 2 to 4) tracks; None when it cannot be
+    read as one."""
+    if index[:4] != b"DIRC":
+        return None
+    version = int.from_bytes(index[4:8], "big")
+    count = int.from_bytes(index[8:12], "big")
+    if version not in (2, 3, 4):
+        return None
+    paths: set[bytes] = set()
+    position, previous = 12, b""
+    try:
+        for _ in range(count):
+            flags = int.from_bytes(index[position + 60 : position + 62], "big")
+            start = position + 62 + (2 if version >= 3 and flags & 0x4000 else 0)
+            if version == 4:  # the path shares a prefix with the previous one
+                byte = index[start]
+                strip, start = byte & 0x7F, start + 1
+                while byte & 0x80:
+                    byte = index[start]
+                    strip, start = ((strip + 1) << 7) | (byte & 0x7F), start + 1
+                end = index.index(b"\0", start)
+                path = previous[: len(previous) - strip] + index[start:end]
+                position = end + 1
+            else:  # NUL-padded to a multiple of 8 bytes
+                end = index.index(b"\0", start)
+                path = index[start:end]
+                position += (end - position + 8) & ~7
+            paths.add(path)
+            previous = path
+    except (IndexError, ValueError):
+        return None
+    return paths
 
-    A missing, unreadable or malformed file counts as empty. Project settings
-    (`<project>/.claude/settings.json`, and the checkout's `settings.local.json`) are never
-    read: a cloned repository must not redirect memory writes.
+
+def _git_tracks(root: Path, relative: str) -> bool:
+    """Whether the checkout at `root` tracks `relative` (read from its index, no `git`
+    process). Fails closed: an index that cannot be read counts as tracking it."""
+    gitdir = _gitdir_from_file(root) or root / ".git"
+    try:
+        index = (gitdir / "index").read_bytes()
+    except FileNotFoundError:
+        return False  # nothing staged or committed yet
+    except OSError:
+        return True
+    paths = _git_index_paths(index)
+    return paths is None or relative.encode("utf-8", "surrogateescape") in paths
+
+
+def local_settings_path(project_dir: str | os.PathLike[str]) -> Path | None:
+    """The checkout's own `.claude/settings.local.json`, when it is the person's file: present,
+    neither it nor its `.claude` folder a symlink, and not tracked by git. A file the
+    repository ships is committed settings, which may never redirect memory (docs/design.md
+    §3); outside a git checkout (a downloaded folder) nobody can tell, so none is read. The
+    file is looked for at the top of the checkout that contains `project_dir`."""
+    root = checkout_root(project_dir)
+    if root is None:  # a downloaded folder: nothing says who wrote its files
+        return None
+    folder = root / ".claude"
+    path = folder / LOCAL_SETTINGS_FILENAME
+    try:
+        if folder.is_symlink() or path.is_symlink() or not path.is_file():
+            return None
+    except OSError:
+        return None
+    if _git_tracks(root, f".claude/{LOCAL_SETTINGS_FILENAME}"):
+        return None
+    return path
+
+
+def load_user_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    project_dir: str | os.PathLike[str] | None = None,
+    managed_settings: Path | None = None,
+) -> dict[str, Any]:
+    """The settings a person controls, top-level keys, later ones winning: their user settings
+    (`<config home>/settings.json`), the checkout's local settings
+    (`<project>/.claude/settings.local.json`, see `local_settings_path`) when `project_dir` is
+    given, then policy settings (`managed_settings`, by default the platform's
+    managed-settings.json).
+
+    A missing, unreadable or malformed file counts as empty. The project's committed settings
+    (`<project>/.claude/settings.json`) are never read: a cloned repository must not redirect
+    memory writes, nor switch memory on against the person's choice.
     """
     settings = _read_settings_file(config_home(env) / SETTINGS_FILENAME)
+    local = local_settings_path(project_dir) if project_dir is not None else None
+    if local is not None:
+        settings.update(_read_settings_file(local))
     policy = _read_settings_file(
         MANAGED_SETTINGS_PATH if managed_settings is None else managed_settings
     )
@@ -411,8 +497,9 @@ def memory_dir_for(
     """The private memory dir of the project at `project_path`; first match wins:
 
     1. `$CLAUDE_COWORK_MEMORY_PATH_OVERRIDE` (validated, no `~` expansion);
-    2. `autoMemoryDirectory` from `settings`, the user-level settings (`load_user_settings`
-       when None), validated with `~/` expanded;
+    2. `autoMemoryDirectory` from `settings`, the settings a person controls (when None,
+       `load_user_settings` with the checkout's local settings), validated with `~/`
+       expanded;
     3. `<memory base>/projects/<sanitized canonical git root, or the path itself>/memory`.
 
     An invalid override is ignored and the next rule applies.
@@ -424,7 +511,7 @@ def memory_dir_for(
     if override is not None:
         return override
     if settings is None:
-        settings = load_user_settings(env)
+        settings = load_user_settings(env, project_dir=project_path)
     configured = validate_memory_dir_override(settings.get("autoMemoryDirectory"), env)
     if configured is not None:
         return configured
@@ -448,19 +535,26 @@ def _env_flag(value: str | None) -> bool | None:
 def auto_memory_enabled(
     env: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None
 ) -> bool:
-    """Whether auto memory is on (docs/design.md §3).
+    """Whether auto memory is on (docs/design.md §3), as the agent decides it.
 
     `CLAUDE_CODE_DISABLE_AUTO_MEMORY` truthy (`1,true,yes,on`, any case, stripped) turns it
     off; a defined falsy value (`0,false,no,off`) forces it on, over everything below. Then a
-    set (non-empty) `CLAUDE_CODE_SIMPLE`, whatever its value, turns it off, and so does the
-    setting `autoMemoryEnabled` being the JSON boolean `false`. `settings` are the user-level
-    settings (`load_user_settings` when None).
+    set (non-empty) `CLAUDE_CODE_SIMPLE`, whatever its value, turns it off; so does a remote
+    session (`CLAUDE_CODE_REMOTE` set) given no memory directory (neither
+    `CLAUDE_CODE_REMOTE_MEMORY_DIR` nor `CLAUDE_COWORK_MEMORY_PATH_OVERRIDE`); and so does the
+    setting `autoMemoryEnabled` being the JSON boolean `false`. `settings` are the settings a
+    person controls (`load_user_settings` when None).
     """
     environ = _environ(env)
     disable = _env_flag(environ.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY"))
     if disable is not None:
         return not disable
     if environ.get("CLAUDE_CODE_SIMPLE"):
+        return False
+    remote_dir = environ.get("CLAUDE_CODE_REMOTE_MEMORY_DIR") or environ.get(
+        "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
+    )
+    if environ.get("CLAUDE_CODE_REMOTE") and not remote_dir:
         return False
     if settings is None:
         settings = load_user_settings(env)

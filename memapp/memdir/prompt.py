@@ -38,6 +38,7 @@ __all__ = [
     "assemble_prompt",
     "choose_mode",
     "daily_log_path",
+    "team_index_block",
 ]
 
 MODES = ("disabled", "individual", "combined", "daily-log")
@@ -205,6 +206,25 @@ def _index_block(
     if shared:
         content = f'<team-memory-content source="shared">\n{content}\n</team-memory-content>'
     return f"Contents of {path} ({description}):\n\n{content}", info
+
+
+def team_index_block(
+    team_dir: str | os.PathLike[str],
+    display_dir: str | None = None,
+    max_lines: int = MAX_INDEX_LINES,
+    max_bytes: int = MAX_INDEX_BYTES,
+) -> tuple[str, IndexInfo]:
+    """The team index alone, exactly as the combined prompt shows it, for an agent that writes
+    its own memory section but has no team memory of its own (docs/design.md §16)."""
+    request = PromptRequest(
+        mode="combined",
+        private_dir=team_dir,
+        team_dir=team_dir,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+    )
+    shown = _display(team_dir, display_dir)
+    return _index_block(team_dir, shown, _TEAM_INDEX, True, request)
 
 
 # --- Sections ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from memapp.memdir.secret_rules import SecretHit, redact_text
 
 __all__ = [
+    "BOOKKEEPING_TYPES",
     "KEPT_TYPES",
     "MAX_BATCH_BYTES",
     "MAX_ENTRY_BYTES",
@@ -45,6 +46,24 @@ __all__ = [
 ]
 
 KEPT_TYPES = ("user", "assistant", "system", "summary")
+# What Claude Code writes beside the conversation: attachments (hook output, the environment, the
+# model, tool and skill listings), queue operations, file-history snapshots, request and cost
+# records. Passed over without being counted as skipped: nothing of the conversation is lost.
+BOOKKEEPING_TYPES = frozenset(
+    {
+        "attachment",
+        "queue-operation",
+        "file-history-snapshot",
+        "last-prompt",
+        "custom-title",
+        "progress",
+        "atis-latch",
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "cost-state",
+    }
+)
 MAX_BATCH_BYTES = 200_000  # one upload's JSON, as for file sync (docs/design.md §18)
 MAX_ENTRY_BYTES = 64 * 1024  # one entry, once long tool output is cut
 MAX_TOOL_OUTPUT = 4 * 1024  # characters kept of each long string inside a tool result
@@ -81,11 +100,16 @@ _NOT_PROSE_PREFIXES = (
 
 
 class EntryError(ValueError):
-    """An entry memhub does not keep; `reason` is the counter it is skipped under."""
+    """An entry memhub does not keep; `reason` is the counter it is skipped under (bookkeeping
+    is not `counted`)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+    @property
+    def counted(self) -> bool:
+        return self.reason != "bookkeeping"
 
 
 @dataclass(frozen=True)
@@ -185,6 +209,8 @@ def parse_entry(obj: object) -> Entry:
     if not isinstance(obj, Mapping):
         raise EntryError("not_object", "an entry is a JSON object")
     kind = obj.get("type")
+    if kind in BOOKKEEPING_TYPES:
+        raise EntryError("bookkeeping", f"{kind} entries are the agent's bookkeeping")
     if kind not in KEPT_TYPES:
         raise EntryError("unknown_type", f"entries of type {str(kind)[:40]!r} are not kept")
     entrypoint = _text(obj.get("entrypoint"))
@@ -340,7 +366,8 @@ def read_entries(
             except UnicodeDecodeError:
                 result.skipped["binary"] += 1
             except ValueError as exc:  # JSONDecodeError or EntryError
-                result.skipped[getattr(exc, "reason", "not_json")] += 1
+                if getattr(exc, "counted", True):
+                    result.skipped[getattr(exc, "reason", "not_json")] += 1
             else:
                 if redact:
                     obj, hits = redact_entry(obj)

@@ -2,9 +2,17 @@
 prompt.
 
 The candidates are each store's newest files (the manifest). With an Anthropic API key the
-selection is made by a model through the real `anthropic` SDK; without one, by flag, or on any
-error of the model, by the offline ranker of the core. Selected memories are cut to the
-surfacing budget (per memory and per session) and rendered with their freshness headers.
+selection is made by a model through the real `anthropic` SDK; without one, by flag, on any
+error of the model, or when the model cannot answer within the time the caller can wait, by the
+offline ranker of the core. Selected memories are cut to the surfacing budget (per memory and
+per session) and rendered with their freshness headers.
+
+The model is asked in a thread of this worker, never in the request's own: the request waits
+for it only as long as its caller can (a hook has well under a second), then answers with the
+offline picks while the thread finishes. Every answer of the model is kept in the shared cache,
+keyed by the exact request it answered (the store's state as the manifest shows it, the query,
+the tools, the model), so the next recall of the same query in the same state has the model's
+picks at once, from any worker (docs/design.md §7).
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import json
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
@@ -22,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connections
 from django.utils import timezone
 
 from memapp.memdir.freshness import (
@@ -65,6 +76,10 @@ SELECTOR_SCHEMA = {
     "additionalProperties": False,
 }
 SESSION_TTL_S = 24 * 3600
+SELECTION_TTL_S = 24 * 3600  # a model's picks for one request, kept for its repeats
+# Threads asking the model; more selections than this at once wait their turn (and their
+# callers get the offline picks meanwhile).
+MODEL_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,8 @@ def _shown(store: Store, rel: str, memory_dir: str | None) -> str:
 
 
 def _stores(user, private: Store, scope: str, flags: dict) -> list[Store]:
+    if private.kind == Store.Kind.AGENT:
+        return [private]  # an agent recalls from its own memory only
     stores = []
     if scope in ("private", "both"):
         stores.append(private)
@@ -191,33 +208,145 @@ def _client(api_key: str, base_url: str, timeout: float) -> anthropic.Anthropic:
     )
 
 
-def select_with_model(
-    candidates: list[Candidate], query: str, recent_tools, limit: int, model: str
-) -> list[Candidate]:
-    """Ask the model; raises on any error so the caller can fall back to offline recall."""
-    by_path = {c.shown_path: c for c in candidates}
+def load_model_client() -> None:
+    """When a model selects (an API key is set), import the SDK and what it imports when its
+    first client is made (its HTTP transport), so the first recall of a worker does not pay
+    for it. No client is kept and nothing is sent."""
+    if not settings.ANTHROPIC_API_KEY:
+        return
+    import anthropic
+
+    anthropic.Anthropic(api_key="not-used", max_retries=0).messages  # noqa: B018
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One question to the model: what it is asked, and the cache key of its answer."""
+
+    model: str
+    system: str
+    user_message: str
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([self.model, self.system, self.user_message])
+        return "memhub:recall-llm:" + hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def model_request(candidates: list[Candidate], query: str, recent_tools, limit: int, model: str):
     shown = [replace(c.header, path=c.shown_path) for c in candidates]
     user_message = f"Query: {query}\n\nAvailable memories:\n{format_manifest(shown)}"
     if recent_tools:
         user_message += f"\n\nRecently used tools: {', '.join(recent_tools)}"
+    return ModelRequest(model, SELECTOR_SYSTEM.format(limit=limit), user_message)
+
+
+def ask_model(request: ModelRequest) -> list[str]:
+    """The paths the model picks, as it wrote them; raises on any error of the model."""
     client = _client(
         settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, settings.MEMHUB_RECALL_TIMEOUT
     )
     message = client.messages.create(
-        model=model,
+        model=request.model,
         max_tokens=256,
-        system=SELECTOR_SYSTEM.format(limit=limit),
-        messages=[{"role": "user", "content": user_message}],
+        system=request.system,
+        messages=[{"role": "user", "content": request.user_message}],
         output_config={"format": {"type": "json_schema", "schema": SELECTOR_SCHEMA}},
     )
     text = "".join(block.text for block in message.content if block.type == "text")
     selected = json.loads(text)["selected_memories"]
     if not isinstance(selected, list):
         raise ValueError("selected_memories is not a list")
-    picked = []
-    for path in selected:
-        if isinstance(path, str) and path in by_path and by_path[path] not in picked:
-            picked.append(by_path[path])  # unknown names are dropped (docs/design.md §7)
+    return [path for path in selected if isinstance(path, str)]
+
+
+_model_threads = ThreadPoolExecutor(MODEL_THREADS, thread_name_prefix="memhub-recall-model")
+
+
+@dataclass
+class _Question:
+    """One request to the model in flight, shared by every recall that asks it meanwhile."""
+
+    request: ModelRequest
+    answer: Future = field(default_factory=Future)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    abandoned: bool = False  # a caller stopped waiting: the model's thread keeps the answer
+    kept: bool = False  # the answer came from the cache
+
+
+_asking: dict[str, _Question] = {}
+_asking_lock = threading.Lock()
+
+
+def _keep(request: ModelRequest, paths: list[str]) -> None:
+    try:
+        cache.set(request.key, paths, SELECTION_TTL_S)
+    except Exception:  # the answer still serves whoever is waiting for it
+        log.warning("recall: the model's picks could not be kept", exc_info=True)
+
+
+def _ask_in_thread(question: _Question) -> None:
+    """In a model thread: ask, hand the answer to the waiting recalls, and when one of them
+    gave up waiting, keep the answer for the next (otherwise the recall that got it does)."""
+    try:
+        try:
+            paths = ask_model(question.request)
+        except Exception as exc:
+            question.answer.set_exception(exc)
+            return
+        with question.lock:
+            question.answer.set_result(paths)
+            keep = question.abandoned
+        if keep:
+            _keep(question.request, paths)
+    finally:
+        with _asking_lock:
+            _asking.pop(question.request.key, None)
+        connections.close_all()  # this thread's own connections (the cache table)
+
+
+def _question(request: ModelRequest) -> _Question:
+    """The question for `request`: answered already (kept from an identical earlier request),
+    in flight, or asked now in a model thread."""
+    kept = cache.get(request.key)
+    if isinstance(kept, list):
+        question = _Question(request, kept=True)
+        question.answer.set_result(kept)
+        return question
+    with _asking_lock:
+        question = _asking.get(request.key)
+        if question is None:
+            question = _asking[request.key] = _Question(request)
+            _model_threads.submit(_ask_in_thread, question)
+    return question
+
+
+def model_picks(request: ModelRequest, wait: float | None) -> list[str]:
+    """The model's picks for `request`, waiting at most `wait` seconds (None: as long as it
+    takes). Raises FutureTimeout when it has not answered by then (it goes on, and its answer
+    is kept for the next identical request), or the model's own error."""
+    question = _question(request)
+    try:
+        paths = question.answer.result(timeout=wait)
+    except FutureTimeout:
+        with question.lock:
+            if not question.answer.done():
+                question.abandoned = True
+                raise
+        paths = question.answer.result()
+    if not (question.kept or question.abandoned):
+        _keep(request, paths)  # by the recall that got it, on its own connection
+    return paths
+
+
+def _by_path(candidates: list[Candidate], paths: list[str], limit: int) -> list[Candidate]:
+    """The candidates the model named, best first; names it invented and repeats are dropped
+    (docs/design.md §7)."""
+    by_path = {c.shown_path: c for c in candidates}
+    picked: list[Candidate] = []
+    for path in paths:
+        if path in by_path and by_path[path] not in picked:
+            picked.append(by_path[path])
     return picked[:limit]
 
 
@@ -275,6 +404,48 @@ def _within_session_budget(user, session_id: str, shown: list[Shown], budget: in
     return update(_session_key(user, session_id), take, SESSION_TTL_S)
 
 
+def mark_surfaced(user, session_id: str, paths: list[str]) -> int:
+    """Count `paths` as shown to the session (the agent read them itself), so recall does not
+    offer them again; returns how many were new to it."""
+
+    def add(state: SessionState | None) -> tuple[SessionState, int]:
+        state = state or SessionState()
+        new = set(paths) - state.paths
+        return SessionState(state.used_bytes, state.paths | new), len(new)
+
+    return update(_session_key(user, session_id), add, SESSION_TTL_S)
+
+
+def _select(
+    candidates: list[Candidate],
+    query: str,
+    recent_tools,
+    limit: int,
+    model: str,
+    wait: float | None,
+    outcome: RecallOutcome,
+) -> list[Candidate] | None:
+    """The model's picks, or None (with the reason in `outcome`) when the offline ranker must
+    pick: the model failed, or had not answered within `wait` seconds (None: as long as it
+    takes), in which case it goes on in its thread and its answer is kept for next time."""
+    request = model_request(candidates, query, recent_tools, limit, model)
+    try:
+        paths = model_picks(request, wait)
+    except FutureTimeout:
+        outcome.fallback_reason = (
+            f"pending: the model had not answered within {max(wait or 0, 0):.2f} s; "
+            "its picks are kept for the next recall of this query"
+        )
+        log.info("recall: %s", outcome.fallback_reason)
+        return None
+    except Exception as exc:  # any failure of the model falls back to offline recall
+        outcome.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("recall selector failed, using offline recall: %s", outcome.fallback_reason)
+        return None
+    outcome.selector = "llm"
+    return _by_path(candidates, paths, limit)
+
+
 def recall_for(
     user,
     private: Store,
@@ -286,14 +457,22 @@ def recall_for(
     memory_dir: str | None = None,
     session_id: str | None = None,
     now_ms: int | None = None,
+    wait_ms: int | None = None,
+    project=None,
     preview: bool = False,
 ) -> RecallOutcome:
     """At most `recall_max` memories that fit `query`, from the user's private store of a project
-    and/or its team store, each cut to the surfacing budget.
+    and/or its team store (or from an agent's own store), each cut to the surfacing budget.
 
-    A `preview` (the "What would my agent recall?" page) answers the same but is no recall:
-    no session budget is used, no event recorded, no memory counted as recalled."""
-    flags = get_flags(private.project)
+    `wait_ms` is how long the caller can wait for the answer; the model gets what is left of
+    it once the candidates are ready (without it, the model gets as long as it takes).
+    `project` is the project asked about, for its flags, when `private` belongs to none (an
+    agent's user-scope memory). A `preview` (the "What would my agent recall?" page) answers
+    the same but is no recall: no session budget is used, no event recorded, no memory counted
+    as recalled."""
+    started = time.monotonic()
+    project = project or private.project
+    flags = get_flags(project)
     if not flags["recall"]:
         return RecallOutcome(selector="disabled")
     session_id = None if preview else session_id
@@ -314,14 +493,10 @@ def recall_for(
     outcome = RecallOutcome(candidates=len(candidates))
     picked: list[Candidate] | None = None
     if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and candidates:
-        try:
-            picked = select_with_model(
-                candidates, query, recent_tools, limit, flags["recall_model"]
-            )
-            outcome.selector = "llm"
-        except Exception as exc:  # any failure of the model falls back to offline recall
-            outcome.fallback_reason = f"{type(exc).__name__}: {exc}"[:300]
-            log.warning("recall selector failed, using offline recall: %s", outcome.fallback_reason)
+        wait = None if wait_ms is None else wait_ms / 1000 - (time.monotonic() - started)
+        picked = _select(
+            candidates, query, recent_tools, limit, flags["recall_model"], wait, outcome
+        )
     if picked is None:
         by_key = {(c.store.pk, c.header.path): c for c in candidates}
         picked = [
@@ -346,7 +521,7 @@ def recall_for(
     count_recalled((item.candidate.store.pk, item.candidate.header.path) for item in shown)
     record_event_later(
         "recall",
-        project=private.project,
+        project=project,
         user=user,
         candidates=outcome.candidates,
         selected=len(outcome.memories),

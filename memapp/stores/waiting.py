@@ -1,6 +1,7 @@
 """What waits for a person's review: a registry the apps that hold such things fill at start.
 
-The navigation shows a badge and the home page a card for each kind with something waiting.
+The navigation shows a badge and the home page a card for each kind with something waiting;
+an agent's SessionStart hook passes on one line of it (`waiting_notice`, docs/design.md §16).
 Apps above this one (team sync, snapshots, proposals) register their kind in their
 `AppConfig.ready`, so this app knows none of them; adding a kind is one `register_waiting`
 call with a function that counts it for a user.
@@ -12,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Waiting", "WaitingKind", "register_waiting", "waiting_for"]
+from django.urls import reverse
+
+__all__ = ["Waiting", "WaitingKind", "register_waiting", "waiting_for", "waiting_notice"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +46,16 @@ def waiting_for(user) -> list[Waiting]:
         return []
     found = [Waiting(kind, kind.count(user)) for kind in _kinds.values()]
     return [item for item in found if item.count]
+
+
+def waiting_notice(waiting: list[Waiting], site_url: str) -> str:
+    """One line for an agent to pass on, or "" when nothing waits: `memhub: waiting for your
+    review: proposals to review (2) at <site>/proposals/; team sync conflicts (1) at …`."""
+    if not waiting:
+        return ""
+    site = site_url.rstrip("/")
+    listed = "; ".join(
+        f"{item.kind.label} ({item.count}) at {site}{reverse(item.kind.url_name)}"
+        for item in waiting
+    )
+    return f"memhub: waiting for your review: {listed}"

@@ -6,6 +6,7 @@ body) and answers each one from its current script:
 
     with FakeAnthropic() as fake:
         fake.answer(["feedback_testing.md"])   # {"selected_memories": [...]} as a text block
+        fake.answer(["a.md"], delay=0.4)       # the same, 400 ms late (a real model's pace)
         fake.overloaded()                      # 529 overloaded_error
         fake.stall(5.0)                        # answer only after `seconds` (past a timeout)
         fake.answer_text("{not json")          # a text block that is not JSON
@@ -14,7 +15,8 @@ body) and answers each one from its current script:
         fake.requests[0].body["model"]
 
 A script applies to every request until it is replaced, so the SDK's retry sees the same
-answer as its first attempt.
+answer as its first attempt. A request with `"stream": true` (as Claude Code's CLI sends) gets
+the same message as server-sent events, the way the Messages API streams it.
 """
 
 from __future__ import annotations
@@ -56,6 +58,42 @@ def message(text: str, model: str = "claude-sonnet-4-6") -> dict:
     }
 
 
+def _events(body: dict) -> list[tuple[str, dict]]:
+    """A message as the Messages API streams it (message_start … message_stop)."""
+    start = {**body, "content": [], "stop_reason": None, "usage": {**body["usage"]}}
+    events: list[tuple[str, dict]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(body["content"]):
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {**block, "text": ""},
+                },
+            )
+        )
+        delta = {"type": "text_delta", "text": block["text"]}
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": body["usage"]["output_tokens"]},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
 def tool_message(name: str, tool_input: object, model: str = "claude-sonnet-4-6") -> dict:
     """A Messages API response whose only content block calls the tool `name`."""
     return {
@@ -92,12 +130,13 @@ class FakeAnthropic:
 
     # -- scripts ------------------------------------------------------------------------------
 
-    def answer(self, selected: list[str]) -> None:
-        """A good answer: `{"selected_memories": selected}` as the text content block."""
-        self.answer_text(json.dumps({"selected_memories": selected}))
+    def answer(self, selected: list[str], delay: float = 0.0) -> None:
+        """A good answer: `{"selected_memories": selected}` as the text content block, sent
+        `delay` seconds after the request arrived."""
+        self.answer_text(json.dumps({"selected_memories": selected}), delay)
 
-    def answer_text(self, text: str) -> None:
-        self._set(_Script(200, message(text)))
+    def answer_text(self, text: str, delay: float = 0.0) -> None:
+        self._set(_Script(200, message(text), delay=delay))
 
     def propose(self, changes: list[dict], delay: float = 0.0) -> None:
         """A good extraction answer: `propose_memory_changes` called with `changes` (after
@@ -152,18 +191,40 @@ class FakeAnthropic:
                     script = fake._script
                 if script.delay and fake._stopping.wait(script.delay):
                     return  # the test is over; nobody is waiting for this answer
-                payload = json.dumps(script.body).encode()
                 try:
-                    self.send_response(script.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.send_header("request-id", "req_fake")
-                    for name, value in script.headers:
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
+                    if body.get("stream") and script.status == 200:
+                        self._stream(script.body)
+                    else:
+                        self._send(script.status, script.body, script.headers)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) before the answer came
+
+            def do_GET(self) -> None:  # noqa: N802 (a client checking the server is there)
+                self._send(200, {}, ())
+
+            do_HEAD = do_GET  # noqa: N815
+
+            def _send(self, status: int, body: dict, headers) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("request-id", "req_fake")
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+            def _stream(self, body: dict) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("request-id", "req_fake")
+                self.end_headers()
+                for event, data in _events(body):
+                    self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
 
             def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
                 pass

@@ -340,3 +340,91 @@ def test_an_empty_store_never_calls_the_model(bob_api, fake):
     body = recall(bob_api, query=QUERY)
     assert fake.requests == []
     assert body["memories"] == [] and body["rendered"] == ""
+
+
+# --- within the caller's budget (docs/design.md §7) --------------------------------------------
+
+BUDGETED = "integration tests real database mocks"
+
+
+def until(check, seconds: float = 15.0):
+    """The first true answer of `check`, asked every 50 ms for up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = check()
+        if answer or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
+@pytest.mark.django_db(transaction=True)  # the model's thread keeps its answer in the cache table
+def test_a_model_slower_than_the_budget_gives_the_offline_picks_now_and_its_own_next_time(
+    alice_api, fake, stores
+):
+    fake.answer(["project_freeze.md"], delay=1.5)
+    started = time.monotonic()
+
+    first = recall(alice_api, query=BUDGETED, wait_ms=150)
+
+    assert time.monotonic() - started < 1.5  # not held for the model
+    assert first["selector"] == "offline"
+    assert first["fallback_reason"].startswith("pending: the model had not answered within")
+    assert [m["path"] for m in first["memories"]] == ["feedback_testing.md"]
+
+    # The model answers meanwhile, in the server's own thread; asking again meanwhile joins
+    # that question rather than asking another.
+    def picked_by_the_model():
+        body = recall(alice_api, query=BUDGETED, wait_ms=150)
+        return body if body["selector"] == "llm" else None
+
+    second = until(picked_by_the_model)
+
+    assert second["fallback_reason"] is None
+    assert [m["path"] for m in second["memories"]] == ["project_freeze.md"]
+    assert len(fake.requests) == 1  # kept, never asked again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_kept_answer_is_for_the_same_query_and_the_same_memories_only(alice_api, fake, stores):
+    private, _ = stores
+    fake.answer(["feedback_testing.md"])
+    recall(alice_api, query=BUDGETED)
+    recall(alice_api, query=BUDGETED)
+    assert len(fake.requests) == 1
+
+    recall(alice_api, query="how do we deploy?")
+    assert len(fake.requests) == 2  # another query
+    put(Path(private.path), "feedback_new.md", "2026-04-01T00:00:00", "New", "A new memory", "user")
+    private.scanned_at = None  # as after the next rescan
+    private.save(update_fields=["scanned_at"])
+    recall(alice_api, query=BUDGETED)
+    assert len(fake.requests) == 3  # the store changed: the manifest the model sees changed
+
+
+def test_a_model_within_the_budget_is_used_at_once(alice_api, fake, stores):
+    fake.answer(["project_freeze.md"], delay=0.1)
+
+    body = recall(alice_api, query=BUDGETED, wait_ms=8000)
+
+    assert (body["selector"], [m["path"] for m in body["memories"]]) == (
+        "llm",
+        ["project_freeze.md"],
+    )
+
+
+def test_without_a_budget_recall_waits_for_the_model(alice_api, fake, stores):
+    fake.answer(["project_freeze.md"], delay=0.4)
+
+    body = recall(alice_api, query=BUDGETED)
+
+    assert body["selector"] == "llm"
+
+
+@pytest.mark.django_db(transaction=True)  # the model's thread keeps what nobody waited for
+def test_a_budget_of_nothing_still_answers_offline(alice_api, fake, stores):
+    fake.answer(["project_freeze.md"], delay=0.4)
+
+    body = recall(alice_api, query=BUDGETED, wait_ms=0)
+
+    assert body["selector"] == "offline" and body["fallback_reason"].startswith("pending:")
+    assert [m["path"] for m in body["memories"]] == ["feedback_testing.md"]

@@ -158,6 +158,10 @@ def test_every_answer_of_the_agent_api_conforms_to_its_schema(alice, memories, i
         ("/api/v1/recall", "POST", {"body": {**project, "query": "database tests"}}),
         ("/api/v1/prompt", "POST", {"body": project}),
         ("/api/v1/prompt", "GET", {"query": project}),
+        ("/api/v1/session-start", "POST", {"body": {**project, "have": {}}}),
+        ("/api/v1/recall/surfaced", "POST", {"body": {"session_id": "s-1", "paths": ["a.md"]}}),
+        ("/api/v1/me", "GET", {}),
+        ("/api/v1/token", "DELETE", {}),  # last: it revokes the token
     ]
     statuses = []
     for path, method, parts in calls:
@@ -168,4 +172,7 @@ def test_every_answer_of_the_agent_api_conforms_to_its_schema(alice, memories, i
         )
         statuses.append(response.status_code)
 
-    assert statuses == [200, 200, 404, 201, 200, 200, 200, 200, 200, 204, 201, 204, 200, 200, 200]
+    assert statuses == [
+        *(200, 200, 404, 201, 200, 200, 200, 200, 200, 204, 201, 204, 200, 200, 200),
+        *(200, 200, 200, 204),
+    ]

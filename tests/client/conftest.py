@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,9 @@ class Machine:
             "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
+            # Hooks get room on a loaded test machine; the tests of the 0.7 s budget itself
+            # set it back with `default_budget`.
+            "MEMHUB_HOOK_TIMEOUT": "5",
             **self.extra_env,
         }
 
@@ -72,9 +76,10 @@ class Machine:
         result = self.run("login", server.url, "--token", "-", stdin=server.token + "\n")
         assert result.returncode == 0, result.stderr
 
-    def sync(self, *args: str) -> subprocess.CompletedProcess:
+    def sync(self, *args: str, status: int = 0) -> subprocess.CompletedProcess:
+        """`memhub-agent sync`, which must exit with `status` (1: conflicts or skipped files)."""
         result = self.run("sync", *args)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == status, result.stderr
         return result
 
     def write(self, key: str, text: str) -> Path:
@@ -94,6 +99,10 @@ class Machine:
             for path in sorted(root.rglob("*"))
             if path.is_file()
         }
+
+    def default_budget(self) -> None:
+        """Hooks get the 0.7 s a real agent gives them (for the tests of that budget)."""
+        self.extra_env["MEMHUB_HOOK_TIMEOUT"] = "0.7"
 
     def hook(self, event: str, payload: dict, timeout: float = 10) -> subprocess.CompletedProcess:
         return self.run("hook", "claude-code", event, stdin=json.dumps(payload), timeout=timeout)
@@ -175,3 +184,92 @@ def silent_server():
     for connection in held:
         connection.close()
     listener.close()
+
+
+@dataclass
+class Recording:
+    """A stand-in server: answers every request with an empty JSON object, and keeps them."""
+
+    url: str
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def recording_server():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    recording = Recording("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            recording.requests.append(f"{self.command} {self.path}")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    recording.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield recording
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def slow_proxy():
+    """`slow_proxy(url, seconds)`: the server at `url`, but every answer `seconds` late."""
+    import urllib.error
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(target: str, seconds: float) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                request = urllib.request.Request(
+                    target + self.path, data=body or None, method=self.command
+                )
+                for name in ("Authorization", "Content-Type", "Accept"):
+                    if self.headers.get(name):
+                        request.add_header(name, self.headers[name])
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        status, headers, data = response.status, response.headers, response.read()
+                except urllib.error.HTTPError as exc:
+                    status, headers, data = exc.code, exc.headers, exc.read()
+                time.sleep(seconds)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", headers.get("Content-Type", ""))
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client gave up
+
+            do_GET = do_POST = do_PUT = do_DELETE = _forward
+
+            def log_message(self, *args) -> None:
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        servers.append(httpd)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{httpd.server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()

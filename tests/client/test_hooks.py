@@ -1,5 +1,6 @@
 """`memhub-agent hook claude-code …`: the exact output Claude Code reads, and silence within a
-second whenever memhub cannot help (not logged in, server down, server hanging, any error)."""
+second whenever memhub cannot help or must not (memory off, not logged in, server down,
+server hanging, any error)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import time
 
 import pytest
 
-from memapp.client.hooks import _recent_tools, hook_output
+from memapp.client.hooks import HOOKS, hook_output
+from memapp.client.recall_hook import recent_tools
 from tests.client.conftest import AGENT, Machine, topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-EVENTS = ["session-start", "user-prompt-submit"]
+EVENTS = list(HOOKS)
 SESSION = "5f1c3a52-0d7e-4b9a-9c1e-3f7a2b8d6e01"
 
 
@@ -27,6 +29,15 @@ def payload(machine: Machine, event: str, prompt: str = "how do we test the data
     }
     if event == "session-start":
         return {**common, "hook_event_name": "SessionStart", "source": "startup"}
+    if event == "post-tool-use":
+        read = {"file_path": str(machine.memory_dir / "feedback_db.md")}
+        return {
+            **common,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": read,
+            "tool_response": {"type": "text"},
+        }
     return {
         **common,
         "hook_event_name": "UserPromptSubmit",
@@ -37,9 +48,20 @@ def payload(machine: Machine, event: str, prompt: str = "how do we test the data
 
 
 def timed_hook(machine: Machine, event: str) -> tuple[subprocess.CompletedProcess, float]:
+    """The hook with the budget a real agent gives it, and its wall time."""
+    machine.default_budget()
     started = time.monotonic()
     result = machine.hook(event, payload(machine, event))
     return result, time.monotonic() - started
+
+
+def context(result: subprocess.CompletedProcess, event: str) -> str:
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert list(output) == ["hookSpecificOutput"]
+    assert list(output["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
+    assert output["hookSpecificOutput"]["hookEventName"] == HOOKS[event].event
+    return output["hookSpecificOutput"]["additionalContext"]
 
 
 @pytest.fixture
@@ -59,35 +81,36 @@ def a(machine_a, server):
     return machine_a
 
 
-# --- with a working server (needs the /api/v1/prompt and /api/v1/recall endpoints) ---------
+# --- with a working server ---------------------------------------------------------------------
 
 
-def test_session_start_adds_the_memory_section_of_the_prompt(a):
+def test_session_start_leaves_the_memory_section_to_claude_code(a):
+    # Claude Code writes its own memory section and loads MEMORY.md itself: with nothing
+    # pulled, no team memory and nothing waiting for review, memhub adds nothing.
     result = a.hook("session-start", payload(a, "session-start"))
 
-    assert result.returncode == 0, result.stderr
-    output = json.loads(result.stdout)
-    assert list(output) == ["hookSpecificOutput"]
-    assert list(output["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
-    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-    context = output["hookSpecificOutput"]["additionalContext"]
-    assert context == a.run("prompt").stdout.removesuffix("\n")
-    assert str(a.memory_dir) in context
-    assert "[Real DB](feedback_db.md)" in context
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
-def test_user_prompt_submit_adds_the_recalled_memories(a):
-    result = a.hook("user-prompt-submit", payload(a, "user-prompt-submit"))
+def test_session_start_creates_the_memory_dir(machine_a, server):
+    machine_a.login(server)
+    assert not machine_a.memory_dir.exists()
 
-    assert result.returncode == 0, result.stderr
-    output = json.loads(result.stdout)
-    assert list(output) == ["hookSpecificOutput"]
-    assert output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
-    context = output["hookSpecificOutput"]["additionalContext"]
-    assert context.startswith("<system-reminder>")
-    assert context.rstrip().endswith("</system-reminder>")
-    assert f"Memory (saved today): {a.memory_dir / 'feedback_db.md'}:" in context
-    assert "Use the real database in integration tests." in context
+    result = machine_a.hook("session-start", payload(machine_a, "session-start"))
+
+    assert result.returncode == 0
+    assert machine_a.memory_dir.is_dir()  # the agent is told it already exists
+
+
+def test_user_prompt_submit_adds_the_recalled_memories_without_a_wrapper(a):
+    text = context(
+        a.hook("user-prompt-submit", payload(a, "user-prompt-submit")), "user-prompt-submit"
+    )
+
+    # Claude Code labels hook context itself and escapes `<system-reminder>`: plain text only.
+    assert "system-reminder" not in text
+    assert text.startswith(f"Memory (saved today): {a.memory_dir / 'feedback_db.md'}:\n\n---\n")
+    assert "Use the real database in integration tests." in text
 
 
 def test_a_memory_is_surfaced_once_per_session(a):
@@ -95,15 +118,62 @@ def test_a_memory_is_surfaced_once_per_session(a):
     again = a.hook("user-prompt-submit", payload(a, "user-prompt-submit"))
 
     assert "feedback_db.md" in first.stdout
-    assert again.returncode == 0
-    assert again.stdout == ""
+    assert (again.returncode, again.stdout) == (0, "")
+    # The server keeps what the session was shown (docs/design.md §21), not the machine.
+    assert not (a.config_dir / "sessions").exists()
 
 
 def test_an_unrelated_prompt_adds_nothing(a):
     result = a.hook("user-prompt-submit", payload(a, "user-prompt-submit", "thanks, bye"))
 
-    assert result.returncode == 0
-    assert result.stdout == ""
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+# --- memory off means silence ------------------------------------------------------------------
+
+MEMORY_OFF = {
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"},
+    "remote session without a memory dir": {"CLAUDE_CODE_REMOTE": "true"},
+}
+
+
+@pytest.mark.parametrize("event", EVENTS)
+@pytest.mark.parametrize("switch", [*MEMORY_OFF, "user settings", "local settings"])
+def test_memory_off_means_silence_and_no_request(machine_a, recording_server, event, switch):
+    machine_a.extra_env.update(MEMHUB_URL=recording_server.url, MEMHUB_TOKEN="mh_x")
+    machine_a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
+    machine_a.hook(event, payload(machine_a, event))
+    assert recording_server.requests, "the control: with memory on, the hook asks the server"
+    recording_server.requests.clear()
+    off = {"autoMemoryEnabled": False}
+    if switch == "user settings":
+        (machine_a.home / ".claude" / "settings.json").write_text(json.dumps(off))
+    elif switch == "local settings":  # the checkout's own, untracked settings.local.json
+        (machine_a.checkout / ".claude").mkdir()
+        (machine_a.checkout / ".claude" / "settings.local.json").write_text(json.dumps(off))
+    else:
+        machine_a.extra_env.update(MEMORY_OFF[switch])
+
+    result = machine_a.hook(event, payload(machine_a, event))
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert recording_server.requests == []
+
+
+def test_a_repository_cannot_switch_memory_on_against_the_users_settings(
+    machine_a, recording_server
+):
+    machine_a.extra_env.update(MEMHUB_URL=recording_server.url, MEMHUB_TOKEN="mh_x")
+    settings = machine_a.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"autoMemoryEnabled": False}))
+    (machine_a.checkout / ".claude").mkdir()
+    (machine_a.checkout / ".claude" / "settings.json").write_text('{"autoMemoryEnabled": true}')
+
+    result = machine_a.hook("user-prompt-submit", payload(machine_a, "user-prompt-submit"))
+
+    assert (result.returncode, result.stdout) == (0, "")
+    assert recording_server.requests == []
 
 
 # --- silence whenever memhub cannot help -------------------------------------------------------
@@ -117,7 +187,7 @@ def test_hooks_print_nothing_when_not_logged_in(machine_a, event):
     assert elapsed < 1.0
 
 
-@pytest.mark.parametrize("event", EVENTS)
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
 def test_hooks_print_nothing_within_a_second_when_the_server_is_down(machine_a, closed_port, event):
     machine_a.extra_env.update(MEMHUB_URL=f"http://127.0.0.1:{closed_port}", MEMHUB_TOKEN="mh_x")
 
@@ -127,7 +197,7 @@ def test_hooks_print_nothing_within_a_second_when_the_server_is_down(machine_a, 
     assert elapsed < 1.0
 
 
-@pytest.mark.parametrize("event", EVENTS)
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
 def test_hooks_print_nothing_within_a_second_when_the_server_hangs(machine_a, silent_server, event):
     machine_a.extra_env.update(MEMHUB_URL=silent_server, MEMHUB_TOKEN="mh_x")
 
@@ -137,7 +207,7 @@ def test_hooks_print_nothing_within_a_second_when_the_server_hangs(machine_a, si
     assert elapsed < 1.0
 
 
-@pytest.mark.parametrize("event", EVENTS)
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
 def test_hooks_print_nothing_when_the_token_is_refused(machine_a, server, event):
     machine_a.extra_env.update(MEMHUB_URL=server.url, MEMHUB_TOKEN="mh_not-a-token")
 
@@ -149,6 +219,7 @@ def test_hooks_print_nothing_when_the_token_is_refused(machine_a, server, event)
 
 def test_a_hook_whose_stdin_never_closes_still_ends_within_a_second(machine_a, server):
     machine_a.login(server)
+    machine_a.default_budget()
     started = time.monotonic()
     process = subprocess.Popen(
         [str(AGENT), "hook", "claude-code", "user-prompt-submit"],
@@ -182,9 +253,12 @@ def test_hooks_print_nothing_on_malformed_input(machine_a, server, stdin):
     assert (result.returncode, result.stdout) == (0, "")
 
 
-def test_a_misconfigured_hook_command_never_blocks_the_prompt(machine_a):
+@pytest.mark.parametrize(
+    "args", [["pre-tool-use"], [], ["user-prompt-submit", "extra"], ["--bogus", "x"]]
+)
+def test_a_misconfigured_hook_command_never_blocks_the_prompt(machine_a, args):
     # Exit status 2 from a UserPromptSubmit hook would make Claude Code drop the prompt.
-    result = machine_a.run("hook", "claude-code", "pre-tool-use", stdin="{}")
+    result = machine_a.run("hook", "claude-code", *args, stdin="{}")
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
@@ -199,6 +273,10 @@ def test_hook_output_has_the_shape_claude_code_reads():
     assert json.loads(hook_output("session-start", "x"))["hookSpecificOutput"] == {
         "hookEventName": "SessionStart",
         "additionalContext": "x",
+    }
+    assert json.loads(hook_output("post-tool-use", "y"))["hookSpecificOutput"] == {
+        "hookEventName": "PostToolUse",
+        "additionalContext": "y",
     }
 
 
@@ -222,6 +300,42 @@ def test_recent_tools_come_from_the_transcript_tail_newest_first(tmp_path):
     ]
     transcript.write_text("\n".join(lines) + "\n")
 
-    assert _recent_tools(str(transcript)) == ["Bash", "Grep", "Read"]
-    assert _recent_tools(str(tmp_path / "missing.jsonl")) == []
-    assert _recent_tools(None) == []
+    assert recent_tools(str(transcript)) == ["Bash", "Grep", "Read"]
+    assert recent_tools(str(tmp_path / "missing.jsonl")) == []
+    assert recent_tools(None) == []
+
+
+# --- an agent's own memory ---------------------------------------------------------------------
+
+
+def test_an_agent_with_memory_of_its_own_is_recalled_its_own(a, alice, tmp_path):
+    """`claude --agent reviewer`: the hook input names the agent, whose memory dir exists here
+    and whose store memhub has (discovered, or pushed with `snapshot push`)."""
+    from memapp.stores.mirror import rescan_store
+    from memapp.stores.models import Store
+    from tests.conftest import write_memory
+
+    server_copy = tmp_path / "server" / "agent-memory" / "reviewer"
+    write_memory(
+        server_copy, "review_tests.md", "Tests", "Ask for tests with every bug fix", "feedback"
+    )
+    store = Store.objects.create(
+        kind=Store.Kind.AGENT,
+        origin=Store.Origin.MANAGED,
+        path=str(server_copy),
+        owner=alice,
+        agent_type="reviewer",
+        agent_scope="user",
+    )
+    rescan_store(store)
+    local = a.home / ".claude" / "agent-memory" / "reviewer"
+    local.mkdir(parents=True)
+    question = "should every bug fix come with tests and a real database?"
+    as_agent = {**payload(a, "user-prompt-submit", question), "agent_type": "reviewer"}
+
+    text = context(a.hook("user-prompt-submit", as_agent), "user-prompt-submit")
+
+    assert text.startswith(f"Memory (saved today): {local / 'review_tests.md'}:")
+    assert "feedback_db.md" not in text
+    plain = {**as_agent, "agent_type": "general-purpose", "session_id": "other"}
+    assert "feedback_db.md" in a.hook("user-prompt-submit", plain).stdout

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memapp.client.http import NO_RETRY, ApiError, Backoff, Client, Unreachable
+from memapp.client.http import NO_RETRY, ApiError, Backoff, Client, NotMemhub, Unreachable
 
 
 class Scripted:
@@ -35,6 +35,8 @@ class Scripted:
                 status, body, headers = outer.answers.pop(0)
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
+                if not isinstance(body, bytes):
+                    self.send_header("Content-Type", "application/json")
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
@@ -163,11 +165,71 @@ def test_redirects_are_not_followed(scripted):
     elsewhere = scripted((200, {"stolen": True}, {}))
     server = scripted((302, b"", {"Location": elsewhere.url + "/grab"}))
 
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(NotMemhub, match=f"redirects /api/v1/stores/ to {elsewhere.url}/grab"):
         Client(server.url, "mh_secret").get("/api/v1/stores/")
 
-    assert raised.value.status == 302
     assert elsewhere.requests == []  # the token went nowhere else
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "said"),
+    [
+        (
+            200,
+            b"<!doctype html><h1>Welcome to nginx</h1>",
+            {"Content-Type": "text/html"},
+            "an HTML page",
+        ),
+        (404, b"<html>Not Found</html>", {"Content-Type": "text/html"}, "an HTML page"),
+        (401, b"Unauthorized", {"Content-Type": "text/plain"}, "text/plain"),
+        (200, b"[1, 2", {"Content-Type": "application/json"}, "application/json"),
+    ],
+)
+def test_a_server_that_is_not_memhub_gets_one_sentence(scripted, status, body, headers, said):
+    server = scripted((status, body, headers))
+
+    with pytest.raises(NotMemhub) as raised:
+        Client(server.url, "mh_x").get("/api/v1/stores/")
+
+    message = str(raised.value)
+    assert message == (
+        f"{server.url} does not look like a memhub server: /api/v1/stores/ answered HTTP "
+        f"{status} with {said} instead of memhub's JSON (check the URL)"
+    )
+    assert "<" not in message  # never the page itself
+
+
+def test_a_proxys_error_page_is_retried_then_said_in_one_sentence(scripted):
+    server = scripted(*[(502, b"<html>Bad Gateway</html>", {"Content-Type": "text/html"})] * 3)
+    slept: list[float] = []
+
+    with pytest.raises(NotMemhub, match="answered HTTP 502 with an HTML page"):
+        Client(server.url, "mh_x", backoff=Backoff(attempts=3), sleep=slept.append).get("/x")
+
+    assert len(server.requests) == 3
+
+
+def test_total_bounds_a_request_and_its_retries(silent_server):
+    started = time.monotonic()
+    client = Client(silent_server, "mh_x", timeout=30, total=0.5, backoff=Backoff(attempts=6))
+
+    with pytest.raises(Unreachable):
+        client.get("/api/v1/stores/")
+
+    assert time.monotonic() - started < 1.0
+
+
+def test_each_retry_is_told(scripted):
+    server = scripted(
+        (503, {"error": {"code": "x", "message": "busy", "details": {}}}, {}), (200, {}, {})
+    )
+    told: list[str] = []
+
+    Client(server.url, "mh_x", sleep=lambda _: None, on_retry=told.append).get("/x")
+
+    assert len(told) == 1
+    assert told[0].startswith("busy [x, HTTP 503]; trying again in ")
+    assert told[0].endswith("(attempt 2 of 6)")
 
 
 def test_a_deadline_bounds_a_silent_server(silent_server):

@@ -36,7 +36,7 @@ def test_login_reads_the_token_from_stdin(machine_a, server):
 def test_login_refuses_a_token_the_server_refuses(machine_a, server):
     result = machine_a.run("login", server.url, "--token", "mh_wrong")
 
-    assert result.returncode == 1
+    assert result.returncode == 3
     assert "refused the token" in result.stderr
     assert not (machine_a.config_dir / "agent.json").exists()
 
@@ -44,7 +44,7 @@ def test_login_refuses_a_token_the_server_refuses(machine_a, server):
 def test_login_refuses_an_unreachable_server(machine_a, closed_port):
     result = machine_a.run("login", f"http://127.0.0.1:{closed_port}", "--token", "mh_x")
 
-    assert result.returncode == 1
+    assert result.returncode == 4
     assert "cannot reach" in result.stderr
     assert not (machine_a.config_dir / "agent.json").exists()
 
@@ -52,7 +52,7 @@ def test_login_refuses_an_unreachable_server(machine_a, closed_port):
 def test_login_refuses_something_that_is_not_a_server_url(machine_a):
     result = machine_a.run("login", "memhub.example", "--token", "mh_x")
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "not a server URL" in result.stderr
 
 

@@ -78,7 +78,7 @@ def test_prompt_prints_the_memory_section_with_the_local_paths(a):
 def test_recall_and_prompt_need_a_login(machine_a):
     for args in (["recall", "anything"], ["prompt"]):
         result = machine_a.run(*args)
-        assert result.returncode == 1
+        assert result.returncode == 3  # authentication
         assert "not logged in" in result.stderr
 
 
@@ -87,6 +87,6 @@ def test_a_server_error_is_reported_not_raised(machine_a, closed_port):
 
     result = machine_a.run("prompt")
 
-    assert result.returncode == 1
+    assert result.returncode == 4  # unreachable
     assert "cannot reach" in result.stderr
     assert "Traceback" not in result.stderr

@@ -136,7 +136,7 @@ def test_a_conflict_keeps_both_versions(a, b):
     a.sync()
     b.write("feedback_db.md", topic("Real DB", "edited on B"))
 
-    result = b.sync()
+    result = b.sync(status=1)  # a conflict: exit status 1
 
     assert result.stdout.strip() == summary(1, 0, 0, 0, 1, 0)
     copies = [key for key in b.files() if key.startswith("feedback_db.remote-")]
@@ -162,7 +162,7 @@ def test_a_file_deleted_here_but_changed_on_the_server_comes_back(a, b):
     a.sync()
     (b.memory_dir / "one.md").unlink()
 
-    result = b.sync()
+    result = b.sync(status=1)  # a conflict: exit status 1
 
     assert result.stdout.strip() == summary(0, 1, 0, 0, 1, 0)
     assert "edited on A" in b.read("one.md")
@@ -176,7 +176,7 @@ def test_a_file_changed_here_but_deleted_on_the_server_is_uploaded_again(a, b):
     a.sync()
     b.write("one.md", topic("One", "edited on B"))
 
-    result = b.sync()
+    result = b.sync(status=1)  # a conflict: exit status 1
 
     assert result.stdout.strip() == summary(1, 0, 0, 0, 1, 0)
     a.sync()
@@ -188,9 +188,8 @@ def test_a_planted_secret_is_skipped_and_reported_while_the_rest_syncs(a, b):
     a.write("reference_ci.md", topic("CI", "CI access", "reference", f"Token: {token}\n"))
     a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
 
-    result = a.sync()
+    result = a.sync(status=1)  # a file skipped: exit status 1
 
-    assert result.returncode == 0
     assert result.stdout.strip() == summary(1, 0, 0, 0, 0, 1)
     assert "reference_ci.md" in result.stderr
     assert "github-pat" in result.stderr
@@ -266,7 +265,7 @@ def test_a_dry_run_skips_a_secret_as_the_sync_then_does(a):
 
     dry = a.run("sync", "--dry-run")
 
-    assert dry.returncode == 0, dry.stderr
+    assert dry.returncode == 1, dry.stderr
     assert dry.stdout.splitlines() == [
         "would upload two.md",
         f"dry run: 1 changes for {a.memory_dir}",
@@ -278,7 +277,7 @@ def test_a_dry_run_skips_a_secret_as_the_sync_then_does(a):
     assert token not in dry.stdout + dry.stderr
     assert server_keys() == ["one.md"]
 
-    real = a.sync()
+    real = a.sync(status=1)
 
     assert real.stdout.strip() == summary(1, 0, 0, 0, 0, 1)
     assert real.stderr.splitlines() == skipped
@@ -296,7 +295,7 @@ def test_a_first_dry_run_skips_a_secret_too(a):
     ]
     assert "(github-pat) on line 6" in dry.stderr
     assert not Store.objects.exists()
-    assert a.sync().stderr == dry.stderr
+    assert a.sync(status=1).stderr == dry.stderr
 
 
 def test_state_and_login_files_are_private(a):
@@ -315,7 +314,7 @@ def test_state_and_login_files_are_private(a):
 def test_sync_without_a_login_says_how_to_log_in(machine_a):
     result = machine_a.run("sync")
 
-    assert result.returncode == 1
+    assert result.returncode == 3  # authentication
     assert "memhub-agent login" in result.stderr
 
 
@@ -345,7 +344,7 @@ def test_two_edited_indexes_merge_line_by_line(a, b):
     b.write("MEMORY.md", "- [One](one.md) — first\n- [Three](three.md) — from B\n")
     b.write("three.md", topic("Three", "from B"))
 
-    result = b.sync()
+    result = b.sync(status=1)  # a conflict: exit status 1
 
     assert result.stdout.strip() == summary(2, 1, 0, 0, 1, 0)
     assert "MEMORY.md" in result.stderr and "merged" in result.stderr

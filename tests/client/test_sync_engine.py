@@ -114,7 +114,7 @@ class CountingClient(Client):
 def project(tmp_path) -> Project:
     memory = tmp_path / "memory"
     memory.mkdir()
-    return Project(memory, SLUG, "-home-alice-widgets")
+    return Project(memory, SLUG, "-home-alice-widgets", memory.parent)
 
 
 real_server = pytest.mark.django_db(transaction=True)
@@ -230,7 +230,7 @@ class FakeServer:
     ],
 )
 def test_hostile_remote_keys_are_refused_and_nothing_is_written_outside(tmp_path, key):
-    project = Project(tmp_path / "home" / "memory", SLUG, "-x")
+    project = Project(tmp_path / "home" / "memory", SLUG, "-x", tmp_path)
     server = FakeServer({key: "pwned", "ok.md": "fine"})
 
     report = sync_project(server, project, tmp_path / "state", progress=False)
@@ -250,7 +250,7 @@ def test_index_lines_merge_without_loss():
 
 
 def test_two_syncs_of_one_memory_dir_never_run_at_once(tmp_path):
-    project = Project(tmp_path / "memory", SLUG, "-x")
+    project = Project(tmp_path / "memory", SLUG, "-x", tmp_path)
     server = FakeServer({})
     state = tmp_path / "state"
     state.mkdir()

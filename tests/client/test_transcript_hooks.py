@@ -59,13 +59,12 @@ def session(a) -> tuple[Transcript, object]:
 
 def test_the_stop_hook_uploads_the_new_entries_and_prints_nothing(a, session):
     transcript, path = session
-    result, elapsed = run_stop(a, transcript, path)
+    result, _ = run_stop(a, transcript, path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert elapsed < 1.0
     stored = Session.objects.get()
     assert stored.session_id == transcript.session_id
     assert stored.entry_count == 4
-    assert stored.skipped == {"unknown_type": 1}
+    assert stored.skipped == {}  # the file-history snapshot is the agent's bookkeeping
     assert stored.memory_dir == str(a.memory_dir)
     assert stored.project.key == "acme/widgets"
 
@@ -94,18 +93,20 @@ def test_when_memhub_is_down_the_hook_is_silent_and_the_next_one_catches_up(
     a, session, closed_port, server
 ):
     transcript, path = session
+    a.default_budget()
     a.extra_env["MEMHUB_URL"] = f"http://127.0.0.1:{closed_port}"
     result, elapsed = run_stop(a, transcript, path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     assert elapsed < 1.0
     assert not Session.objects.exists()
-    del a.extra_env["MEMHUB_URL"]
+    del a.extra_env["MEMHUB_URL"], a.extra_env["MEMHUB_HOOK_TIMEOUT"]
     run_stop(a, transcript, path)
     assert Session.objects.get().entry_count == 4
 
 
 def test_a_hanging_server_costs_at_most_a_second(a, session, silent_server):
     transcript, path = session
+    a.default_budget()
     a.extra_env["MEMHUB_URL"] = silent_server
     result, elapsed = run_stop(a, transcript, path)
     assert (result.returncode, result.stdout) == (0, "")
@@ -135,6 +136,7 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
     for n in range(1500):
         t.turn(f"question {n}: " + "why? " * 60, f"answer {n}: " + "because " * 60)
     path = t.write(a.home / ".claude" / "projects" / "-src-widgets" / f"{t.session_id}.jsonl")
+    a.default_budget()
     result, elapsed = run_stop(a, t, path)
     assert (result.returncode, result.stdout) == (0, "")
     assert elapsed < 1.0
@@ -151,7 +153,6 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
 
 def test_session_end_marks_the_session_ended(a, session):
     transcript, path = session
-    a.extra_env["MEMHUB_HOOK_TIMEOUT"] = "5"  # about the session's end, not the budget
     run_stop(a, transcript, path)
     result, _ = run_stop(a, transcript, path, event="session-end")
     assert (result.returncode, result.stdout) == (0, "")

@@ -508,14 +508,74 @@ def test_it_loads_user_settings_when_none_are_given(tmp_path, ana_env):
 
 
 def test_a_repository_cannot_redirect_memory_to_ssh(repo, ana_env):
-    # Mallory's repository ships project settings aiming memory writes at ~/.ssh.
+    # Mallory's repository ships settings aiming memory writes at ~/.ssh: committed, they are
+    # the repository's, never the person's.
     for name in ("settings.json", "settings.local.json"):
         write_json(repo / ".claude" / name, {"autoMemoryDirectory": "~/.ssh"})
+    git(repo, "add", "-f", ".claude")
+    git(repo, "commit", "-q", "-m", "settings")
     home = Path(ana_env["HOME"])
     result = memory_dir_for(repo, ana_env)
     assert result == home / ".claude" / "projects" / sanitize_path(str(repo)) / "memory"
     assert ".ssh" not in str(result)
-    assert load_user_settings(ana_env) == {}
+    assert load_user_settings(ana_env, project_dir=repo) == {}
+
+
+def test_a_downloaded_folder_cannot_redirect_memory_either(tmp_path, ana_env):
+    folder = tmp_path / "download"
+    write_json(folder / ".claude" / "settings.local.json", {"autoMemoryDirectory": "~/.ssh"})
+    assert ".ssh" not in str(memory_dir_for(folder, ana_env))
+    assert load_user_settings(ana_env, project_dir=folder) == {}
+
+
+def test_the_checkouts_own_local_settings_are_read(repo, ana_env):
+    # `.claude/settings.local.json` is the person's file (git ignores it): it is read, from
+    # anywhere in the checkout, after the user settings and before the policy.
+    write_json(Path(ana_env["HOME"]) / ".claude" / "settings.json", {"autoMemoryEnabled": True})
+    write_json(repo / ".claude" / "settings.local.json", {"autoMemoryDirectory": "~/notes"})
+    managed = repo.parent / "managed.json"
+    write_json(managed, {"autoMemoryEnabled": False})
+    assert memory_dir_for(repo / "src", ana_env) == Path(ana_env["HOME"]) / "notes"
+    assert load_user_settings(ana_env, project_dir=repo / "src", managed_settings=managed) == {
+        "autoMemoryEnabled": False,
+        "autoMemoryDirectory": "~/notes",
+    }
+    assert load_user_settings(ana_env) == {"autoMemoryEnabled": True}  # no checkout given
+
+
+def test_local_settings_reached_through_a_symlink_are_not_read(repo, ana_env, tmp_path):
+    elsewhere = tmp_path / "elsewhere.json"
+    write_json(elsewhere, {"autoMemoryDirectory": "~/notes"})
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").symlink_to(elsewhere)
+    assert load_user_settings(ana_env, project_dir=repo) == {}
+
+
+def test_local_settings_in_a_worktree_are_that_worktrees_own(repo, worktree, ana_env):
+    write_json(worktree / ".claude" / "settings.local.json", {"autoMemoryDirectory": "~/wt"})
+    assert memory_dir_for(worktree, ana_env) == Path(ana_env["HOME"]) / "wt"
+    assert memory_dir_for(repo, ana_env) != Path(ana_env["HOME"]) / "wt"
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_a_tracked_local_settings_file_is_recognised_in_every_index_version(repo, ana_env, version):
+    git(repo, "config", "index.version", version)
+    for name in ("a.txt", ".claude/settings.json", ".claude/settings.local.json", "z/b.txt"):
+        write_json(repo / name, {"autoMemoryDirectory": "~/.ssh"})
+    git(repo, "add", "-f", ".")
+    if version != "2":  # an intent to add is an entry with extended flags (version 3 on)
+        (repo / "+new.txt").write_text("x")
+        git(repo, "add", "-N", "+new.txt")
+    git(repo, "update-index", f"--index-version={version}")
+    assert load_user_settings(ana_env, project_dir=repo) == {}
+    git(repo, "rm", "-q", "--cached", ".claude/settings.local.json")
+    assert load_user_settings(ana_env, project_dir=repo) == {"autoMemoryDirectory": "~/.ssh"}
+
+
+def test_an_unreadable_index_counts_as_tracking_the_file(repo, ana_env):
+    write_json(repo / ".claude" / "settings.local.json", {"autoMemoryDirectory": "~/notes"})
+    (repo / ".git" / "index").write_bytes(b"DIRC\x00\x00\x00\x02\x00\x00\x00\x05garbage")
+    assert load_user_settings(ana_env, project_dir=repo) == {}
 
 
 # --- enabled ------------------------------------------------------------------------------------
@@ -540,6 +600,12 @@ ENABLED = [
     ({}, {"autoMemoryEnabled": False}, False),
     ({}, {"autoMemoryEnabled": True}, True),
     ({}, {"autoMemoryEnabled": "false"}, True),  # only the JSON boolean counts
+    # a remote session without a memory directory has no memory
+    ({"CLAUDE_CODE_REMOTE": "true"}, {}, False),
+    ({"CLAUDE_CODE_REMOTE": "true", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/memory"}, {}, True),
+    ({"CLAUDE_CODE_REMOTE": "1", "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE": "/srv/m"}, {}, True),
+    ({"CLAUDE_CODE_REMOTE": "true", "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "0"}, {}, True),
+    ({"CLAUDE_CODE_REMOTE": ""}, {}, True),
 ]
 
 

@@ -57,3 +57,23 @@ def test_the_core_loads_without_django_configured():
         env={"PATH": "/usr/bin:/bin"},
     )
     assert result.stdout.strip() == "False"
+
+
+def test_every_public_name_resolves_to_its_modules_object():
+    assert sorted(memapp.memdir._EXPORTS) == sorted(memapp.memdir.__all__)
+    for name, (module, attribute) in memapp.memdir._EXPORTS.items():
+        source = __import__(f"memapp.memdir.{module}", fromlist=[attribute])
+        assert getattr(memapp.memdir, name) is getattr(source, attribute)
+
+
+def test_the_path_rules_load_without_yaml_or_the_ranker():
+    """A hook starts a new process on every prompt: finding the project must stay cheap."""
+    code = (
+        "import sys, memapp.memdir.paths\n"
+        "heavy = {'yaml', 'memapp.memdir.offline_recall', 'memapp.memdir.frontmatter'}\n"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -56,7 +56,7 @@ def test_it_keeps_user_assistant_and_summary_entries_and_counts_the_rest(tmp_pat
         "user",
         "summary",
     ]
-    assert result.skipped == {"unknown_type": 1}
+    assert result.skipped == {}  # the file-history snapshot is bookkeeping
     assert result.offset == path.stat().st_size
     assert not result.more
 
@@ -88,7 +88,7 @@ def test_the_half_written_last_line_waits_and_the_cursor_stays_before_it(tmp_pat
     path.write_text(complete + partial, encoding="utf-8")
     first = read_entries(path)
     assert first.offset == len(complete.encode())
-    assert first.skipped == {"unknown_type": 1}
+    assert first.skipped == {}
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(session.entries[-1])[40:] + "\n")
     rest = read_entries(path, first.offset)
@@ -207,8 +207,26 @@ def test_entries_without_a_uuid_get_a_stable_key(session):
 
 def test_unknown_types_are_refused_with_their_reason():
     with pytest.raises(EntryError) as caught:
-        parse_entry({"type": "queue-operation", "operation": "dequeue"})
-    assert caught.value.reason == "unknown_type"
+        parse_entry({"type": "telemetry", "operation": "dequeue"})
+    assert (caught.value.reason, caught.value.counted) == ("unknown_type", True)
+
+
+def test_the_agents_bookkeeping_is_passed_over_uncounted(tmp_path, session):
+    """Types the real Claude Code CLI wrote in a one-turn `claude -p` session (2.1.x)."""
+    bookkeeping = [
+        {"type": "queue-operation", "operation": "enqueue", "content": "Which day?"},
+        {"type": "attachment", "attachment": {"type": "hook_additional_context", "content": []}},
+        {"type": "atis-latch", "atis": ""},
+        {"type": "api-request", "request": {}},
+        {"type": "last-prompt", "lastPrompt": "Which day?"},
+        {"type": "cost-state", "costUSD": 0},
+    ]
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(entry) + "\n" for entry in bookkeeping + [{"type": "telemetry"}]]
+    path.write_text("".join(lines) + session.lines(), encoding="utf-8")
+    result = read_entries(path)
+    assert result.skipped == {"unknown_type": 1}  # the telemetry line; the snapshot is bookkeeping
+    assert [e["type"] for e in result.entries][:2] == ["user", "assistant"]
 
 
 @given(st.binary(max_size=2000))

@@ -119,10 +119,11 @@ def server_version() -> int:
     return StoreSyncState.objects.get(store=team_store()).version
 
 
-def team_sync(machine: Machine, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+def team_sync(machine: Machine, *args: str, status: int | None = 0) -> subprocess.CompletedProcess:
+    """`memhub-agent team sync`, which must exit with `status` (None: not checked here)."""
     result = machine.run("team", "sync", *args)
-    if ok:
-        assert result.returncode == 0, result.stderr
+    if status is not None:
+        assert result.returncode == status, result.stderr
     return result
 
 
@@ -287,7 +288,7 @@ def test_a_push_gives_up_after_two_412_retries(laptop, bob, puts, monkeypatch):
     write(laptop, "feedback_db.md", "alice's edit\n")
     interfere(monkeypatch, bob, times=10)
 
-    result = team_sync(laptop, ok=False)
+    result = team_sync(laptop, status=None)
 
     assert result.returncode == 1
     assert [p["status"] for p in puts] == [412, 412, 412]
@@ -324,7 +325,7 @@ def test_a_file_with_a_secret_is_skipped_and_reported_while_the_rest_arrive(lapt
     write(laptop, "feedback_db.md", "clean\n")
     write(laptop, "MEMORY.md", "- [Real DB](feedback_db.md)\n")
 
-    result = team_sync(laptop)
+    result = team_sync(laptop, status=1)  # files skipped: exit status 1
 
     assert result.stdout.strip() == summary(pushed=2, batches=1, skipped=2, version=1)
     assert on_server() == {
@@ -364,7 +365,7 @@ def test_an_edit_of_a_key_deleted_in_memhub_is_held_there_for_review(
     alice_api_delete("feedback_db.md")
     write(desktop, "feedback_db.md", "bob's late edit\n")
 
-    result = team_sync(desktop)
+    result = team_sync(desktop, status=1)  # a file held: exit status 1
 
     assert result.stdout.strip() == summary(batches=1, version=2)  # sent, not written
     assert "feedback_db.md: deleted in memhub; your copy is held there for review" in (
@@ -381,9 +382,9 @@ def test_a_member_only_may_write(laptop, desktop, bob):
     Project.objects.get(key=SLUG).members.remove(bob)
     write(desktop, "feedback_db.md", "bob's edit\n")
 
-    result = team_sync(desktop, ok=False)
+    result = team_sync(desktop, status=None)
 
-    assert result.returncode == 1
+    assert result.returncode == 5  # the server refused
     assert "no team memory for acme/widgets that you may write" in result.stderr
     assert on_server()["feedback_db.md"] != "bob's edit\n"
 
@@ -407,7 +408,7 @@ def test_a_pull_skips_oversized_and_unsafe_entries(laptop, bob, tmp_path):
     (root / "bad\\name.md").write_text("backslash\n")
     (root / "fine.md").write_text("fine\n")
 
-    result = team_sync(laptop)
+    result = team_sync(laptop, status=1)  # entries skipped: exit status 1
 
     assert (
         "huge.md: 250,001 bytes, over the 250,000-byte limit (the server's copy)" in result.stderr
@@ -459,7 +460,7 @@ def test_without_a_repo_slug_it_says_what_is_missing(tmp_path, server):
 
     result = machine.run("team", "sync")
 
-    assert result.returncode == 1
+    assert result.returncode == 2  # usage: cannot be done here
     assert "owner/repo" in result.stderr
 
 

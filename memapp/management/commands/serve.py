@@ -119,9 +119,13 @@ class Command(BaseCommand):
                 f"{host}:{port}",
                 "--workers",
                 str(workers),
-                # Load the app before forking: a worker answers its first request as fast as
-                # its hundredth (a hook waiting 0.7 s for the first prompt gets its memory).
+                # Load the app before forking (memapp.wsgi loads all of it), and let each
+                # worker open its connection before it takes a request: a worker answers its
+                # first request about as fast as its hundredth (a hook waiting 0.7 s for the
+                # first prompt gets its memory; python -m memapp.bench --hooks measures it).
                 "--preload",
+                "--config",
+                "python:memapp.gunicorn_conf",
                 "--access-logfile",
                 str(logs / "access.log"),
                 "--error-logfile",

@@ -1,0 +1,102 @@
+"""What an agent's SessionStart hook needs from memhub, in one request (docs/design.md §16).
+
+A hook has well under a second, so one answer carries all of it: the private store's files
+that differ from the agent's copy (so an approved change made on the server reaches the next
+session before the agent reads its memory dir), the team index when the agent has no team
+memory of its own, and what waits for the person's review (the registry of
+`memapp.stores.waiting`, the same the navigation's badges read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.http import Http404
+
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, checksum, store_checksums
+from memapp.stores.actions import store_file_path
+from memapp.stores.models import Store
+from memapp.stores.projects import find_project, resolve_store
+from memapp.stores.prompting import team_index_for
+from memapp.stores.waiting import Waiting, waiting_for, waiting_notice
+
+# Content sent with one answer; past it the rest waits for `memhub-agent sync` (or the next
+# session), so a hook never waits on a big first download.
+MAX_PULL_BYTES = 512 * 1024
+
+
+@dataclass
+class SessionStart:
+    store: int | None  # the user's private store of the project; None when there is none yet
+    checksums: dict[str, str] = field(default_factory=dict)  # every file of that store
+    files: dict[str, str] = field(default_factory=dict)  # those that differ from the agent's
+    partial: bool = False  # some differing files were left out (size)
+    team_index: str = ""
+    waiting: list[Waiting] = field(default_factory=list)
+    notice: str = ""
+
+
+def _private_store(user, project_ref: str, alias: str) -> Store | None:
+    try:
+        return resolve_store(user, project_ref, Store.Kind.PRIVATE, alias=alias, create=False)
+    except Http404:
+        return None
+
+
+def _differing_files(
+    store: Store, checksums: dict[str, str], have: dict[str, str]
+) -> tuple[dict[str, str], bool]:
+    """The text of each file whose checksum differs from `have`, read now (its checksum in
+    `checksums` is updated to what was read), within MAX_PULL_BYTES; and whether any was left
+    out. A file that is not UTF-8 text, or is too large, cannot be written faithfully by the
+    agent and is not sent."""
+    files: dict[str, str] = {}
+    total, partial = 0, False
+    for key in sorted(checksums):
+        if have.get(key) == checksums[key]:
+            continue
+        try:
+            data = store_file_path(store, key).read_bytes()
+            text = data.decode("utf-8")
+        except (FileRejected, OSError, UnicodeDecodeError):
+            continue
+        checksums[key] = checksum(data)  # the mirror may be a moment behind the disk
+        if len(data) > MAX_ENTRY_BYTES or checksums[key] == have.get(key):
+            continue
+        if total + len(data) > MAX_PULL_BYTES:
+            partial = True
+            continue
+        files[key] = text
+        total += len(data)
+    return files, partial
+
+
+def session_start_for(
+    user,
+    project_ref: str,
+    *,
+    alias: str = "",
+    memory_dir: str | None = None,
+    have: dict[str, str] | None = None,
+    team_index: bool = True,
+    site_url: str = "",
+) -> SessionStart:
+    """The session-start answer for `user` in a project. Nothing is created or changed: a
+    project or store memhub does not know yet is simply not pulled from. `have` is the agent's
+    checksum of each file it holds; `team_index` false leaves the team index out (the agent
+    has team memory of its own); `site_url` is where the person reviews."""
+    private = _private_store(user, project_ref, alias)
+    project = (
+        private.project
+        if private is not None
+        else find_project(project_ref) or (find_project(alias) if alias else None)
+    )
+    answer = SessionStart(store=private.pk if private is not None else None)
+    if private is not None:
+        answer.checksums = store_checksums(private.path, private.exclude)
+        answer.files, answer.partial = _differing_files(private, answer.checksums, have or {})
+    if team_index and project is not None:
+        answer.team_index = team_index_for(user, project, memory_dir)
+    answer.waiting = waiting_for(user)
+    answer.notice = waiting_notice(answer.waiting, site_url)
+    return answer

@@ -1,0 +1,256 @@
+"""The command line as a person meets it: --version, status, logout, help that shows how,
+exit statuses by class, a timeout on a hanging server, one sentence for a server that is not
+memhub, --json output, and the server's own words when it refuses a request."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from memapp.client.commands import DEFAULT_TIMEOUT
+from memapp.client.config import Config, save_config
+from tests.client.conftest import topic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COMMANDS = [
+    ["login"],
+    ["status"],
+    ["logout"],
+    ["sync"],
+    ["recall"],
+    ["prompt"],
+    ["search"],
+    ["team", "sync"],
+    ["snapshot", "push"],
+    ["snapshot", "apply"],
+    ["snapshot", "publish"],
+    ["hook"],
+]
+
+
+@pytest.fixture
+def a(machine_a, server):
+    machine_a.login(server)
+    machine_a.write("MEMORY.md", "- [Real DB](feedback_db.md) — no mocks\n")
+    machine_a.write("feedback_db.md", topic("Real DB", "Integration tests hit a real database"))
+    machine_a.sync()
+    return machine_a
+
+
+@pytest.fixture
+def html_server():
+    """Not memhub: a web server that answers every request with a welcome page."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            page = b"<!doctype html><title>Welcome to nginx!</title><h1>It works</h1>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_version(machine_a):
+    result = machine_a.run("--version")
+
+    assert (result.returncode, result.stdout) == (0, "memhub-agent 0.1.0\n")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_explains_itself_with_examples_and_its_environment(machine_a, command):
+    result = machine_a.run(*command, "--help")
+
+    assert result.returncode == 0, result.stderr
+    description, _, rest = result.stdout.partition("examples:")
+    assert len(description.split("options:")[0].split("\n\n", 1)[-1]) > 60  # a real description
+    examples, _, rest = rest.partition("environment:")
+    assert f"memhub-agent {' '.join(command)}" in examples
+    assert "MEMHUB_" in rest or "CLAUDE_" in rest
+    assert "exit status:" in rest and "4  server unreachable" in rest
+
+
+def test_the_main_help_lists_the_exit_statuses(machine_a):
+    result = machine_a.run("--help")
+
+    for line in (
+        "0  success",
+        "1  finished, with conflicts or skipped files",
+        "2  usage",
+        "3  authentication",
+        "4  server unreachable, timed out, or not a memhub server",
+        "5  server error",
+    ):
+        assert line in result.stdout
+
+
+def test_a_usage_error_exits_2(machine_a):
+    assert machine_a.run("recall").returncode == 2
+    assert machine_a.run("frobnicate").returncode == 2
+
+
+def test_status_names_the_server_user_project_store_and_last_sync(a, server):
+    result = a.run("status")
+
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(":", 1) for line in result.stdout.splitlines())
+    assert lines["server"].strip() == f"{server.url} (memhub 0.1.0)"
+    assert lines["user"].strip().startswith("alice (token 'laptop', mh_")
+    assert lines["project"].strip().startswith("acme/widgets (")
+    assert lines["memory dir"].strip() == f"{a.memory_dir} (2 files)"
+    assert lines["store"].strip().startswith("private store ")
+    assert lines["store"].strip().endswith("(1 files)")
+    assert lines["last sync"].strip().endswith("(just now)")
+
+    status = json.loads(a.run("status", "--json").stdout)
+    assert status["user"] == "alice" and status["local_files"] == 2
+    assert status["store"]["files"] == 1 and status["last_sync"]
+
+
+def test_status_before_the_first_sync(machine_a, server):
+    machine_a.login(server)
+
+    result = machine_a.run("status")
+
+    assert result.returncode == 0, result.stderr
+    assert "none on the server yet: `memhub-agent sync` creates it" in result.stdout
+    assert "never from this machine" in result.stdout
+
+
+def test_status_says_how_to_log_in(machine_a):
+    result = machine_a.run("status")
+
+    assert result.returncode == 3
+    assert "memhub-agent login" in result.stderr
+
+
+def test_logout_revokes_the_token_and_forgets_the_login(a, machine_b, server):
+    result = a.run("logout")
+
+    assert result.returncode == 0, result.stderr
+    assert f"logged out of {server.url}" in result.stdout
+    assert "the token was revoked on the server" in result.stdout
+    assert not (a.config_dir / "agent.json").exists()
+    machine_b.extra_env.update(MEMHUB_URL=server.url, MEMHUB_TOKEN=server.token)
+    refused = machine_b.run("status")
+    assert refused.returncode == 3
+    assert "Invalid or revoked token" in refused.stderr
+
+
+def test_logout_with_the_server_down_still_forgets_the_login(machine_a, closed_port):
+    save_config(Config(f"http://127.0.0.1:{closed_port}", "mh_x"), machine_a.env)
+
+    result = machine_a.run("logout", "--timeout", "2")
+
+    assert result.returncode == 0
+    assert not (machine_a.config_dir / "agent.json").exists()
+    assert "the token was NOT revoked" in result.stderr
+    assert "API tokens page" in result.stderr
+
+
+def test_the_default_timeout_is_sane():
+    assert 5 <= DEFAULT_TIMEOUT <= 30
+
+
+@pytest.mark.parametrize(
+    "command", [["recall", "why?"], ["sync"], ["prompt"], ["status"], ["search", "deploy"]]
+)
+def test_a_hanging_server_is_given_up_on_with_a_sentence(machine_a, silent_server, command):
+    machine_a.extra_env.update(MEMHUB_URL=silent_server, MEMHUB_TOKEN="mh_x")
+    started = time.monotonic()
+
+    result = machine_a.run(*command, "--timeout", "1")
+
+    assert time.monotonic() - started < 5
+    assert result.returncode == 4
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"memhub-agent: cannot reach {silent_server}: timed out")
+
+
+@pytest.mark.parametrize("command", [["recall", "why?"], ["sync"], ["status"], ["search", "x"]])
+def test_a_server_that_is_not_memhub_gets_one_sentence(machine_a, html_server, command):
+    machine_a.extra_env.update(MEMHUB_URL=html_server, MEMHUB_TOKEN="mh_x")
+
+    result = machine_a.run(*command)
+
+    assert result.returncode == 4
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"memhub-agent: {html_server} does not look like a memhub server: ")
+    assert "answered HTTP 200 with an HTML page" in line
+    assert "<" not in line
+
+
+def test_login_to_something_that_is_not_memhub_is_refused_in_a_sentence(machine_a, html_server):
+    result = machine_a.run("login", html_server, "--token", "mh_x")
+
+    assert result.returncode == 4
+    assert "does not look like a memhub server" in result.stderr
+    assert not (machine_a.config_dir / "agent.json").exists()
+
+
+def test_the_servers_error_detail_is_shown(a):
+    result = a.run("recall", "")
+
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "memhub-agent: the server refused the request: The request is not valid. "
+        "(query: This field may not be blank.) [invalid, HTTP 400]"
+    )
+
+
+def test_sync_json(a):
+    a.write("feedback_ci.md", topic("CI", "CI runs on every push"))
+
+    dry = json.loads(a.run("sync", "--dry-run", "--json").stdout)
+    result = a.run("sync", "--json")
+
+    assert dry["dry_run"] is True
+    assert dry["planned"] == [{"action": "upload", "key": "feedback_ci.md", "conflict": None}]
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["uploaded"] == ["feedback_ci.md"]
+    assert report["conflicts"] == [] and report["skipped"] == [] and report["errors"] == []
+
+
+def test_a_failure_with_json_is_json_too(machine_a, closed_port):
+    machine_a.extra_env.update(MEMHUB_URL=f"http://127.0.0.1:{closed_port}", MEMHUB_TOKEN="mh_x")
+
+    result = machine_a.run("recall", "why?", "--json", "--timeout", "2")
+
+    assert result.returncode == 4
+    error = json.loads(result.stdout)["error"]
+    assert error["class"] == "unreachable" and error["exit_status"] == 4
+    assert error["message"].startswith("cannot reach ")
+
+
+def test_recall_and_search_json(a):
+    recalled = json.loads(a.run("recall", "real database in integration tests", "--json").stdout)
+    found = a.run("search", "database", "--json")
+
+    assert [m["path"] for m in recalled["memories"]] == [str(a.memory_dir / "feedback_db.md")]
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)["memories"]] == ["feedback_db.md"]
+
+
+def test_searching_nothing_says_why_in_the_servers_words(a):
+    result = a.run("search", " ")
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("memhub-agent: the server refused the request: ")
