@@ -21,8 +21,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -85,6 +85,9 @@ from memapp.stores.flags import get_flags
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
+
+if TYPE_CHECKING:
+    import anthropic
 
 __all__ = [
     "ConsolidationFailed",
@@ -560,6 +563,8 @@ def _logs_text(entries: list[LogEntry]) -> str:
 
 
 def _client() -> anthropic.Anthropic:
+    import anthropic  # here: most of a second to import, which every command would pay at start
+
     return anthropic.Anthropic(
         api_key=settings.ANTHROPIC_API_KEY,
         base_url=settings.ANTHROPIC_BASE_URL or None,
@@ -570,6 +575,8 @@ def _client() -> anthropic.Anthropic:
 
 def _ask_model(run: ConsolidationRun, system: str, text: str) -> list:
     """The model's `changes`, after at most ATTEMPTS calls; ConsolidationFailed otherwise."""
+    import anthropic
+
     client = _client()
     failure = ""
     for attempt in range(1, ATTEMPTS + 1):
