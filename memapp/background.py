@@ -2,8 +2,9 @@
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
-team sync's own policy) and the daily pruning of events, of session transcripts and of
-the trash. The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
+team sync's own policy), the daily pruning of events, of session transcripts and of the trash,
+and each minute the check of every store's consolidation gates (which queues the stores that
+are due). The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
 other machines), never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
+from memapp.lifecycle.consolidation import consolidation_sweep_task
 from memapp.lifecycle.tasks import prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
@@ -30,6 +32,7 @@ __all__ = ["Clock", "run_background"]
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY = timedelta(days=1)
+SWEEP_EVERY = timedelta(minutes=1)  # consolidation gates; each store scans sessions <= 1/10 min
 TICK_S = 1.0
 
 
@@ -38,6 +41,7 @@ class Clock:
 
     def __init__(self) -> None:
         self.pruned_at: datetime | None = None
+        self.swept_at: datetime | None = None
 
     def tick(self, now: datetime | None = None) -> list[str]:
         """Enqueue what is due at `now`; the names of what was enqueued."""
@@ -51,6 +55,10 @@ class Clock:
             prune_sessions_task.enqueue()
             prune_trash_task.enqueue()
             enqueued += ["prune events", "prune sessions", "prune trash"]
+        if self.swept_at is None or now - self.swept_at >= SWEEP_EVERY:
+            self.swept_at = now
+            consolidation_sweep_task.enqueue()
+            enqueued.append("consolidation gates")
         return enqueued
 
     def run(self, stop: threading.Event) -> None:

@@ -88,6 +88,9 @@ MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
 # one attempt may take (a failed attempt is tried once more).
 MEMHUB_EXTRACTION_MODEL = env_str("MEMHUB_EXTRACTION_MODEL", "claude-sonnet-4-6")
 MEMHUB_EXTRACTION_TIMEOUT = env_float("MEMHUB_EXTRACTION_TIMEOUT", 60.0, minimum=1.0)
+# Consolidation and distillation (docs/design.md §14.7): one call each, larger than extraction's.
+MEMHUB_CONSOLIDATION_MODEL = env_str("MEMHUB_CONSOLIDATION_MODEL", "claude-sonnet-4-6")
+MEMHUB_CONSOLIDATION_TIMEOUT = env_float("MEMHUB_CONSOLIDATION_TIMEOUT", 180.0, minimum=1.0)
 # Session transcripts older than this many days are pruned (daily); 0 keeps them.
 MEMHUB_TRANSCRIPT_RETENTION_DAYS = env_int("MEMHUB_TRANSCRIPT_RETENTION_DAYS", 30, minimum=0)
 

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from memapp.api import examples
 from memapp.api import serializers as s
+from memapp.api.consolidation import apply_store_proposal
 from memapp.api.errors import ApiError
 from memapp.lifecycle.access import get_agent_session_for_user, get_proposal_for_user
 from memapp.lifecycle.extraction import wants_extraction
@@ -20,6 +21,7 @@ from memapp.lifecycle.models import Proposal
 from memapp.lifecycle.proposals import ProposalClosed, do_apply_proposal, do_reject_proposal
 from memapp.lifecycle.search import Hit, search_past_context
 from memapp.lifecycle.sessions import SESSION_ID_RE, do_forget_session, do_ingest_entries
+from memapp.lifecycle.store_changes import is_store_wide
 from memapp.lifecycle.tasks import request_extraction
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store
@@ -165,7 +167,10 @@ def proposal_approve(request: Request, proposal_id: int) -> Response:
     serializer = s.ApproveSerializer(data=request.data or {})
     serializer.is_valid(raise_exception=True)
     try:
-        result = do_apply_proposal(proposal, request.user, serializer.validated_data["changes"])
+        if is_store_wide(proposal):
+            result = apply_store_proposal(proposal, request.user, serializer.validated_data)
+        else:
+            result = do_apply_proposal(proposal, request.user, serializer.validated_data["changes"])
     except ProposalClosed as exc:
         raise ApiError(409, "proposal_closed", str(exc)) from None
     except ValueError as exc:

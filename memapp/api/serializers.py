@@ -431,6 +431,12 @@ class ApproveSerializer(StrictSerializer):
         default=None,
         help_text="Ids of the changes to apply; all pending ones when absent.",
     )
+    confirm = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Apply a consolidation that deletes more than a quarter of the store or "
+        "empties its index.",
+    )
 
 
 class ProposalChangeSerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from memapp.api import lifecycle, snapshots, views
+from memapp.api import daily_logs, lifecycle, snapshots, views
 from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
@@ -44,6 +44,11 @@ urlpatterns = [
         name="api_proposal_reject",
     ),
     path("api/v1/search", lifecycle.search, name="api_search"),
+    path("api/v1/logs", daily_logs.append_log, name="api_logs"),
+    path("api/v1/stores/<int:store_id>/logs/", daily_logs.log_list, name="api_store_logs"),
+    path(
+        "api/v1/stores/<int:store_id>/logs/<str:day>", daily_logs.log_detail, name="api_store_log"
+    ),
     path("api/claude_code/team_memory", team_memory, name="team_memory"),
     re_path(r"^api/(?P<rest>.*)$", views.not_found),
 ]

@@ -1,15 +1,16 @@
 """memhub's benchmark command.
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
-                           [--hooks] [--lifecycle]
+                           [--hooks] [--lifecycle] [--consolidation]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
 through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
 (:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
 the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, transcript
-ingest and past-context search (:mod:`memapp.bench.lifecycle`). Nothing in the product imports
-this package.
+ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
+the request and applying a proposal (:mod:`memapp.bench.consolidation`). Nothing in the product
+imports this package.
 """
 
 from __future__ import annotations
@@ -87,6 +88,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sessions", type=int, default=1000, help="--lifecycle: sessions of 200 messages searched"
     )
+    parser.add_argument(
+        "--consolidation",
+        action="store_true",
+        help="also measure the consolidation gates, request and applying a proposal (Django)",
+    )
+    parser.add_argument(
+        "--stores", type=int, default=1000, help="--consolidation: stores whose gates are checked"
+    )
+    parser.add_argument(
+        "--store-files",
+        type=int,
+        default=2000,
+        help="--consolidation: files of the store consolidated",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -134,6 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
             legends.append(lifecycle.LEGEND)
+        if args.consolidation:
+            from memapp.bench import consolidation  # Django only when asked for
+
+            rows += consolidation.run(max(args.runs, 1), args.stores, args.store_files)
+            legends.append(consolidation.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"

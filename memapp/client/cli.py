@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "main"]
 COMMANDS = [
     "memapp.client.account:add_account_commands",
     "memapp.client.memory_commands:add_memory_commands",
+    "memapp.client.daily_logs:add_log_commands",
     "memapp.client.team:add_team_commands",
     "memapp.client.snapshot_commands:add_snapshot_commands",
     "memapp.client.transcripts:add_transcript_commands",

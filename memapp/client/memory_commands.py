@@ -24,6 +24,7 @@ from memapp.client.config import config_dir
 from memapp.client.http import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
+    from memapp.client.daily_logs import LogSyncReport
     from memapp.client.sync import SyncReport
 
 __all__ = ["add_memory_commands"]
@@ -31,7 +32,7 @@ __all__ = ["add_memory_commands"]
 ENVIRONMENT = f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}"
 
 
-def _sync_json(report: SyncReport, dry_run: bool) -> dict[str, Any]:
+def _sync_json(report: SyncReport, logs: LogSyncReport, dry_run: bool) -> dict[str, Any]:
     return {
         "dry_run": dry_run,
         "uploaded": report.uploaded,
@@ -45,16 +46,24 @@ def _sync_json(report: SyncReport, dry_run: bool) -> dict[str, Any]:
             {"action": a.kind, "key": a.key, "conflict": a.conflict or None} for a in report.planned
         ],
         "new_store": report.new_store,
+        "daily_logs": {
+            "sent": logs.sent,
+            "received": logs.received,
+            "days": logs.days,
+            "kept_here": logs.refused,
+        },
     }
 
 
 def cmd_sync(args: argparse.Namespace) -> int:
+    from memapp.client.daily_logs import sync_daily_logs
     from memapp.client.sync import SyncBusy, sync_project
 
     project = current_project(args.cwd)
+    client = connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF)
     try:
         report = sync_project(
-            connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF),
+            client,
             project,
             config_dir() / "sync",
             dry_run=args.dry_run,
@@ -62,21 +71,27 @@ def cmd_sync(args: argparse.Namespace) -> int:
         )
     except SyncBusy as exc:
         raise CommandError(str(exc)) from None
-    status = EXIT_PARTIAL if report.conflicts or report.secrets or report.errors else EXIT_OK
+    logs = sync_daily_logs(client, project, dry_run=args.dry_run)
+    partial = report.conflicts or report.secrets or report.errors or logs.refused
+    status = EXIT_PARTIAL if partial else EXIT_OK
     if args.json:
-        print_json(_sync_json(report, args.dry_run))
+        print_json(_sync_json(report, logs, args.dry_run))
         return status
-    for line in report.details():
+    for line in [*report.details(), *(f"kept here: {line}" for line in logs.refused)]:
         print(line, file=sys.stderr)
     if args.dry_run:
         for action in report.planned:
             note = f" (conflict: {action.conflict})" if action.conflict else ""
             print(f"would {action.kind.replace('_', ' ')} {action.key}{note}")
         print(f"dry run: {len(report.planned)} changes for {project.memory_dir}")
+        if logs.days or logs.refused:
+            print(f"dry run: {logs.summary()}")
         if report.new_store:
             print("the server has no store for this project yet: a sync creates it")
         return status
     print(report.summary())
+    if logs.days or logs.refused:
+        print(logs.summary())
     return status
 
 
@@ -150,7 +165,7 @@ def add_memory_commands(commands: argparse._SubParsersAction) -> None:
         "private store on the server. A file changed on one side only is copied to the other; "
         "a file changed on both is kept here and the server's version saved beside it "
         "(<name>.remote-<checksum>.md); nothing is lost. Files the secret rules flag are never "
-        "uploaded.",
+        "uploaded. The daily logs (logs/) are merged: each side gets the lines it lacks.",
         examples=["sync", "sync --dry-run", "sync --json --quiet"],
         environment=ENVIRONMENT,
         parents=[JSON_OPTION, TIMEOUT_OPTION, CWD_OPTION],

@@ -241,3 +241,104 @@ class ProposalChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.key}"
+
+
+class ConsolidationState(models.Model):
+    """Per store, what the cheap gates of consolidation last saw (docs/design.md §14.2), and
+    how far distillation has read each daily log."""
+
+    store = models.OneToOneField(
+        Store, on_delete=models.CASCADE, primary_key=True, related_name="consolidation"
+    )
+    last_run_at = models.DateTimeField(
+        null=True, blank=True, help_text="When memhub last took the lock to consolidate."
+    )
+    scanned_at = models.DateTimeField(
+        null=True, blank=True, help_text="The last session scan (at most one per 10 minutes)."
+    )
+    sessions_seen = models.PositiveIntegerField(default=0)
+    gate = models.CharField(max_length=32, blank=True, help_text="What the last check decided.")
+    checked_at = models.DateTimeField(null=True, blank=True)
+    log_cursor = models.JSONField(
+        default=dict, blank=True, help_text="Per daily log key: the last line distilled."
+    )
+
+    def __str__(self) -> str:
+        return f"consolidation of {self.store_id}: {self.gate or 'not checked'}"
+
+
+class ConsolidationRun(models.Model):
+    """One consolidation task of one store: the distillation of its new daily-log entries
+    and/or its consolidation, under its `.consolidate-lock`."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule", "on schedule"
+        MANUAL = "manual", "Consolidate now"
+
+    class Outcome(models.TextChoices):
+        PROPOSED = "proposed", "proposed changes"
+        NOTHING = "nothing", "nothing to change"
+        SKIPPED = "skipped", "skipped by a gate"
+        FAILED = "failed"
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="consolidation_runs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who reviews what it proposes.",
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    consolidate = models.BooleanField(default=True, help_text="Run the four phases.")
+    distill = models.BooleanField(default=True, help_text="Distill new daily-log entries.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    gate = models.CharField(max_length=32, blank=True, help_text="passed, or the gate that said no")
+    lock_holder = models.PositiveIntegerField(null=True, blank=True)
+    lock_problem = models.CharField(max_length=200, blank=True)
+    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
+    sessions = models.PositiveIntegerField(default=0)
+    log_entries = models.PositiveIntegerField(default=0)
+    index_before = models.JSONField(default=dict, blank=True)
+    index_after = models.JSONField(default=dict, blank=True)
+    stale = models.PositiveIntegerField(null=True, blank=True)
+    proposed = models.PositiveIntegerField(default=0)
+    dropped = models.PositiveIntegerField(default=0)
+    dropped_changes = models.JSONField(default=list, blank=True)
+    findings = models.JSONField(default=dict, blank=True)
+    proposals = models.ManyToManyField(Proposal, blank=True, related_name="consolidation_runs")
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["store", "status"], name="consolidation_store_status")]
+
+    def __str__(self) -> str:
+        return f"consolidation of {self.store} ({self.status})"
+
+    @property
+    def gate_words(self) -> str:
+        """Why a skipped run was skipped, for a person."""
+        return {
+            "flag_off": "consolidation is turned off",
+            "locked": f"a local agent was consolidating the directory (PID {self.lock_holder})",
+            "no_reviewer": "nobody can review it: the project has no members",
+            "no_directory": "the directory is missing",
+            "lock_unavailable": f"its lock cannot be written ({self.lock_problem})",
+        }.get(self.gate, self.gate)

@@ -18,7 +18,7 @@ from typing import Any
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
 from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.lint import missing_why_how, near_duplicates, relative_dates
+from memapp.memdir.lint import missing_why_how, relative_dates, similar_to
 from memapp.memdir.secret_rules import SecretHit, scan_text
 from memapp.memdir.store_files import FileKind, classify
 from memapp.memdir.transcripts import Entry
@@ -312,8 +312,7 @@ def change_checks(
     if missing:
         checks.append(Check("why_how", "warn", "missing " + " and ".join(missing)))
     pool = [(key, text) for key, text in others if key != change.file]
-    pairs = near_duplicates([*pool, ("\0proposed", change.description)], threshold=0.7)
-    similar = [a for a, b, _ in pairs if b == "\0proposed"]
+    similar = similar_to(change.description, pool, threshold=0.7)
     if similar:
         checks.append(Check("duplicate", "warn", "much like " + ", ".join(similar[:3])))
     return checks

@@ -33,6 +33,7 @@ __all__ = [
     "write_index_entry",
     "cut_to_bytes",
     "format_index_entry",
+    "is_linkable",
     "format_size",
     "index_health",
     "over_caps_reason",
@@ -312,6 +313,16 @@ def _clean_filename(filename: str) -> str:
 
 def _one_line(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
+
+
+def is_linkable(filename: str) -> bool:
+    """Whether the index can have an entry for `filename`: a topic file named with `#` (a
+    link's fragment) or `<`/`>` is a memory all the same, but no index line can point at it."""
+    try:
+        format_index_entry("", filename)
+    except ValueError:
+        return False
+    return True
 
 
 def format_index_entry(title: str, filename: str, hook: str = "") -> str:

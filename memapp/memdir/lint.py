@@ -27,6 +27,7 @@ __all__ = [
     "memory_warnings",
     "missing_why_how",
     "near_duplicates",
+    "similar_to",
     "relative_dates",
     "unknown_links",
 ]
@@ -48,7 +49,7 @@ _MASK = "\x00"
 
 
 def _mask_fenced(text: str) -> str:
-    """`text` with every fenced code block (fences included) replaced by empty lines.
+    """`text` with every fenced code block (fences included) masked, line by line.
 
     An unclosed fence runs to the end of the text, as in CommonMark.
     """
@@ -64,20 +65,26 @@ def _mask_fenced(text: str) -> str:
                 and len(stripped) >= len(fence)
             ):
                 fence = ""
-            out.append("")
+            out.append(_MASK * len(line))
             continue
         opened = _FENCE_OPEN.match(line)
         # A backtick fence's info string may not contain backticks (that is inline code).
         if opened and not (opened["fence"][0] == "`" and "`" in opened["info"]):
             fence = opened["fence"]
-            out.append("")
+            out.append(_MASK * len(line))
             continue
         out.append(line)
     return "\n".join(out)
 
 
 def _mask_code(text: str) -> str:
-    return _INLINE_CODE.sub(_MASK, _mask_fenced(text))
+    """`text` with code masked character for character (line breaks kept), so a match's
+    offsets are offsets in `text`."""
+    return _INLINE_CODE.sub(_mask_span, _mask_fenced(text))
+
+
+def _mask_span(match: re.Match[str]) -> str:
+    return "".join(c if c == "\n" else _MASK for c in match.group())
 
 
 # --- relative dates ------------------------------------------------------------------------
@@ -149,15 +156,24 @@ def relative_dates(text: str) -> list[str]:
     """
     found: list[str] = []
     seen: set[str] = set()
-    for match in _DATE_PATTERN.finditer(_mask_code(text)):
-        if match["hit"] is None:
-            continue
-        expression = " ".join(match["hit"].split())
+    for _, _, written in relative_date_spans(text):
+        expression = " ".join(written.split())
         key = expression.casefold()
         if key not in seen:
             seen.add(key)
             found.append(expression)
     return found
+
+
+def relative_date_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every relative date expression of `text` (as `relative_dates` finds them) as
+    `(start, end, expression)`, `text[start:end] == expression`, in order, repeats included:
+    what a rewrite needs to replace each one with an absolute date."""
+    return [
+        (match.start("hit"), match.end("hit"), text[match.start("hit") : match.end("hit")])
+        for match in _DATE_PATTERN.finditer(_mask_code(text))
+        if match["hit"] is not None
+    ]
 
 
 # --- Why / How to apply --------------------------------------------------------------------
@@ -271,22 +287,55 @@ def near_duplicates(
     floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
     found: list[tuple[int, int, float]] = []
     for i, j in candidates:
-        if joined[i] == joined[j]:
-            found.append((i, j, 1.0))
-            continue
-        jaccard = len(sets[i] & sets[j]) / len(sets[i] | sets[j])
-        matcher = difflib.SequenceMatcher(None, joined[i], joined[j], autojunk=False)
-        # Cheap upper bounds on the ratio first; most candidates stop here.
-        if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
-            continue
-        if (jaccard + matcher.quick_ratio()) / 2 < floor:
-            continue
-        score = (jaccard + matcher.ratio()) / 2
-        if score >= floor:
-            found.append((i, j, round(score, 4)))
+        score = _similarity(joined[i], sets[i], joined[j], sets[j], floor)
+        if score is not None:
+            found.append((i, j, score))
 
     found.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
     return [(keys[i], keys[j], score) for i, j, score in found]
+
+
+def _similarity(
+    a: str, a_words: frozenset[str], b: str, b_words: frozenset[str], floor: float
+) -> float | None:
+    """The score of `near_duplicates` for two normalised descriptions, None below `floor`."""
+    if a == b:
+        return 1.0
+    jaccard = len(a_words & b_words) / len(a_words | b_words)
+    if (jaccard + 1) / 2 < floor:  # out of reach whatever the ratio: no matcher built
+        return None
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # Cheap upper bounds on the ratio first; most candidates stop here.
+    if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
+        return None
+    if (jaccard + matcher.quick_ratio()) / 2 < floor:
+        return None
+    score = (jaccard + matcher.ratio()) / 2
+    return round(score, 4) if score >= floor else None
+
+
+def similar_to(
+    description: str, items: Iterable[tuple[str, str]], threshold: float = 0.8
+) -> list[str]:
+    """The keys of `items` whose description says nearly what `description` says, most similar
+    first (then in input order): the pairs `near_duplicates` would give with `description`
+    added last, found by comparing it with each item only, so checking one new memory against
+    a store costs one pass over it, not every pair in it. Only items sharing a word count."""
+    words = _tokens(description or "")
+    if not words:
+        return []
+    joined, word_set = " ".join(words), frozenset(words)
+    floor = threshold - 1e-9
+    found: list[tuple[float, int, str]] = []
+    for position, (key, text) in enumerate(items):
+        other = _tokens(text or "")
+        other_set = frozenset(other)
+        if not other_set & word_set:
+            continue
+        score = _similarity(" ".join(other), other_set, joined, word_set, floor)
+        if score is not None:
+            found.append((-score, position, key))
+    return [key for _, _, key in sorted(found)]
 
 
 # --- edit-form warnings --------------------------------------------------------------------

@@ -68,7 +68,7 @@ def _specs() -> list[FlagSpec]:
     # `in_effect=True` only where the code reads the flag today: prompting.py (prompt modes and
     # index caps), recall.py (recall, model, limit, scan and surfacing caps), views/stores.py (the
     # index meter), teamsync (team memory, entry caps, secret gate, sync interval, protocol),
-    # memapp.lifecycle (extraction and how its proposals are applied).
+    # memapp.lifecycle (extraction, consolidation and how their proposals are applied).
     return [
         FlagSpec(
             "auto_memory",
@@ -116,7 +116,7 @@ def _specs() -> list[FlagSpec]:
             "daily_log_mode",
             bool,
             False,
-            "Append-only daily logs instead of team memory.",
+            "Append-only daily logs instead of team memory, distilled by consolidation.",
             in_effect=True,
         ),
         FlagSpec(
@@ -156,9 +156,29 @@ def _specs() -> list[FlagSpec]:
             in_effect=True,
             choices=("review", "auto"),
         ),
-        FlagSpec("consolidation", bool, True, "Background consolidation of memory."),
-        FlagSpec("consolidation_min_hours", int, 24, "Hours between consolidations.", minimum=1),
-        FlagSpec("consolidation_min_sessions", int, 5, "Sessions before consolidating.", minimum=1),
+        FlagSpec(
+            "consolidation",
+            bool,
+            True,
+            "Consolidation and distillation of memory, proposed for review.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "consolidation_min_hours",
+            int,
+            24,
+            "Hours between consolidations of a store.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "consolidation_min_sessions",
+            int,
+            5,
+            "Sessions since the last consolidation before the next.",
+            in_effect=True,
+            minimum=1,
+        ),
         FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", in_effect=True, minimum=1),
         FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", in_effect=True, minimum=1),
         FlagSpec(
@@ -254,14 +274,31 @@ def get_flags(project=None) -> dict[str, Any]:
     if project is not None:
         scope |= Q(project=project)
     rows = FlagValue.objects.filter(scope).values_list("name", "project_id", "value")
+    return _resolve(_stored(rows), None if project is None else project.pk)
+
+
+def flags_for_projects(project_ids) -> dict[int | None, dict[str, Any]]:
+    """Every flag's value for each project id (None: globally), in one query: for a sweep
+    over many stores."""
+    ids = set(project_ids)
+    scope = Q(project__isnull=True) | Q(project_id__in=[pk for pk in ids if pk is not None])
+    stored = _stored(FlagValue.objects.filter(scope).values_list("name", "project_id", "value"))
+    return {pk: _resolve(stored, pk) for pk in ids | {None}}
+
+
+def _stored(rows) -> dict[str, dict]:
     stored: dict[str, dict] = {}
     for name, project_id, value in rows:
         stored.setdefault(name, {})[project_id] = value
+    return stored
+
+
+def _resolve(stored: dict[str, dict], project_id: int | None) -> dict[str, Any]:
     values = {}
     for name, spec in FLAGS.items():
         found = stored.get(name, {})
-        if project is not None and not spec.global_only and project.pk in found:
-            values[name] = spec.clean(found[project.pk])
+        if project_id is not None and not spec.global_only and project_id in found:
+            values[name] = spec.clean(found[project_id])
         elif None in found:
             values[name] = spec.clean(found[None])
         else:

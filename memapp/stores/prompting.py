@@ -52,6 +52,12 @@ def _record_index(user, project, store: Store, info) -> None:
     )
 
 
+def _daily_log(flags: dict) -> bool:
+    """The daily-log mode, while consolidation distills the logs: its prompt promises that,
+    so with consolidation off no prompt chooses it (docs/design.md §14.8)."""
+    return flags["daily_log_mode"] and flags["consolidation"]
+
+
 def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptResult:
     """Assemble the prompt for the user's private store of a project and its team store (or,
     for an agent store, that agent's own directory in individual mode)."""
@@ -60,7 +66,7 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
     agent = private.kind == Store.Kind.AGENT
     team = team_store_for(user, project) if flags["team_memory"] and not agent else None
     mode = choose_mode(
-        flags["auto_memory"], flags["team_memory"], flags["daily_log_mode"], team is not None
+        flags["auto_memory"], flags["team_memory"], _daily_log(flags), team is not None
     )
     if agent and mode != "disabled":
         mode = "individual"  # an agent keeps no daily logs and has no team scope
@@ -88,7 +94,7 @@ def team_index_for(user, project, memory_dir: str | None = None) -> str:
     flags = get_flags(project)
     team = team_store_for(user, project) if flags["team_memory"] else None
     mode = choose_mode(
-        flags["auto_memory"], flags["team_memory"], flags["daily_log_mode"], team is not None
+        flags["auto_memory"], flags["team_memory"], _daily_log(flags), team is not None
     )
     if mode != "combined" or flags["skip_index"]:
         return ""

@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from memapp.web.views import (
+    consolidation,
     dashboard,
     event_log,
     history,
@@ -27,6 +28,17 @@ urlpatterns = [
     path("stores/<int:store_id>/rescan/", stores.store_rescan, name="store_rescan"),
     path("stores/<int:store_id>/health/", stores.store_health, name="store_health"),
     path("stores/<int:store_id>/health/rebuild-index/", stores.rebuild_index, name="rebuild_index"),
+    path(
+        "stores/<int:store_id>/consolidate/",
+        consolidation.consolidate_now,
+        name="consolidate_now",
+    ),
+    path(
+        "stores/<int:store_id>/consolidation/",
+        consolidation.consolidation_panel,
+        name="consolidation_panel",
+    ),
+    path("stores/<int:store_id>/logs/", consolidation.daily_logs, name="daily_logs"),
     path("stores/<int:store_id>/new/", memories.memory_create, name="memory_create"),
     path("stores/<int:store_id>/lint/", memories.memory_lint, name="memory_lint"),
     path("stores/<int:store_id>/preview/", memories.memory_preview, name="memory_preview"),

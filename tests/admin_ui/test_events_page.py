@@ -87,6 +87,7 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, ac
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
+    from memapp.lifecycle.consolidation import request_consolidation
     from tests.conftest import background_tick
     from tests.transcripts import Transcript
 
@@ -102,6 +103,8 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, ac
     assert admin.post(remove).status_code == 302  # member_removed
     members = reverse("project_members", kwargs={"project_id": acme.project.pk})
     assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
+    request_consolidation(acme.alice_private, trigger="manual", requested_by=alice)
+    background_tick()  # consolidation_run
     # Agent snapshots are not built yet, so nothing records this kind; it is shown all the same.
     record_event("snapshot_decision", user=alice, agent_type="reviewer", decision="none")
 

@@ -117,11 +117,48 @@ def test_team_memory_off_closes_the_protocol_and_team_recall(alice, alice_api, a
     assert recall(alice_api, "how do deploys go through argocd", scope="team")["memories"] == []
 
 
-def test_daily_log_mode_switches_the_prompt_to_daily_logs(alice, alice_api, acme):
+def test_daily_log_mode_asks_for_todays_log_and_consolidation_must_distill_it(
+    alice, alice_api, acme
+):
+    today = datetime.date.today()
     settings_post(alice, "daily_log_mode", "true")
     body = prompt(alice_api)
     assert body["mode"] == "daily-log"
-    assert f"logs/{datetime.date.today():%Y/%m}/" in body["text"]
+    assert f"logs/{today:%Y}/{today:%m}/{today.isoformat()}.md" in body["text"]
+    assert "distills the logs" in body["text"]
+    settings_post(alice, "consolidation", "false")  # nothing would distill the logs
+    body = prompt(alice_api)
+    assert body["mode"] != "daily-log" and "distill" not in body["text"]
+
+
+def test_the_consolidation_flags_decide_when_a_store_is_due(alice, acme):
+    from memapp.lifecycle.gates import check_gates
+    from memapp.lifecycle.models import Session
+
+    store = acme.alice_private
+    write_memory(Path(store.path), "user_role.md", "Role", "Alice is a backend engineer", "user")
+    now = timezone.now()
+    Session.objects.create(
+        owner=alice, project=store.project, store=store, session_id="s-1", last_entry_at=now
+    )
+    lock = Path(store.path) / ".consolidate-lock"  # a local agent consolidated 3 hours ago
+    lock.write_text("")
+    then = (now - datetime.timedelta(hours=3)).timestamp()
+    os.utime(lock, (then, then))
+    # Each check a quarter of an hour after the last, past the session scan's throttle.
+    clock = (now + datetime.timedelta(minutes=15 * i) for i in range(1, 10))
+
+    def gate() -> str:
+        (verdict,) = check_gates(next(clock), [store])
+        return verdict.gate
+
+    assert gate() == "too_soon"  # 24 hours by default
+    settings_post(alice, "consolidation_min_hours", "2")
+    assert gate() == "few_sessions"  # 1 of 5
+    settings_post(alice, "consolidation_min_sessions", "1")
+    assert gate() == "due"
+    settings_post(alice, "consolidation", "false")
+    assert gate() == "flag_off"
 
 
 def test_skip_index_leaves_the_index_out_of_the_prompt(alice, alice_api, acme):

@@ -84,13 +84,8 @@ def test_it_marks_exactly_the_flags_not_in_effect_yet(alice):
     for name, spec in FLAGS.items():
         assert ("not in effect yet" in row(response, name)) is (not spec.in_effect), name
     dormant = {name for name, spec in FLAGS.items() if not spec.in_effect}
-    assert dormant == {
-        "consolidation",
-        "consolidation_min_hours",
-        "consolidation_min_sessions",
-        "frontmatter_max_lines",
-    }
-    assert "4 flags belong to features memhub does not have yet" in text(response)
+    assert dormant == {"frontmatter_max_lines"}
+    assert "1 flag belongs to features memhub does not have yet" in text(response)
 
 
 def test_it_shows_project_overrides_and_global_only_flags(alice, acme):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 import pytest
@@ -139,15 +138,15 @@ def test_auto_memory_off_disables_the_section(alice_api, team, alice):
     assert body == {"text": "", "mode": "disabled", "sections": [], "indexes": []}
 
 
-def test_daily_log_mode_wins_over_team_memory(alice_api, team, alice):
+def test_daily_log_mode_wins_over_team_memory_while_consolidation_distills(alice_api, team, alice):
     set_flag("daily_log_mode", True, user=alice)
     body = prompt(alice_api, memory_dir=AGENT_DIR)
     assert body["mode"] == "daily-log"
-    assert body["sections"][0] == "# auto memory"
-    today = datetime.date.today()
-    assert f"{AGENT_DIR}/logs/{today:%Y}/{today:%m}/{today.isoformat()}.md" in body["text"]
-    assert "<team-memory-content" not in body["text"]
-    assert [i["path"] for i in body["indexes"]] == [f"{AGENT_DIR}/MEMORY.md"]
+    assert f"`{AGENT_DIR}/logs/" in body["text"] and "distills the logs" in body["text"]
+    set_flag("consolidation", False, user=alice)
+    body = prompt(alice_api, memory_dir=AGENT_DIR)
+    assert body["mode"] == "combined"
+    assert "/logs/" not in body["text"] and "distill" not in body["text"]
 
 
 def test_skip_index_leaves_out_the_index(alice_api, team, alice):

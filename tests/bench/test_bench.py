@@ -213,3 +213,19 @@ def test_a_quick_team_run_measures_every_row():
         assert measure in out
     assert "≤ 3.0×" in out and "≤ 10 s" in out and "≤ 2 s" in out and "≤ 20 ms" in out
     assert "≥ 1,000/s" in out and "files changed by a teammate" in out
+
+
+def test_a_quick_consolidation_run_measures_every_row():
+    """The gates, the request and an approval on small stores, in a process of its own."""
+    out = _bench_in_own_process(
+        "--sizes", "", "--consolidation", "--stores", "20", "--store-files", "150", "--runs", "1",
+        "--quiet",
+    )  # fmt: skip
+    for measure in (
+        "gates of 20 stores (the sweep)",
+        "consolidation request of a store",
+        "apply a 50-change proposal",
+    ):
+        assert measure in out
+    assert "said: due" in out and "48 updates, a delete, the index" in out
+    assert "≤ 1 s" in out and "≤ 200 ms" in out

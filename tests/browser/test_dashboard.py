@@ -166,7 +166,7 @@ def test_the_settings_page_changes_a_flag_with_a_note(live_server, page, screens
     log_in(page, live_server)
     page.click("nav >> text=Settings")
     dormant = page.locator("tr.dormant")
-    assert dormant.count() == 4  # consolidation and the frontmatter line count
+    assert dormant.count() == 1  # the frontmatter line count
     screenshot("settings-01-flags")
     page.click("a.flag-name:has-text('recall_max')")
     page.fill("#id_value", "0")

@@ -56,8 +56,11 @@ POST_ONLY = {
     "checkout_rescan",
     "checkout_remove",
     "change_rebase",
+    "consolidate_now",
     "logout",
 }
+# URLs that answer htmx with a part of a page listed below (the store page's consolidation card).
+FRAGMENTS = {"consolidation_panel"}
 # URLs that answer with a file to download, not a page.
 DOWNLOADS = {"store_export"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -128,6 +131,7 @@ def site(memory_base, alice, tmp_path, monkeypatch):
     )
     do_forget_memory(private_store, alice, "user_role.md")
     do_create_api_token(alice, "laptop")
+    consolidation_history(alice)
     return checkout
 
 
@@ -171,6 +175,32 @@ def lifecycle_history(alice) -> None:
     do_apply_proposal(proposal, alice, [proposal.changes.get(action="update").pk])
 
 
+def consolidation_history(alice) -> None:
+    """Daily-log entries, a project memory with a relative date and a dangling index entry,
+    then "Consolidate now": a distillation and a consolidation proposal to review."""
+    from memapp.memdir.daily_logs import append_to_log
+    from tests.lifecycle.conftest import consolidate_now
+
+    store = Store.objects.get(kind="private")
+    root = Path(store.path)
+    write_memory(
+        root,
+        "project_freeze.md",
+        "Code freeze",
+        "Code freeze starts next Tuesday",
+        "project",
+        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
+    )
+    with (root / "MEMORY.md").open("a") as index:
+        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
+    append_to_log(
+        root,
+        "logs/2026/03/2026-03-05.md",
+        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
+    )
+    consolidate_now(store, alice)
+
+
 def pages(checkout: Checkout) -> dict[str, str]:
     """Each page by its URL name: the path a person opens."""
     private = Store.objects.get(kind="private")
@@ -196,7 +226,10 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "snapshot_list": reverse("snapshot_list"),
         "snapshot_review": reverse("snapshot_review", args=[checkout.pk, target, "user"]),
         "proposals": reverse("proposals"),
-        "proposal": reverse("proposal", args=[Proposal.objects.get().pk]),
+        "proposal": reverse("proposal", args=[Proposal.objects.get(kind="extraction").pk]),
+        "consolidation": reverse("proposal", args=[Proposal.objects.get(kind="consolidation").pk]),
+        "distillation": reverse("proposal", args=[Proposal.objects.get(kind="distillation").pk]),
+        "daily_logs": reverse("daily_logs", args=[private.pk]),
         "sessions": reverse("sessions"),
         "session": reverse("session", args=[Session.objects.get().pk]),
         "session_forget": reverse("session_forget", args=[Session.objects.get().pk]),
@@ -256,9 +289,10 @@ def test_every_page_is_listed_here():
         "project_members",
         "password_change",
         "password_change_done",
+        "daily_logs",
         "login",
     }
-    assert names - POST_ONLY - DOWNLOADS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
 
 
 def log_in(page, live_server) -> None:

@@ -203,14 +203,18 @@ def test_a_planted_secret_is_skipped_and_reported_while_the_rest_syncs(a, b):
     assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
 
 
-def test_team_and_logs_stay_out_of_the_private_store(a):
+def test_team_stays_out_of_the_private_store_and_logs_go_as_logs(a):
     a.write("user_role.md", topic("Role", "backend engineer", "user"))
     a.write("team/project_release.md", topic("Release", "freeze", "project"))
     a.write("logs/2026/03/2026-03-05.md", "- did things\n")
     a.write("notes.txt", "not a memory\n")
 
-    assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
-    assert server_keys() == ["user_role.md"]
+    assert a.sync().stdout.splitlines() == [
+        summary(1, 0, 0, 0, 0, 0),
+        "daily logs: sent 1 entries, received 0, across 1 days",
+    ]
+    assert server_keys() == ["logs/2026/03/2026-03-05.md", "user_role.md"]
+    assert not private_store().files.filter(path__startswith="logs/").exists()
 
 
 def test_a_first_dry_run_creates_nothing_on_the_server(a):

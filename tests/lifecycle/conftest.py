@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.core.management import call_command
 
 from tests.api.conftest import alice_api, bob_api  # noqa: F401 (fixtures shared with the API tests)
@@ -27,3 +28,26 @@ def upload(client, transcript: Transcript, entries=None, **fields):
 def run_worker() -> None:
     """The task worker of the database backend runs what is queued, then stops."""
     call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload")
+
+
+@pytest.fixture
+def model(settings):
+    """The fake Messages API, for consolidation and distillation (their own timeout)."""
+    from tests.api.fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as server:
+        settings.ANTHROPIC_API_KEY = "sk-test"
+        settings.ANTHROPIC_BASE_URL = server.url
+        settings.MEMHUB_CONSOLIDATION_TIMEOUT = 5.0
+        yield server
+
+
+def consolidate_now(store, user):
+    """ "Consolidate now" on the store page, then the task worker: the run as it ended."""
+    from memapp.lifecycle.consolidation import request_consolidation
+
+    status, run = request_consolidation(store, trigger="manual", requested_by=user)
+    assert status == "queued"
+    run_worker()
+    run.refresh_from_db()
+    return run

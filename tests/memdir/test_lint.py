@@ -325,6 +325,7 @@ def test_the_public_surface_is_declared():
         "missing_why_how",
         "near_duplicates",
         "relative_dates",
+        "similar_to",
         "unknown_links",
     ]
 
@@ -344,3 +345,32 @@ def test_links_to_no_memory_are_warned_about_only_when_the_store_is_known():
     assert memory_warnings("user", body, "d", targets={"Real DB"}) == [
         "Link [[deploy-checklist]] names no memory in this store yet."
     ]
+
+
+def test_similar_to_finds_what_near_duplicates_pairs_with_a_new_description():
+    """One description against a store in one pass gives the pairs near_duplicates finds with
+    it added last, in the same order, at any threshold."""
+    rng = random.Random(14)
+    vocabulary = [
+        "deploy",
+        "fridays",
+        "staging",
+        "database",
+        "mocks",
+        "real",
+        "tests",
+        "never",
+        "always",
+        "the",
+        "a",
+    ]
+    for _ in range(300):
+        items = [
+            (f"m{i}.md", " ".join(rng.choices(vocabulary, k=rng.randint(0, 6))))
+            for i in range(rng.randint(0, 12))
+        ]
+        new = " ".join(rng.choices(vocabulary, k=rng.randint(0, 6)))
+        threshold = rng.choice([0.3, 0.5, 0.7, 0.8, 0.95])
+        pairs = lint.near_duplicates([*items, ("\0new", new)], threshold)
+        expected = [a for a, b, _ in pairs if b == "\0new"]
+        assert lint.similar_to(new, items, threshold) == expected, (items, new, threshold)

@@ -71,4 +71,4 @@ def test_every_change_is_audited(alice):
 
 
 def test_flags_of_features_not_built_yet_are_marked():
-    assert FLAGS["consolidation"].in_effect is False
+    assert FLAGS["frontmatter_max_lines"].in_effect is False

@@ -52,7 +52,8 @@ def titles(response) -> list[str]:
 
 
 def pre(response, css_class: str) -> str:
-    match = re.search(rf'<pre class="{css_class}">(.*?)</pre>', response.content.decode(), re.S)
+    page = response.content.decode()
+    match = re.search(rf'<pre class="{css_class}"[^>]*>(.*?)</pre>', page, re.S)
     assert match, f"no <pre class={css_class!r}> on the page"
     return unescape(match.group(1))
 

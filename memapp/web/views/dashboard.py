@@ -13,6 +13,7 @@ from django.utils.safestring import mark_safe
 
 from memapp.stores.models import Event, MemoryFile, Project, Store
 from memapp.web.charts import Series, column_chart, meter, stacked_bar
+from memapp.web.consolidation_figures import consolidation_figures
 from memapp.web.dashboard_data import (
     AGE_COLOURS,
     ExtractionActivity,
@@ -159,6 +160,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         stores, events = stores.filter(project=project), events.filter(project=project)
     stores = list(stores)
     days = day_range(timezone.localdate(), window)
+    consolidation = consolidation_figures(events, days)
     events = events.filter(created_at__date__gte=days[0])
     recall = recall_activity(events, days)
     sync = sync_history(events, days)
@@ -177,5 +179,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "extraction": extraction,
         "extraction_charts": _extraction_charts(extraction),
         **_never_recalled(stores),
+        **consolidation,
     }
     return render(request, "memapp/admin/dashboard.html", context)

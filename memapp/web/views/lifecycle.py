@@ -27,7 +27,9 @@ from memapp.lifecycle.proposals import (
 )
 from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session
+from memapp.lifecycle.store_changes import do_rebase_store_change, is_store_wide
 from memapp.web.lifecycle_forms import DecisionForm
+from memapp.web.views.consolidation import store_proposal_detail
 
 RECENT = 20
 PAGE_SIZE = 50
@@ -82,6 +84,8 @@ def _result_message(request: HttpRequest, result: ApplyResult) -> None:
 @login_required
 def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     proposal = get_proposal_for_user(request.user, proposal_id)
+    if is_store_wide(proposal):
+        return store_proposal_detail(request, proposal)
     changes = list(proposal.changes.all())
     pending = [c for c in changes if c.status == ProposalChange.Status.PENDING]
     form = DecisionForm(pending=pending, initial={"changes": [str(c.pk) for c in pending]})
@@ -121,7 +125,8 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
 def change_rebase(request: HttpRequest, change_id: int) -> HttpResponse:
     change = get_change_for_user(request.user, change_id)
     if change.status == ProposalChange.Status.CONFLICT:
-        do_rebase_change(change)
+        rebase = do_rebase_store_change if is_store_wide(change.proposal) else do_rebase_change
+        rebase(change)
         messages.success(request, f"{change.key}: now compared with the current version.")
     return redirect("proposal", proposal_id=change.proposal_id)
 

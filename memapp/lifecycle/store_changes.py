@@ -1,0 +1,505 @@
+"""Proposals that change a store as a whole — consolidation and distillation (docs/design.md
+§14.6–§14.8): what the review shows and how approving applies them.
+
+The review is a whole-store diff: every file the ticked changes touch, the index before and
+after with its cap meters, and what a person must tick explicitly (a proposal deleting more than
+a quarter of the store or emptying the index, a file edited after the run read it).
+
+Approving is all or nothing. Everything is checked first: a file changed since it was proposed
+makes every ticked change wait (a conflict shown with both versions) and nothing is written, as
+a merge half applied could lose what it merged. Then, under the directory's `.consolidate-lock`
+(a local agent consolidating it means "try again later"), the files and the index are written by
+one `do_put_files` call, through the normal write path (atomic per file, secret-checked,
+mirrored, versioned, committed for team sync). If writing fails halfway, every file written is
+put back as it was and the lock's mtime is restored: the store is left exactly as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from django.db import transaction
+from django.utils import timezone
+
+from memapp.lifecycle.models import Proposal, ProposalChange
+from memapp.lifecycle.proposals import EDITABLE, ApplyResult, ProposalClosed, do_rebase_change
+from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
+from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.consolidate_lock import (
+    LockUnavailable,
+    read_lock,
+    release_lock,
+    restore_lock,
+    try_acquire_lock,
+)
+from memapp.memdir.consolidation import Risk, fit_index, index_checks, store_risks
+from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
+from memapp.memdir.index import (
+    INDEX_FILENAME,
+    format_index_entry,
+    is_linkable,
+    parse_index_entries,
+    with_index_entry,
+    without_index_entry,
+)
+from memapp.memdir.scan import detect_type_form
+from memapp.memdir.store_files import FileRejected, checksum, walk_store
+from memapp.stores.actions import do_put_files, store_file_path
+from memapp.stores.changes import announce_change
+from memapp.stores.events import record_event
+from memapp.stores.flags import get_flags
+from memapp.stores.locks import store_lock
+from memapp.stores.mirror import rescan_store
+from memapp.stores.models import Store
+
+__all__ = [
+    "INDEX_KEY",
+    "STORE_WIDE_KINDS",
+    "ApplyFailed",
+    "ApplyRefused",
+    "NeedsConfirmation",
+    "StoreBusy",
+    "StoreReview",
+    "default_selection",
+    "do_apply_store_proposal",
+    "do_rebase_store_change",
+    "edited_check",
+    "is_store_wide",
+    "needs_tick",
+    "review_store_proposal",
+]
+
+log = logging.getLogger(__name__)
+
+INDEX_KEY = INDEX_FILENAME
+STORE_WIDE_KINDS = (Proposal.Kind.CONSOLIDATION, Proposal.Kind.DISTILLATION)
+VIA = "proposal"
+
+
+class ApplyRefused(Exception):
+    """Approving did not happen; nothing was written (the message says why)."""
+
+
+class NeedsConfirmation(ApplyRefused):
+    """The ticked changes are risky as a whole; a person must tick that they mean it."""
+
+    def __init__(self, risks: list[Risk]) -> None:
+        super().__init__("; ".join(risk.message for risk in risks))
+        self.risks = risks
+
+
+class StoreBusy(ApplyRefused):
+    """A local agent is consolidating the directory now (or its lock cannot be taken)."""
+
+
+class ApplyFailed(ApplyRefused):
+    """Writing failed halfway; what was written has been put back."""
+
+
+def is_store_wide(proposal: Proposal) -> bool:
+    return proposal.kind in STORE_WIDE_KINDS
+
+
+def edited_check() -> dict[str, str]:
+    return {
+        "code": "edited",
+        "level": "bad",
+        "message": "changed after this run read it: approving would replace that edit, so it "
+        "is applied only if you tick it",
+    }
+
+
+def needs_tick(change: ProposalChange) -> bool:
+    """A change with a `bad` check is never selected for a person: only their tick applies it."""
+    return any(check.get("level") == "bad" for check in change.checks)
+
+
+def default_selection(changes: Iterable[ProposalChange]) -> list[int]:
+    return [
+        c.pk for c in changes if c.status == ProposalChange.Status.PENDING and not needs_tick(c)
+    ]
+
+
+def _disk(store: Store, key: str) -> bytes | None:
+    try:
+        return store_file_path(store, key).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _sha(data: bytes | None) -> str:
+    """The file's checksum as proposals keep it (`sha256:<hex>`), "" when there is none."""
+    return "" if data is None else checksum(data)
+
+
+def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
+    """The file as approving the change writes it (other frontmatter keys kept)."""
+    if change.key == INDEX_KEY:
+        return change.body
+    if before is None:
+        previous = Memory(type_form=detect_type_form(store.path), has_frontmatter=True)
+    else:
+        previous = parse_memory(before, path=change.key)
+    memory = replace(
+        previous,
+        name=change.name,
+        description=change.description,
+        type=change.type or None,
+        body=change.body,
+        type_form=previous.type_form or "top",
+        path=change.key,
+    )
+    return render_memory(memory)
+
+
+def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
+    """A person's edit before approving: one-line fields kept on one line (blank keeps the
+    proposed value), the body (or the index) as typed, with Unix line endings."""
+    for name in EDITABLE:
+        value = edit.get(name)
+        if value is None:
+            continue
+        if name == "body":
+            value = value.replace("\r\n", "\n")
+        else:
+            value = " ".join(value.split())
+            if not value:
+                continue
+        if value != getattr(change, name):
+            setattr(change, name, value)
+            change.edited = True
+
+
+@dataclass
+class Outcome:
+    """The store as the selected changes would leave it."""
+
+    files: dict[str, str] = field(default_factory=dict)  # updates, creates, then the index
+    delete: list[str] = field(default_factory=list)
+    index_before: str = ""
+    index_after: str = ""
+    risks: list[Risk] = field(default_factory=list)
+    problems: dict[int, str] = field(default_factory=dict)  # change id → why it cannot render
+
+
+def _topic_keys(store: Store) -> set[str]:
+    """The store's topic files as they are on disk now (the mirror may lag behind)."""
+    return {found.key for found in walk_store(store.path, store.exclude, indexes=False)}
+
+
+def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
+    existing = _topic_keys(store)
+    index_now = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+    outcome = Outcome(index_before=index_now)
+    topic = [c for c in selected if c.key != INDEX_KEY]
+    index_change = next((c for c in selected if c.key == INDEX_KEY), None)
+    ordered = sorted(topic, key=lambda c: c.action == ProposalChange.Action.CREATE)
+    for change in ordered:
+        if change.action == ProposalChange.Action.DELETE:
+            outcome.delete.append(change.key)
+            continue
+        try:
+            outcome.files[change.key] = _after(store, change, _disk(store, change.key))
+        except FrontmatterError as exc:
+            outcome.problems[change.pk] = str(exc)
+    keys_after = (existing - set(outcome.delete)) | set(outcome.files)
+    if index_change is not None:
+        created = {
+            c.key: (c.name, c.description)
+            for c in topic
+            if c.action == ProposalChange.Action.CREATE
+        }
+        index_after = fit_index(index_change.body, keys_after, created)
+    else:
+        index_after = index_now
+        for change in topic:
+            if change.action == ProposalChange.Action.DELETE:
+                index_after = without_index_entry(index_after, change.key)
+            elif is_linkable(change.key):
+                line = format_index_entry(change.name, change.key, change.description)
+                index_after = with_index_entry(index_after, change.key, line)
+    outcome.index_after = index_after
+    if index_after != index_now:
+        outcome.files[INDEX_KEY] = index_after
+    emptied = bool(parse_index_entries(index_now)) and not parse_index_entries(index_after)
+    outcome.risks = store_risks(len(existing), len(outcome.delete), emptied and bool(keys_after))
+    return outcome
+
+
+# --- the review -------------------------------------------------------------------------------
+
+
+@dataclass
+class Meter:
+    """One cap meter: how much of a cap the index uses."""
+
+    label: str
+    used: int
+    cap: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.used / self.cap) if self.cap else 0
+
+    @property
+    def width(self) -> int:
+        return min(100, self.percent)
+
+    @property
+    def over(self) -> bool:
+        return self.used > self.cap
+
+
+def _meters(text: str, caps: tuple[int, int]) -> list[Meter]:
+    stripped = text.strip()
+    lines = stripped.count("\n") + 1 if stripped else 0
+    size = len(stripped.encode("utf-8", "surrogatepass"))
+    return [Meter("lines", lines, caps[0]), Meter("bytes", size, caps[1])]
+
+
+@dataclass
+class ChangeView:
+    change: ProposalChange
+    file: FileChange | None
+    problem: str = ""
+
+
+@dataclass
+class StoreReview:
+    """Everything the review page shows of a store-wide proposal, for the changes a person
+    would approve now (the default selection unless given)."""
+
+    proposal: Proposal
+    changes: list[ChangeView]
+    index: FileChange
+    before: list[Meter]
+    after: list[Meter]
+    risks: list[Risk]
+    file_count: int
+    deletes: int
+    creates: int
+    updates: int
+    selected: list[int]
+
+    @property
+    def pending(self) -> bool:
+        return self.proposal.status == Proposal.Status.PENDING
+
+
+def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = None) -> StoreReview:
+    store = proposal.store
+    changes = list(proposal.changes.all())
+    chosen = default_selection(changes) if selected is None else [int(pk) for pk in selected]
+    picked = [c for c in changes if c.pk in chosen and c.status == ProposalChange.Status.PENDING]
+    outcome = _outcome(store, picked)
+    flags = get_flags(store.project)
+    caps = (flags["index_max_lines"], flags["index_max_bytes"])
+    views = []
+    for change in changes:
+        before = _disk(store, change.key)
+        if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
+            before = change.current_text.encode("utf-8")
+        if change.action == ProposalChange.Action.DELETE:
+            text = (before or b"").decode("utf-8", "replace")
+            removed = FileChange(change.key, "removed", _sha(before), None)
+            views.append(ChangeView(change, replace(removed, rows=tuple(side_by_side(text, "")))))
+            continue
+        try:
+            after = _after(store, change, before).encode("utf-8")
+        except FrontmatterError as exc:
+            views.append(ChangeView(change, None, str(exc)))
+            continue
+        views.append(ChangeView(change, compare_file(change.key, before, after)))
+    index = compare_file(
+        INDEX_KEY, outcome.index_before.encode("utf-8"), outcome.index_after.encode("utf-8")
+    )
+    return StoreReview(
+        proposal=proposal,
+        changes=views,
+        index=index,
+        before=_meters(outcome.index_before, caps),
+        after=_meters(outcome.index_after, caps),
+        risks=outcome.risks,
+        file_count=len(_topic_keys(store)),
+        deletes=sum(c.action == "delete" for c in changes if c.key != INDEX_KEY),
+        creates=sum(c.action == "create" for c in changes),
+        updates=sum(c.action == "update" and c.key != INDEX_KEY for c in changes),
+        selected=chosen,
+    )
+
+
+# --- approving --------------------------------------------------------------------------------
+
+
+def _close(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+    open_changes = proposal.changes.filter(
+        status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
+    )
+    if open_changes.exists():
+        proposal.status = Proposal.Status.PENDING
+    elif result.applied:
+        proposal.status = Proposal.Status.APPLIED
+    else:
+        proposal.status = Proposal.Status.REJECTED
+    proposal.decided_at, proposal.decided_by = timezone.now(), user
+    proposal.decision = {"decision": decision, **result.__dict__}
+    proposal.save(update_fields=["status", "decided_at", "decided_by", "decision"])
+    record_event(
+        "proposal_decided",
+        store=proposal.store,
+        user=user,
+        proposal_kind=proposal.kind,
+        decision=decision,
+        applied=len(result.applied),
+        conflicts=len(result.conflicts),
+        refused=len(result.refused),
+        skipped=len(result.skipped),
+    )
+
+
+def _roll_back(store: Store, user, originals: Mapping[str, bytes | None]) -> None:
+    """Put every file back as it was before a failed apply (each atomically)."""
+    with store_lock(store):
+        for key, data in originals.items():
+            try:
+                if _disk(store, key) == data:
+                    continue
+                path = store_file_path(store, key)
+                if data is None:
+                    delete_file(path, missing_ok=True)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic_bytes(path, data)
+            except (OSError, FileRejected):
+                log.exception("could not put %s of store %s back", key, store.pk)
+        rescan_store(store)
+    announce_change(store, user, set(originals))
+
+
+def _conflicts(store: Store, picked: list[ProposalChange]) -> list[ProposalChange]:
+    found = []
+    for change in picked:
+        current = _disk(store, change.key)
+        if _sha(current) != change.base_checksum:
+            change.status = ProposalChange.Status.CONFLICT
+            change.current_text = (current or b"").decode("utf-8", "replace")
+            change.message = "The file changed since this was proposed."
+            found.append(change)
+    return found
+
+
+def _write(store: Store, user, outcome: Outcome) -> None:
+    """One `do_put_files` under the directory's lock; put back on a failure halfway."""
+    try:
+        taken = try_acquire_lock(store.path)
+    except LockUnavailable as exc:
+        raise StoreBusy(f"the consolidation lock cannot be taken: {exc}") from None
+    if taken is None:
+        pid = read_lock(store.path).pid
+        raise StoreBusy(
+            f"a local agent (PID {pid}) is consolidating this directory right now; nothing "
+            "was written: approve again in a few minutes"
+        )
+    prior, _ = taken
+    acquired = time.time()
+    keys = [*outcome.files, *outcome.delete]
+    originals = {key: _disk(store, key) for key in keys}
+    if_match = {key: checksum(data) for key, data in originals.items() if data is not None}
+    try:
+        do_put_files(
+            store, user, outcome.files, delete=tuple(outcome.delete), if_match=if_match, via=VIA
+        )
+    except FileRejected as exc:  # checked before anything is written
+        restore_lock(store.path, prior)
+        raise ApplyRefused(str(exc)) from None
+    except Exception as exc:
+        _roll_back(store, user, originals)
+        restore_lock(store.path, prior)
+        log.exception("applying a proposal to store %s failed halfway", store.pk)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ApplyFailed(
+            f"writing failed halfway ({reason}); every file written was put back, so the "
+            "store is as it was"
+        ) from None
+    release_lock(store.path, acquired)
+
+
+def do_apply_store_proposal(
+    proposal: Proposal,
+    user,
+    change_ids: Iterable[int] | None = None,
+    edits: Mapping[int, Mapping[str, str]] | None = None,
+    *,
+    confirm: bool = False,
+    decision: str = "approved",
+) -> ApplyResult:
+    """Approve a store-wide proposal: the selected pending changes (the default selection,
+    never a change with a `bad` check, when `change_ids` is None), each with the person's
+    `edits`, applied all together or not at all.
+
+    A change whose file changed since it was proposed makes this a conflict (those changes
+    marked, nothing written, the proposal still open). Raises ProposalClosed when already
+    decided, ValueError for a change id that is not one of its pending changes,
+    NeedsConfirmation when the selection is risky and `confirm` is false, StoreBusy when a
+    local agent holds the directory's lock, ApplyRefused when the write path refuses a file
+    (a secret, say) and ApplyFailed when writing failed halfway and was undone.
+    """
+    if proposal.status != Proposal.Status.PENDING:
+        raise ProposalClosed(f"this proposal was already {proposal.status}")
+    store = proposal.store
+    pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
+    wanted = set(default_selection(pending) if change_ids is None else map(int, change_ids))
+    if wanted - {c.pk for c in pending}:
+        raise ValueError("only pending changes of this proposal can be approved")
+    picked = [c for c in pending if c.pk in wanted]
+    if not picked:
+        raise ApplyRefused("tick the changes to approve")
+    for change in picked:
+        _edit(change, (edits or {}).get(change.pk, {}))
+    result = ApplyResult()
+    conflicts = _conflicts(store, picked)
+    if conflicts:
+        with transaction.atomic():
+            for change in conflicts:
+                change.save()
+        result.conflicts = [c.key for c in conflicts]
+        return result
+    outcome = _outcome(store, picked)
+    if outcome.problems:
+        raise ApplyRefused("; ".join(outcome.problems.values()))
+    if outcome.risks and not confirm:
+        raise NeedsConfirmation(outcome.risks)
+    _write(store, user, outcome)
+    with transaction.atomic():
+        for change in pending:
+            if change in picked:
+                change.status, change.message = ProposalChange.Status.APPLIED, ""
+                result.applied.append(change.key)
+            else:
+                change.status = ProposalChange.Status.SKIPPED
+                result.skipped.append(change.key)
+            change.save()
+        _close(proposal, user, decision, result)
+    return result
+
+
+def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
+    """Take a conflicted change up again against the file as it is now (the person reviews
+    the difference from what is there); an index gets its own checks back."""
+    change = do_rebase_change(change)
+    if change.key == INDEX_KEY:
+        store = change.proposal.store
+        flags = get_flags(store.project)
+        keys = _topic_keys(store)
+        current = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+        change.checks = index_checks(
+            change.body,
+            keys,
+            (flags["index_max_lines"], flags["index_max_bytes"]),
+            bool(parse_index_entries(current)),
+        )
+        change.save(update_fields=["checks"])
+    return change

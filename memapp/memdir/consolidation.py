@@ -1,0 +1,680 @@
+"""Consolidation and distillation of a memory directory, without Django (docs/design.md §14.7,
+§14.8).
+
+Consolidation is Claude Code's nightly tidy-up ("dream") in four phases: orient (the index,
+the manifest, the bodies), gather (what sessions and daily logs added since the last run, the
+health lints), consolidate (merge over create, correct over preserve, relative dates made
+absolute) and prune (the index within its caps, one line per entry). With a model it is one
+Messages API call with the `propose_memory_changes` tool of `memapp.memdir.extraction`, the
+new index being an update of `MEMORY.md`. Without one, `offline_consolidation` proposes what
+rules can decide: index repair, pruning to the caps, relative dates resolved against each
+file's date, and near-duplicates flagged for a person to merge.
+
+Distillation turns the daily-log entries since its last run into memories, by the same tool or,
+offline, one memory per new entry that no memory already says.
+
+Whatever the model proposes, the index that is proposed goes through `plan_index` here, so it
+never names a file that will not exist and, unless a person edits it so, fits its caps.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memapp.memdir.absolute_dates import Rewrite, make_dates_absolute
+from memapp.memdir.daily_logs import LogEntry
+from memapp.memdir.extraction import MAX_BODY_BYTES, Dropped, ProposedChange
+from memapp.memdir.index import (
+    INDEX_FILENAME,
+    MAX_ENTRY_CHARS,
+    MAX_INDEX_BYTES,
+    MAX_INDEX_LINES,
+    format_index_entry,
+    is_linkable,
+    parse_index_entries,
+)
+from memapp.memdir.lint import near_duplicates, relative_dates, similar_to
+from memapp.memdir.secret_rules import SecretHit, scan_text
+
+__all__ = [
+    "CONSOLIDATION_SYSTEM",
+    "DISTILLATION_SYSTEM",
+    "HOOK_CHARS",
+    "DUPLICATE_THRESHOLD",
+    "DatedMemory",
+    "IndexPlan",
+    "OfflineResult",
+    "Risk",
+    "TopicFile",
+    "build_consolidation_request",
+    "build_distillation_request",
+    "fit_index",
+    "index_checks",
+    "offline_consolidation",
+    "offline_distillation",
+    "plan_index",
+    "store_risks",
+    "take_index_change",
+]
+
+HOOK_CHARS = 150  # an index line the pass writes or shortens stays under this (the client's ~150)
+DUPLICATE_THRESHOLD = 0.8  # descriptions this alike are flagged for a person to merge
+RISKY_DELETE_SHARE = 0.25  # deleting more than this share of a store needs an explicit tick
+
+CONSOLIDATION_SYSTEM = """\
+You consolidate the file-based memory of an AI coding agent: one memory directory, its index \
+MEMORY.md and its topic files. A person reviews every change before it is written. Work in four \
+phases, then call the tool propose_memory_changes once with every change.
+
+1. Orient: read the index, the manifest of the topic files (each with the time it was last \
+written) and the full text of the memories most likely to need work.
+2. Gather: read what happened since the last consolidation (sessions and daily logs, when \
+given) and the health findings.
+3. Consolidate. Merge over create: fold a memory that repeats another into the one to keep \
+(update it, delete the other, and say in reason which memory absorbed what). Correct over \
+preserve: update or delete a memory that what happened since shows to be wrong or outdated. \
+Make every relative date ("yesterday", "next Tuesday", "in two weeks") absolute, counted from \
+the day the file was written. Keep the **Why:** and **How to apply:** lines of feedback and \
+project memories.
+4. Prune and index: propose the whole new index as an update of MEMORY.md (action "update", \
+file "MEMORY.md", the index as body, and a reason): one line per memory, \
+`- [Title](file.md) — one-line hook`, each line under about 150 characters, within the caps \
+given; no entry for a file that will not exist; no content in the index itself.
+
+Change only what needs it, and propose an empty list when the directory is in good order. Never \
+delete what is not kept elsewhere. Never write a secret."""
+
+DISTILLATION_SYSTEM = """\
+You distill the daily logs of an AI coding agent into its file-based memory. In daily-log mode \
+the agent appends one bullet per thing worth remembering to the log of the day; you turn the \
+entries given (those since the last distillation) into topic files. A person reviews every \
+change before it is written. Call the tool propose_memory_changes once with every change.
+
+- One memory per subject, not one per entry; prefer updating an existing memory (see the \
+manifest and the texts given) to creating a near-duplicate.
+- A later entry that corrects or retracts an earlier one wins; an entry asking to forget \
+something means updating or deleting that memory.
+- Types as tagged in the entries (user, feedback, project, reference); feedback and project \
+memories carry a **Why:** line and a **How to apply:** line.
+- Make relative dates absolute, counted from the day of the log the entry is in.
+- Add a line for each new memory to the index: propose the whole new index as an update of \
+MEMORY.md (action "update", file "MEMORY.md", the index as body), one line per memory, \
+`- [Title](file.md) — one-line hook`, within the caps given.
+- Leave out what is not memory (task state, what the code or git history records) and never \
+write a secret. Propose an empty list when nothing is worth keeping."""
+
+
+@dataclass(frozen=True)
+class TopicFile:
+    """A topic file as the index is planned from it: its title, its description (the index
+    hook) and the day it was written (what its relative dates count from)."""
+
+    key: str
+    title: str
+    description: str
+    mtime_ms: int
+    day: datetime.date
+
+
+# --- the index ---------------------------------------------------------------------------------
+
+
+@dataclass
+class IndexPlan:
+    """A planned MEMORY.md and what planning it did, for the reviewer."""
+
+    text: str
+    dangling: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+    dated: list[str] = field(default_factory=list)
+    shortened: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    dropped_lines: int = 0
+
+    def reason(self) -> str:
+        """The plan in a sentence or two."""
+        parts = []
+        for items, words in (
+            (self.dangling, "removes the entries of missing files"),
+            (self.duplicates, "removes second entries of the same file"),
+            (self.refreshed, "updates the entries of changed memories"),
+            (self.dated, "makes relative dates absolute in the entries of"),
+            (self.shortened, f"shortens entries over {MAX_ENTRY_CHARS} characters"),
+            (self.added, "adds entries for memories the index did not list"),
+            (self.left_out, "leaves out the entries of the oldest memories to fit its caps"),
+        ):
+            if items:
+                parts.append(f"{words} ({_names(items)})")
+        if self.dropped_lines:
+            parts.append(f"drops {self.dropped_lines} lines that are not entries to fit its caps")
+        return ("MEMORY.md: " + "; ".join(parts) + ".") if parts else "MEMORY.md: unchanged."
+
+
+def _names(items: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def _entry_line(title: str, key: str, hook: str) -> str:
+    """An entry that fits HOOK_CHARS, shortening its hook (then its title) as needed."""
+    line = format_index_entry(title, key, hook)
+    if len(line) <= HOOK_CHARS:
+        return line
+    room = HOOK_CHARS - len(format_index_entry(title, key, "x")) + 1
+    if room >= 20:
+        return format_index_entry(title, key, _shorten(hook, room))
+    return format_index_entry(_shorten(title, 40), key, _shorten(hook, 60))
+
+
+@dataclass
+class _Line:
+    text: str
+    key: str | None  # the topic file an entry names, None for other lines
+
+
+def _lines_of(text: str) -> list[str]:
+    return [line.rstrip("\r") for line in text.split("\n")]
+
+
+def _size(lines: Sequence[_Line]) -> tuple[int, int]:
+    text = "\n".join(line.text for line in lines).strip()
+    return (text.count("\n") + 1 if text else 0), len(text.encode("utf-8", "surrogatepass")) + 1
+
+
+def _repair(
+    text: str, files: Mapping[str, TopicFile], changed: Collection[str], plan: IndexPlan
+) -> list[_Line]:
+    out: list[_Line] = []
+    seen: set[str] = set()
+    for raw in _lines_of(text):
+        entries = parse_index_entries(raw)
+        entry = entries[0] if entries else None
+        if entry is None or entry.path is None or not entry.path.endswith(".md"):
+            out.append(_Line(raw, None))
+            continue
+        key = entry.path
+        if key not in files:
+            plan.dangling.append(key)
+            continue
+        if key in seen:
+            plan.duplicates.append(key)
+            continue
+        seen.add(key)
+        line, topic = raw, files[key]
+        if key in changed:
+            fresh = _entry_line(topic.title, key, topic.description)
+            if fresh != raw:
+                line = fresh
+                plan.refreshed.append(key)
+        elif relative_dates(entry.hook):
+            hook, _ = make_dates_absolute(entry.hook, topic.day)
+            line = format_index_entry(entry.title, key, hook)
+            plan.dated.append(key)
+        if len(line) > MAX_ENTRY_CHARS:
+            current = parse_index_entries(line)[0]
+            line = _entry_line(current.title, key, current.hook)
+            plan.shortened.append(key)
+        out.append(_Line(line, key))
+    # Blank runs collapse to one; no blank lines at either end.
+    tidy: list[_Line] = []
+    for kept in out:
+        if not kept.text.strip() and (not tidy or not tidy[-1].text.strip()):
+            continue
+        tidy.append(kept)
+    while tidy and not tidy[-1].text.strip():
+        tidy.pop()
+    return tidy
+
+
+def _add(
+    lines: list[_Line], files: Mapping[str, TopicFile], keys: Iterable[str], plan: IndexPlan
+) -> None:
+    listed = {line.key for line in lines}
+    missing = sorted(  # newest first; in the order given when as new; never a file no link reaches
+        (files[key] for key in keys if key in files and key not in listed and is_linkable(key)),
+        key=lambda f: -f.mtime_ms,
+    )
+    for topic in missing:
+        lines.append(_Line(_entry_line(topic.title, topic.key, topic.description), topic.key))
+        plan.added.append(topic.key)
+
+
+def _prune(
+    lines: list[_Line], files: Mapping[str, TopicFile], caps: tuple[int, int], plan: IndexPlan
+) -> None:
+    max_lines, max_bytes = caps
+
+    def over() -> bool:
+        count, size = _size(lines)
+        return count > max_lines or size > max_bytes
+
+    if not over():
+        return
+    for line in lines:  # first, every entry to one short line
+        if line.key is not None and len(line.text) > HOOK_CHARS:
+            entry = parse_index_entries(line.text)[0]
+            line.text = _entry_line(entry.title, line.key, entry.hook)
+            if line.key not in plan.shortened:
+                plan.shortened.append(line.key)
+    entries = [(line.key, line) for line in lines if line.key is not None]
+    for key, line in sorted(entries, key=lambda pair: (files[pair[0]].mtime_ms, pair[0])):
+        if not over():
+            return
+        lines.remove(line)
+        plan.left_out.append(key)
+    while over() and lines:
+        lines.pop()
+        plan.dropped_lines += 1
+
+
+def _text(lines: Sequence[_Line]) -> str:
+    text = "\n".join(line.text for line in lines).strip("\n")
+    return text + "\n" if text else ""
+
+
+def plan_index(
+    text: str,
+    files: Mapping[str, TopicFile],
+    *,
+    changed: Collection[str] = (),
+    add: Iterable[str] | None = None,
+    caps: tuple[int, int] = (MAX_INDEX_LINES, MAX_INDEX_BYTES),
+) -> IndexPlan:
+    """The index `text` made consistent with `files` (every topic file that will exist, by key)
+    and within `caps` (lines, bytes).
+
+    Entries of files not in `files` and second entries of a file are removed; entries of the
+    `changed` files are rewritten from their title and description; relative dates in other
+    entries' hooks are made absolute against their file's day; entries over 200 characters are
+    shortened. Entries are added for the keys in `add` (every unlisted file when None) that the
+    index does not list, newest first. Then, while over a cap, entries are shortened to about
+    150 characters, the entries of the oldest files are left out and, last, other lines are
+    dropped from the end. Other lines (headings, prose, links elsewhere) are kept otherwise.
+    """
+    plan = IndexPlan("")
+    lines = _repair(text, files, changed, plan)
+    _add(lines, files, files if add is None else add, plan)
+    _prune(lines, files, caps, plan)
+    plan.text = _text(lines)
+    return plan
+
+
+def fit_index(text: str, keys: Collection[str], created: Mapping[str, tuple[str, str]]) -> str:
+    """`text` (an index as a person approved it) fitted to the files that will exist: entries
+    of files not in `keys` go, and each created file (key → title, description) the index does
+    not list gets an entry. Nothing else is touched, caps included: the person saw them."""
+    kept = []
+    listed = set()
+    for raw in _lines_of(text):
+        entries = parse_index_entries(raw)
+        path = entries[0].path if entries else None
+        if path is not None and path.endswith(".md") and path not in keys:
+            continue
+        if path is not None:
+            listed.add(path)
+        kept.append(raw)
+    body = "\n".join(kept).rstrip("\n")
+    for key, (title, description) in created.items():
+        if key not in listed and is_linkable(key):
+            body += ("\n" if body else "") + _entry_line(title, key, description)
+    return body + "\n" if body else ""
+
+
+def index_checks(
+    text: str, keys: Collection[str], caps: tuple[int, int], had_entries: bool
+) -> list[dict[str, str]]:
+    """The checks shown beside a proposed index: over a cap or empty (bad: never applied
+    without a person's tick), entries of files that will not exist, over-long lines."""
+    checks = []
+    stripped = text.strip()
+    count = stripped.count("\n") + 1 if stripped else 0
+    size = len(stripped.encode("utf-8", "surrogatepass"))
+    max_lines, max_bytes = caps
+    if count > max_lines or size > max_bytes:
+        checks.append(
+            {
+                "code": "cap",
+                "level": "bad",
+                "message": f"{count} lines, {size:,} bytes: over the caps of {max_lines} lines "
+                f"and {max_bytes:,} bytes, so agents would not see its end",
+            }
+        )
+    entries = parse_index_entries(text)
+    if had_entries and not entries:
+        checks.append(
+            {"code": "empty_index", "level": "bad", "message": "leaves the index with no entries"}
+        )
+    dangling = [e.path for e in entries if e.path and e.path.endswith(".md") and e.path not in keys]
+    if dangling:
+        checks.append(
+            {
+                "code": "dangling",
+                "level": "warn",
+                "message": f"entries of files that will not exist: {_names(dangling)}",
+            }
+        )
+    long = [e.path or e.target for e in entries if e.length > MAX_ENTRY_CHARS]
+    if long:
+        checks.append(
+            {
+                "code": "long_entries",
+                "level": "warn",
+                "message": f"entries over {MAX_ENTRY_CHARS} characters: {_names(long)}",
+            }
+        )
+    return checks
+
+
+# --- the model's answer ------------------------------------------------------------------------
+
+
+def take_index_change(
+    raw_changes: object, secret_check: Callable[[str], Sequence[SecretHit]] = scan_text
+) -> tuple[list[Any], str | None, list[Dropped]]:
+    """Split the model's changes into the topic-file changes (for `validate_changes`) and the
+    proposed index: the body of an update of MEMORY.md. A second index change, another action
+    on MEMORY.md, a body that is not text, is over 250,000 bytes or holds a secret is dropped
+    with its reason. A `changes` that is not a list is returned as it is (the validation
+    reports it)."""
+    if not isinstance(raw_changes, list):
+        return raw_changes, None, []  # type: ignore[return-value]
+    others: list[Any] = []
+    index: str | None = None
+    dropped: list[Dropped] = []
+    for position, raw in enumerate(raw_changes):
+        file = raw.get("file") if isinstance(raw, Mapping) else None
+        if not isinstance(file, str) or file.strip().removeprefix("./") != INDEX_FILENAME:
+            others.append(raw)
+            continue
+        body = raw.get("body")
+        reason = ""
+        if raw.get("action") != "update":
+            reason = "MEMORY.md can only be updated as a whole"
+        elif not isinstance(body, str):
+            reason = "the new index is not text"
+        elif len(body.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
+            reason = f"the new index is over {MAX_BODY_BYTES:,} bytes"
+        elif "\0" in body:
+            reason = "the new index holds NUL bytes"
+        elif hits := secret_check(body):
+            labels = ", ".join(sorted({hit.label for hit in hits}))
+            reason = f"holds what looks like a secret ({labels})"
+        elif index is not None:
+            reason = "a second change to the same file"
+        if reason:
+            dropped.append(Dropped(position, INDEX_FILENAME, reason))
+        else:
+            index = body
+    return others, index, dropped
+
+
+@dataclass(frozen=True)
+class Risk:
+    """Something about a whole proposal a person must tick explicitly before it is applied."""
+
+    code: str
+    message: str
+
+
+def store_risks(file_count: int, deleted: int, index_emptied: bool) -> list[Risk]:
+    """A proposal that deletes more than a quarter of a store's memories, or leaves its index
+    with no entries while memories remain, is never applied without an explicit tick."""
+    risks = []
+    if file_count and deleted / file_count > RISKY_DELETE_SHARE:
+        share = round(100 * deleted / file_count)
+        risks.append(
+            Risk(
+                "deletes_quarter",
+                f"deletes {deleted} of the store's {file_count} memories ({share} %), more "
+                "than a quarter",
+            )
+        )
+    if index_emptied:
+        risks.append(Risk("empties_index", "leaves MEMORY.md with no entries"))
+    return risks
+
+
+# --- requests ----------------------------------------------------------------------------------
+
+
+def _section(title: str, text: str, empty: str) -> str:
+    return f"## {title}\n\n{text.strip() or empty}"
+
+
+def build_consolidation_request(
+    *,
+    today: datetime.date,
+    caps: tuple[int, int],
+    index: str,
+    manifest: str,
+    bodies: Sequence[tuple[str, str]],
+    findings: Sequence[str],
+    since: str,
+    sessions: str,
+    logs: str,
+) -> str:
+    """The user message of a consolidation: the four phases' material, in their order.
+    `bodies` are (key, text) of the memories most likely to need work; `findings` the health
+    lints, one line each; `since` when the last consolidation ran (or that none has)."""
+    max_lines, max_bytes = caps
+    texts = "\n\n".join(f"### {key}\n\n{text.strip()}" for key, text in bodies)
+    parts = [
+        f"Today is {today.isoformat()}. The index may hold at most {max_lines} lines and "
+        f"{max_bytes:,} bytes.",
+        "# Phase 1, orient",
+        _section("The index (MEMORY.md)", index, "(MEMORY.md is empty or missing)"),
+        _section("Manifest of the topic files, newest first", manifest, "(no topic files)"),
+        _section("Memories most likely to need work", texts, "(none)"),
+        "# Phase 2, gather",
+        _section("Health findings", "\n".join(f"- {line}" for line in findings), "(none)"),
+        _section(f"Sessions since the last consolidation ({since})", sessions, "(none)"),
+        _section(f"Daily logs since the last consolidation ({since})", logs, "(none)"),
+        "# Phases 3 and 4: consolidate, then prune and index, in one call of "
+        "propose_memory_changes.",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def build_distillation_request(
+    *,
+    today: datetime.date,
+    caps: tuple[int, int],
+    index: str,
+    manifest: str,
+    bodies: Sequence[tuple[str, str]],
+    logs: str,
+) -> str:
+    """The user message of a distillation: the directory as it is, then the new log entries."""
+    max_lines, max_bytes = caps
+    texts = "\n\n".join(f"### {key}\n\n{text.strip()}" for key, text in bodies)
+    parts = [
+        f"Today is {today.isoformat()}. The index may hold at most {max_lines} lines and "
+        f"{max_bytes:,} bytes.",
+        _section("The index (MEMORY.md)", index, "(MEMORY.md is empty or missing)"),
+        _section("Manifest of the topic files, newest first", manifest, "(no topic files)"),
+        _section("Existing memories most like the entries", texts, "(none)"),
+        _section("Daily-log entries to distill", logs, "(none)"),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+# --- offline -----------------------------------------------------------------------------------
+
+
+@dataclass
+class OfflineResult:
+    """What the rules propose (changes, MEMORY.md last), and what they leave to a person."""
+
+    changes: list[ProposedChange]
+    index: IndexPlan | None
+    duplicates: list[tuple[str, str, float]] = field(default_factory=list)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (key, expression)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (entry, why)
+
+
+@dataclass(frozen=True)
+class DatedMemory:
+    """A memory whose description or body holds relative dates, as the rules rewrite it."""
+
+    key: str
+    name: str
+    description: str
+    type: str
+    body: str
+    day: datetime.date
+
+
+def _dates_reason(rewrites: Sequence[Rewrite], day: datetime.date) -> str:
+    done = dict.fromkeys(f"“{r.expression}” → {r.replacement}" for r in rewrites if r.replacement)
+    return f"relative dates made absolute (the file was written on {day.isoformat()}): " + (
+        "; ".join(done)
+    )
+
+
+def offline_consolidation(
+    *,
+    scope: str,
+    index: str,
+    files: Mapping[str, TopicFile],
+    dated: Sequence[DatedMemory],
+    caps: tuple[int, int],
+) -> OfflineResult:
+    """The consolidation rules can decide without a model: relative dates in the `dated`
+    memories made absolute against their day; the index repaired (entries of missing files,
+    duplicates, over-long lines, unlisted files) and pruned within `caps`; near-duplicate
+    descriptions listed for a person to merge."""
+    changes: list[ProposedChange] = []
+    unresolved: list[tuple[str, str]] = []
+    topics = dict(files)
+    for memory in dated:
+        description, first = make_dates_absolute(memory.description, memory.day)
+        body, second = make_dates_absolute(memory.body, memory.day)
+        rewrites = first + second
+        unresolved += [(memory.key, r.expression) for r in rewrites if r.replacement is None]
+        if description == memory.description and body == memory.body:
+            continue
+        changes.append(
+            ProposedChange(
+                "update",
+                scope,
+                memory.key,
+                memory.name,
+                " ".join(description.split()),
+                memory.type,
+                body,
+                _dates_reason(rewrites, memory.day),
+            )
+        )
+        old = topics[memory.key]
+        topics[memory.key] = TopicFile(
+            old.key, old.title, " ".join(description.split()), old.mtime_ms, old.day
+        )
+    refreshed = [c.file for c in changes if c.description != files[c.file].description]
+    plan = plan_index(index, topics, changed=refreshed, caps=caps)
+    if plan.text != index:
+        changes.append(
+            ProposedChange("update", scope, INDEX_FILENAME, body=plan.text, reason=plan.reason())
+        )
+    duplicates = near_duplicates(
+        [(key, topic.description) for key, topic in sorted(topics.items())], DUPLICATE_THRESHOLD
+    )
+    return OfflineResult(changes, plan, duplicates, unresolved)
+
+
+_WHY = re.compile(r"\s*\b(?:\*\*)?why(?:\*\*)?\s*:\s*", re.IGNORECASE)
+_HOW = re.compile(r"\s*\b(?:\*\*)?how to apply(?:\*\*)?\s*:\s*", re.IGNORECASE)
+
+
+def _entry_body(text: str, entry: LogEntry) -> str:
+    main, _, why = (part.strip() for part in _partition(_WHY, text))
+    why, _, how = (part.strip() for part in _partition(_HOW, why)) if why else ("", "", "")
+    lines = [main.rstrip(".") + "."]
+    if why or how:
+        lines.append("")
+    if why:
+        lines.append(f"**Why:** {why}")
+    if how:
+        lines.append(f"**How to apply:** {how}")
+    stamp = f"{entry.day.isoformat()}{' ' + entry.time if entry.time else ''}"
+    lines += ["", f"(From the daily log of {stamp}.)"]
+    return "\n".join(lines) + "\n"
+
+
+def _partition(pattern: re.Pattern[str], text: str) -> tuple[str, str, str]:
+    match = pattern.search(text)
+    if match is None:
+        return text, "", ""
+    return text[: match.start()], match.group(), text[match.end() :]
+
+
+def offline_distillation(
+    *,
+    scope: str,
+    entries: Sequence[LogEntry],
+    existing: Sequence[tuple[str, str]],
+    index: str,
+    files: Mapping[str, TopicFile],
+    name_file: Callable[[str, str], str],
+    caps: tuple[int, int],
+    today: datetime.date,
+) -> OfflineResult:
+    """One proposed memory per new log entry, as rules can: its type from its tag (`project`
+    when untagged), relative dates made absolute against the log's day, a **Why:** taken from
+    a `Why:` in the entry. An entry that an existing memory (`existing`: key, description) or
+    an earlier entry already says is skipped and listed. `name_file(name, type)` gives each
+    new memory its file; the index gets a line for each, within `caps`."""
+    changes: list[ProposedChange] = []
+    skipped: list[tuple[str, str]] = []
+    said = list(existing)
+    topics = dict(files)
+    for entry in entries:
+        text, _ = make_dates_absolute(entry.text, entry.day)
+        main = _partition(_WHY, text)[0].strip()
+        similar = similar_to(main, said, DUPLICATE_THRESHOLD)
+        shown = f"{entry.key}:{entry.number}"
+        if similar:
+            skipped.append((shown, f"already said by {similar[0]}"))
+            continue
+        memory_type = entry.type or "project"
+        words = main.split()
+        name = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+        description = _shorten(main.rstrip(".") + ".", HOOK_CHARS)
+        key = name_file(name, memory_type)
+        changes.append(
+            ProposedChange(
+                "create",
+                scope,
+                key,
+                name,
+                description,
+                memory_type,
+                _entry_body(text, entry),
+                f"daily log {entry.day.isoformat()}, line {entry.number} (distilled without a "
+                "model)",
+            )
+        )
+        said.append((key, main))
+        topics[key] = TopicFile(key, name, description, _noon_ms(today), today)
+    created = [c.file for c in changes]
+    plan = plan_index(index, topics, add=created, caps=caps)
+    if created and plan.text != index:
+        changes.append(
+            ProposedChange("update", scope, INDEX_FILENAME, body=plan.text, reason=plan.reason())
+        )
+    return OfflineResult(changes, plan if created else None, skipped=skipped)
+
+
+def _noon_ms(day: datetime.date) -> int:
+    moment = datetime.datetime.combine(day, datetime.time(12), tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)

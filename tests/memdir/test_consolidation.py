@@ -1,0 +1,271 @@
+"""Consolidation and distillation in the core (docs/design.md §14.7–§14.8): the planned index
+is always consistent with the files and within its caps, the offline pass proposes what rules
+can decide, distillation turns log entries into memories, and the model's index change is taken
+apart from its other changes."""
+
+from __future__ import annotations
+
+import datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memapp.memdir.consolidation import (
+    DatedMemory,
+    TopicFile,
+    build_consolidation_request,
+    fit_index,
+    index_checks,
+    offline_consolidation,
+    offline_distillation,
+    plan_index,
+    store_risks,
+    take_index_change,
+)
+from memapp.memdir.daily_logs import parse_log
+from memapp.memdir.index import format_index_entry, parse_index_entries
+from memapp.memdir.lint import relative_dates
+from tests.memdir.test_secret_rules import fake_tokens
+
+DAY = datetime.date(2026, 3, 5)
+
+
+def topic(key: str, description: str = "", age_days: int = 0, title: str = "") -> TopicFile:
+    day = DAY - datetime.timedelta(days=age_days)
+    moment = datetime.datetime.combine(day, datetime.time(12), tzinfo=datetime.UTC)
+    return TopicFile(
+        key,
+        title or key.removesuffix(".md"),
+        description or f"About {key}",
+        int(moment.timestamp() * 1000),
+        day,
+    )
+
+
+def entries_of(text: str) -> list[str | None]:
+    return [entry.path for entry in parse_index_entries(text)]
+
+
+def measure(text: str) -> tuple[int, int]:
+    stripped = text.strip()
+    return stripped.count("\n") + 1 if stripped else 0, len(stripped.encode())
+
+
+def test_the_plan_repairs_the_index_and_keeps_what_is_not_an_entry():
+    files = {k: topic(k) for k in ["a.md", "b.md", "c.md", "new.md"]}
+    files["new.md"] = topic("new.md", "Newest thing", age_days=0)
+    index = (
+        "# Memory\n\n- [A](a.md) — about a\n- [Gone](gone.md) — deleted long ago\n"
+        "- [A again](./a.md) — twice\n\n\n- [Docs](https://example.com/docs) — elsewhere\n"
+        f"- [B](b.md) — {'very long hook ' * 20}\n- [C](c.md) — freeze next Tuesday\n"
+    )
+    plan = plan_index(index, files)
+    assert entries_of(plan.text) == ["a.md", None, "b.md", "c.md", "new.md"]
+    assert plan.text.startswith("# Memory\n\n- [A](a.md) — about a\n")
+    assert "https://example.com/docs" in plan.text
+    assert plan.dangling == ["gone.md"] and plan.duplicates == ["a.md"]
+    assert plan.shortened == ["b.md"] and plan.added == ["new.md"]
+    assert plan.dated == ["c.md"] and "Tuesday 2026-03-10" in plan.text
+    assert all(len(line) <= 200 for line in plan.text.splitlines())
+    assert "\n\n\n" not in plan.text
+    assert "removes the entries of missing files (gone.md)" in plan.reason()
+
+
+def test_a_file_no_index_line_can_name_is_never_given_one():
+    files = {k: topic(k) for k in ["a.md", "notes_#1.md"]}
+    plan = plan_index("- [A](a.md) — about a\n", files)
+    assert plan.text == "- [A](a.md) — about a\n" and plan.added == []
+    fitted = fit_index("- [A](a.md) — a\n", {"a.md", "x_#2.md"}, {"x_#2.md": ("X", "new")})
+    assert fitted == "- [A](a.md) — a\n"
+
+
+def test_an_index_over_both_caps_keeps_the_newest_entries_within_them():
+    files = {f"m{i:03}.md": topic(f"m{i:03}.md", "x" * 120, age_days=i) for i in range(300)}
+    index = "".join(
+        format_index_entry(f"Memory {i}", f"m{i:03}.md", "y" * 180) + "\n" for i in range(300)
+    )
+    assert measure(index)[0] > 200 and measure(index)[1] > 25_000
+    plan = plan_index(index, files)
+    lines, size = measure(plan.text)
+    assert lines <= 200 and size <= 25_000
+    kept = set(entries_of(plan.text))
+    assert kept == {f"m{i:03}.md" for i in range(len(kept))}  # the newest ones
+    assert len(plan.left_out) == 300 - len(kept)
+
+
+def test_a_planned_index_names_only_files_that_exist_and_fits_any_caps():
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.lists(st.sampled_from(["a.md", "b.md", "c.md", "gone.md", "d/e.md"]), max_size=20),
+        st.lists(st.sampled_from(["a.md", "b.md", "c.md", "d/e.md", "f.md"]), unique=True),
+        st.integers(1, 8),
+        st.integers(40, 600),
+        st.sampled_from(["", "# Head", "prose line", "- not an entry"]),
+    )
+    def check(linked, existing, max_lines, max_bytes, other):
+        files = {key: topic(key, "hook " * 10, age_days=i) for i, key in enumerate(existing)}
+        index = "\n".join([other] + [format_index_entry(k, k, "why " * 8) for k in linked]) + "\n"
+        plan = plan_index(index, files, caps=(max_lines, max_bytes))
+        lines, size = measure(plan.text)
+        assert lines <= max_lines and size + 1 <= max_bytes or plan.text == ""
+        paths = entries_of(plan.text)
+        assert set(paths) <= set(files) and len(paths) == len(set(paths))
+
+    check()
+
+
+def test_fitting_an_approved_index_drops_entries_of_files_that_will_not_exist():
+    text = "# Mine\n- [A](a.md) — a\n- [B](b.md) — b\n"
+    fitted = fit_index(text, {"a.md", "c.md"}, {"c.md": ("C", "a new one")})
+    assert fitted == "# Mine\n- [A](a.md) — a\n- [C](c.md) — a new one\n"
+
+
+def test_index_checks_name_what_a_person_must_see():
+    keys = {"a.md"}
+    over = "".join(f"- [A{i}](a.md) — x\n" for i in range(5))
+    codes = {c["code"]: c["level"] for c in index_checks(over, keys, (3, 25_000), True)}
+    assert codes == {"cap": "bad"}
+    assert index_checks("# nothing here\n", keys, (200, 25_000), True)[0]["code"] == "empty_index"
+    assert index_checks("", keys, (200, 25_000), False) == []
+    dangling = index_checks("- [B](b.md) — b\n", keys, (200, 25_000), True)
+    assert [c["code"] for c in dangling] == ["dangling"]
+
+
+def test_the_index_change_is_taken_apart_from_the_others():
+    token = fake_tokens()["github-pat"]
+    raw = [
+        {"action": "update", "file": "a.md", "name": "A"},
+        {"action": "update", "file": "MEMORY.md", "body": "- [A](a.md) — a\n", "reason": "tidy"},
+        {"action": "update", "file": "MEMORY.md", "body": "again"},
+        {"action": "delete", "file": "./MEMORY.md"},
+        {"action": "update", "file": "MEMORY.md", "body": f"token {token}"},
+    ]
+    others, index, dropped = take_index_change(raw)
+    assert others == [raw[0]] and index == "- [A](a.md) — a\n"
+    assert [(d.index, d.reason) for d in dropped] == [
+        (2, "a second change to the same file"),
+        (3, "MEMORY.md can only be updated as a whole"),
+        (4, "holds what looks like a secret (GitHub personal access token)"),
+    ]
+    assert take_index_change("nope") == ("nope", None, [])
+
+
+def test_risky_proposals_need_a_tick():
+    assert store_risks(8, 2, False) == []
+    assert [r.code for r in store_risks(8, 3, True)] == ["deletes_quarter", "empties_index"]
+
+
+def test_offline_consolidation_fixes_dates_repairs_the_index_and_flags_duplicates():
+    files = {
+        "project_freeze.md": topic(
+            "project_freeze.md", "Code freeze starts next Tuesday", 0, "Freeze"
+        ),
+        "feedback_db.md": topic("feedback_db.md", "Integration tests must hit a real database", 3),
+        "feedback_db_again.md": topic(
+            "feedback_db_again.md", "Integration tests must hit the real database", 9
+        ),
+    }
+    index = "- [Freeze](project_freeze.md) — freeze next Tuesday\n- [Old](old.md) — gone\n"
+    dated = [
+        DatedMemory(
+            "project_freeze.md",
+            "Freeze",
+            "Code freeze starts next Tuesday",
+            "project",
+            "Freeze from next Tuesday until the end of the month.\n",
+            DAY,
+        )
+    ]
+    result = offline_consolidation(
+        scope="private", index=index, files=files, dated=dated, caps=(200, 25_000)
+    )
+    update, index_change = result.changes
+    assert (update.action, update.file) == ("update", "project_freeze.md")
+    assert update.description == "Code freeze starts Tuesday 2026-03-10"
+    assert update.body == "Freeze from Tuesday 2026-03-10 until 2026-03-31.\n"
+    assert "the file was written on 2026-03-05" in update.reason
+    assert index_change.file == "MEMORY.md"
+    assert entries_of(index_change.body) == [
+        "project_freeze.md",
+        "feedback_db.md",
+        "feedback_db_again.md",
+    ]
+    assert relative_dates(index_change.body) == []
+    assert "Code freeze starts Tuesday 2026-03-10" in index_change.body
+    assert [(a, b) for a, b, _ in result.duplicates] == [("feedback_db.md", "feedback_db_again.md")]
+
+
+def test_a_store_in_good_order_gets_no_offline_changes():
+    files = {"a.md": topic("a.md", "Alpha")}
+    result = offline_consolidation(
+        scope="private", index="- [a](a.md) — Alpha\n", files=files, dated=[], caps=(200, 25_000)
+    )
+    assert result.changes == [] and result.duplicates == []
+
+
+def test_offline_distillation_turns_new_entries_into_memories_and_index_lines():
+    log = (
+        "- 09:05 [project] Code freeze starts next Tuesday. Why: the release is on 2026-03-20.\n"
+        "- 09:10 [feedback] Integration tests must hit a real database\n"
+        "- 10:00 untagged note about the staging host naming scheme\n"
+        "- 10:05 [feedback] Integration tests must hit the real database\n"
+    )
+    entries = parse_log(log, "logs/2026/03/2026-03-05.md")
+    taken: list[str] = []
+
+    def name_file(name: str, memory_type: str) -> str:
+        key = f"{memory_type}_{len(taken)}.md"
+        taken.append(key)
+        return key
+
+    result = offline_distillation(
+        scope="private",
+        entries=entries,
+        existing=[("user_role.md", "Alice is a backend engineer")],
+        index="- [Role](user_role.md) — who Alice is\n",
+        files={"user_role.md": topic("user_role.md", "Alice is a backend engineer", 30)},
+        name_file=name_file,
+        caps=(200, 25_000),
+        today=DAY,
+    )
+    *creates, index = result.changes
+    assert [(c.action, c.type) for c in creates] == [
+        ("create", "project"),
+        ("create", "feedback"),
+        ("create", "project"),
+    ]
+    freeze = creates[0]
+    assert freeze.description == "Code freeze starts Tuesday 2026-03-10."
+    assert "**Why:** the release is on 2026-03-20." in freeze.body
+    assert "(From the daily log of 2026-03-05 09:05.)" in freeze.body
+    assert result.skipped == [("logs/2026/03/2026-03-05.md:4", "already said by feedback_1.md")]
+    assert entries_of(index.body) == ["user_role.md", *[c.file for c in creates]]
+
+
+def test_the_consolidation_request_follows_the_four_phases():
+    text = build_consolidation_request(
+        today=DAY,
+        caps=(200, 25_000),
+        index="- [A](a.md) — a\n",
+        manifest="- [user] a.md (2026-03-01T10:00:00.000Z): about a",
+        bodies=[("a.md", "---\nname: A\n---\nBody of a\n")],
+        findings=["relative dates: project_x.md (“next Tuesday”)"],
+        since="2026-03-04 02:00 UTC",
+        sessions="### Session s1\n[user] we moved the freeze",
+        logs="",
+    )
+    order = [
+        "Today is 2026-03-05",
+        "# Phase 1, orient",
+        "## The index (MEMORY.md)",
+        "## Manifest of the topic files",
+        "### a.md",
+        "# Phase 2, gather",
+        "- relative dates: project_x.md",
+        "## Sessions since the last consolidation (2026-03-04 02:00 UTC)",
+        "[user] we moved the freeze",
+        "## Daily logs since the last consolidation",
+        "# Phases 3 and 4",
+    ]
+    positions = [text.index(part) for part in order]
+    assert positions == sorted(positions)
