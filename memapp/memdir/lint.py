@@ -272,24 +272,30 @@ def near_duplicates(
             frequency[word] += 1
 
     min_jaccard = max(0.0, 2 * threshold - 1)
+    floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
+    # Each word set also as the bits of its words, so a candidate's Jaccard index is one AND and
+    # a popcount (most candidates stop there).
+    bit_of: dict[str, int] = {}
+    bits = [sum(1 << bit_of.setdefault(word, len(bit_of)) for word in s) for s in sets]
     # Prefix filtering: with words ordered rarest first, two sets whose Jaccard index is at least
     # j share a word among the first len - ceil(j * len) + 1 of each.
     postings: dict[str, list[int]] = defaultdict(list)
-    candidates: set[tuple[int, int]] = set()
+    found: list[tuple[int, int, float]] = []
     for i, word_set in enumerate(sets):
         ordered = sorted(word_set, key=lambda word: (frequency[word], word))
         prefix = ordered[: len(ordered) - ceil(min_jaccard * len(ordered) - 1e-9) + 1]
+        earlier: set[int] = set()
         for word in prefix:
-            for j in postings[word]:
-                candidates.add((j, i))
+            earlier.update(postings[word])
             postings[word].append(i)
-
-    floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
-    found: list[tuple[int, int, float]] = []
-    for i, j in candidates:
-        score = _similarity(joined[i], sets[i], joined[j], sets[j], floor)
-        if score is not None:
-            found.append((i, j, score))
+        size, own = len(word_set), bits[i]
+        for j in earlier:
+            shared = (own & bits[j]).bit_count()
+            if (shared / (size + len(sets[j]) - shared) + 1) / 2 < floor:
+                continue
+            score = _similarity(joined[j], sets[j], joined[i], word_set, floor)
+            if score is not None:
+                found.append((j, i, score))
 
     found.sort(key=lambda pair: (-pair[2], pair[0], pair[1]))
     return [(keys[i], keys[j], score) for i, j, score in found]
