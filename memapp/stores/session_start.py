@@ -10,6 +10,7 @@ memory of its own, and what waits for the person's review (the registry of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.http import Http404
 
@@ -91,6 +92,8 @@ def session_start_for(
         if private is not None
         else find_project(project_ref) or (find_project(alias) if alias else None)
     )
+    if private is not None and not Path(private.path).is_dir():
+        private = None  # a directory gone missing (a volume not mounted) is no empty store
     answer = SessionStart(store=private.pk if private is not None else None)
     if private is not None:
         answer.checksums = store_checksums(private.path, private.exclude)

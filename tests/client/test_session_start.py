@@ -102,6 +102,20 @@ def test_a_memory_forgotten_in_memhub_is_gone_from_the_next_session(a, alice):
     assert f"{a.memory_dir / 'MEMORY.md'} was emptied in memhub" in text
 
 
+def test_a_store_directory_missing_on_the_server_deletes_nothing_here(a, alice):
+    """An unmounted volume or a moved data dir lists no files: not a store emptied in memhub."""
+    before = {p.name: p.read_text() for p in a.memory_dir.glob("*.md")}
+    server_dir = Path(private_store(alice).path)
+    server_dir.rename(server_dir.with_name("memory-away"))
+    try:
+        start(a)
+    finally:
+        server_dir.with_name("memory-away").rename(server_dir)
+
+    assert {p.name: p.read_text() for p in a.memory_dir.glob("*.md")} == before
+    assert "feedback_db.md" in before
+
+
 def test_a_local_edit_is_never_overwritten_by_the_pull(a, alice):
     a.write("feedback_db.md", topic("Real DB", "Integration tests hit a real DB", body="Mine.\n"))
     edit_in_memhub(alice)
