@@ -181,6 +181,9 @@ class Outcome:
     delete: list[str] = field(default_factory=list)
     index_before: str = ""
     index_after: str = ""
+    # The checksum each file had when the person's choice was checked ("" for none): the write
+    # is refused for a file that changed since, instead of overwriting that change.
+    expected: dict[str, str] = field(default_factory=dict)
     risks: list[Risk] = field(default_factory=list)
     problems: dict[int, str] = field(default_factory=dict)  # change id → why it cannot render
 
@@ -192,8 +195,10 @@ def _topic_keys(store: Store) -> set[str]:
 
 def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
     existing = _topic_keys(store)
-    index_now = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
-    outcome = Outcome(index_before=index_now)
+    index_bytes = _disk(store, INDEX_KEY)
+    index_now = (index_bytes or b"").decode("utf-8", "replace")
+    outcome = Outcome(index_before=index_now, expected={INDEX_KEY: _sha(index_bytes)})
+    outcome.expected |= {c.key: c.base_checksum for c in selected if c.key != INDEX_KEY}
     topic = [c for c in selected if c.key != INDEX_KEY]
     index_change = next((c for c in selected if c.key == INDEX_KEY), None)
     ordered = sorted(topic, key=lambda c: c.action == ProposalChange.Action.CREATE)
@@ -407,7 +412,7 @@ def _write(store: Store, user, outcome: Outcome) -> None:
     acquired = time.time()
     keys = [*outcome.files, *outcome.delete]
     originals = {key: _disk(store, key) for key in keys}
-    if_match = {key: checksum(data) for key, data in originals.items() if data is not None}
+    if_match = {key: outcome.expected[key] for key in keys if outcome.expected.get(key)}
     try:
         do_put_files(
             store, user, outcome.files, delete=tuple(outcome.delete), if_match=if_match, via=VIA
