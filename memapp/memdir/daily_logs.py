@@ -18,7 +18,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from memapp.memdir.atomic import write_atomic_bytes
 from memapp.memdir.frontmatter import MEMORY_TYPES
 from memapp.memdir.keys import validate_key
 from memapp.memdir.prompt import daily_log_path
@@ -202,19 +201,22 @@ def list_logs(root: str | os.PathLike[str]) -> list[tuple[str, datetime.date]]:
 
 def append_to_log(root: str | os.PathLike[str], key: str, lines: list[str]) -> bytes:
     """Append `lines` to the log `key` of the memory dir at `root`, creating it (and its
-    folders) when missing; the file is replaced atomically, earlier bytes kept as they were.
-    Returns the new content. The caller holds the store's lock and has checked each line."""
+    folders) when missing, and return the new content. The bytes are appended (`O_APPEND`,
+    then fsync) rather than the file replaced: the agent appends to the same file, and a line
+    it writes meanwhile must not be lost. The caller has checked each line."""
     path = log_path(root, key)
-    try:
-        before = path.read_bytes()
-    except FileNotFoundError:
-        before = b""
-    if before and not before.endswith(b"\n"):
-        before += b"\n"
-    after = before + "".join(f"{line}\n" for line in lines).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic_bytes(path, after)
-    return after
+    added = "".join(f"{line}\n" for line in lines).encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            added = b"\n" + added  # the last line so far had no newline yet
+        os.write(fd, added)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path.read_bytes()
 
 
 def count_lines(text: str | bytes) -> int:

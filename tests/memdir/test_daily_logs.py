@@ -113,6 +113,21 @@ def test_appending_keeps_every_earlier_byte_and_creates_the_folders(tmp_path):
     assert read_log(tmp_path, "logs/2026/03/2026-03-06.md") == ""
 
 
+def test_a_line_the_agent_appends_meanwhile_is_kept(tmp_path):
+    """The agent keeps its own handle on today's log open for appending: memhub appends to the
+    same file instead of replacing it, so the agent's next line does not go to a file that is
+    no longer there."""
+    append_to_log(tmp_path, KEY, ["- 09:00 first"])
+    with (tmp_path / KEY).open("a", encoding="utf-8") as agent:
+        append_to_log(tmp_path, KEY, ["- 09:30 from memhub"])
+        agent.write("- 09:31 from the agent\n")
+    assert read_log(tmp_path, KEY).splitlines() == [
+        "- 09:00 first",
+        "- 09:30 from memhub",
+        "- 09:31 from the agent",
+    ]
+
+
 def test_a_log_behind_a_symlink_out_of_the_store_is_never_written(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
