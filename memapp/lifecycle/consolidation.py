@@ -522,9 +522,15 @@ def _findings(snapshot: Snapshot, duplicates) -> tuple[list[str], list[str]]:
     return lines, named
 
 
-def _sessions_text(store: Store, since: datetime.datetime | None) -> tuple[str, list[Session]]:
-    """The user's side of the sessions since the last run, newest first, within a budget."""
+def _sessions_text(
+    store: Store, since: datetime.datetime | None, reviewer
+) -> tuple[str, list[Session]]:
+    """The user's side of the sessions since the last run, newest first, within a budget. For
+    a team store only the reviewer's own: what one member said in a session is never put in
+    front of another (all members' sessions still count for the gates)."""
     sessions = Session.objects.filter(session_scope(store))
+    if store.kind == Store.Kind.TEAM:
+        sessions = sessions.filter(owner=reviewer)
     if since is not None:
         sessions = sessions.filter(last_entry_at__gt=since)
     chosen = list(sessions.order_by("-last_entry_at")[:20])
@@ -847,7 +853,7 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         _count(run, answer, proposal, proposals)
         findings["distillation"] = answer.findings
     if run.consolidate:
-        sessions_text, sessions = _sessions_text(store, since)
+        sessions_text, sessions = _sessions_text(store, since, reviewer)
         run.sessions = len(sessions_since(store, since))
         logs = _logs_text(_logs_since(entries, store, since))
         answer = _consolidation_answer(run, flags, snapshot, since, sessions_text, logs)

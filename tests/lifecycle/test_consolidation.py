@@ -247,3 +247,30 @@ def test_auto_apply_applies_a_safe_proposal(alice, untidy):
     assert proposal.status == "applied" and proposal.decision["decision"] == "auto"
     assert index_problems(Path(untidy.path))["over_lines"] is False
     assert set(proposal.changes.values_list("status", flat=True)) == {ProposalChange.Status.APPLIED}
+
+
+def test_a_team_store_sends_the_model_only_the_reviewers_own_sessions(alice, bob, model):
+    """Every member's sessions count for the gates, but only what the reviewer said reaches the
+    model and the proposal: bob's words are never put in front of alice."""
+    from memapp.lifecycle.models import Session, TranscriptEntry
+
+    resolve_store(alice, PROJECT, "private")  # the project, as alice's first sync makes it
+    team = resolve_store(alice, PROJECT, "team")
+    team.project.members.add(alice, bob)
+    make_untidy(Path(team.path))
+    for owner, said in ((alice, "alice says the staging box moved"), (bob, "bob's private aside")):
+        session = Session.objects.create(
+            owner=owner, project=team.project, store=team, session_id=f"s-{owner.username}"
+        )
+        TranscriptEntry.objects.create(
+            session=session, seq=1, key="k1", type="user", prose=said, text=said,
+            is_user_prose=True, gate_checked=True,
+        )  # fmt: skip
+    model.propose([])
+
+    run = consolidate_now(team, alice)
+
+    text = model.requests[0].body["messages"][0]["content"]
+    assert "alice says the staging box moved" in text
+    assert "bob's private aside" not in text
+    assert run.sessions == 2  # both count for the gates
