@@ -702,9 +702,9 @@ def consolidation_request(
 def _consolidation_answer(
     run: ConsolidationRun, flags: dict, snapshot: Snapshot, since, sessions_text: str, logs: str
 ) -> Answer:
-    duplicates = _duplicates(snapshot)
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
+        duplicates = _duplicates(snapshot)  # offline_consolidation finds its own
         text = consolidation_request(snapshot, since, sessions_text, logs, duplicates)
         raw = _ask_model(run, CONSOLIDATION_SYSTEM, text)
         changes, index, dropped = _validated(snapshot, raw)
