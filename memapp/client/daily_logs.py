@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from memapp.client.commands import (
 )
 from memapp.client.http import ApiError, Client, Unreachable
 from memapp.client.project import Project
+from memapp.client.sync import private_store_id
 from memapp.memdir.daily_logs import (
     LogLineRejected,
     append_to_log,
@@ -43,12 +43,9 @@ from memapp.memdir.daily_logs import (
     missing_lines,
 )
 from memapp.memdir.frontmatter import MEMORY_TYPES
+from memapp.memdir.store_files import checksum
 
 __all__ = ["LogSyncReport", "add_log_commands", "cmd_log", "sync_daily_logs"]
-
-
-def _checksum(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _local(memory_dir: Path, key: str) -> bytes:
@@ -99,7 +96,7 @@ def cmd_log(args: argparse.Namespace) -> int:
         return 0
     except ApiError as exc:
         raise CommandError(f"not logged: {exc.message}") from None
-    if _checksum(_local(project.memory_dir, key)) != answer["checksum"]:
+    if checksum(_local(project.memory_dir, key)) != answer["checksum"]:
         try:
             _take_missing(client, answer["store"], now.date().isoformat(), project.memory_dir, key)
         except (ApiError, Unreachable):
@@ -125,18 +122,6 @@ class LogSyncReport:
         )
 
 
-def _store_id(client: Client, project: Project, create: bool) -> int | None:
-    body: dict[str, object] = {**project.fields(), "scope": "private"}
-    if not create:
-        body["create"] = False
-    try:
-        return int(client.post("/api/v1/stores/resolve", body)["id"])
-    except ApiError as exc:
-        if not create and exc.status == 404:
-            return None
-        raise
-
-
 def _sendable(key: str, lines: list[str], report: LogSyncReport) -> list[str]:
     kept = []
     for line in lines:
@@ -156,14 +141,14 @@ def sync_daily_logs(client: Client, project: Project, *, dry_run: bool = False) 
     report = LogSyncReport()
     memory_dir = project.memory_dir
     local = {key: _local(memory_dir, key) for key, _ in list_logs(memory_dir)}
-    store = _store_id(client, project, create=not dry_run and bool(local))
+    store = private_store_id(client, project, create=not dry_run and bool(local))
     remote = {}
     if store is not None:
         listing = client.get(f"/api/v1/stores/{store}/logs/")["logs"]
         remote = {item["key"]: item["checksum"] for item in listing if log_day(item["key"])}
     for key in sorted(set(local) | set(remote)):
         data = local.get(key, b"")
-        if _checksum(data) == remote.get(key):
+        if checksum(data) == remote.get(key):
             continue
         day = log_day(key).isoformat()  # type: ignore[union-attr]
         server = (

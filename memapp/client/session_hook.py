@@ -21,12 +21,12 @@ from memapp.client.config import config_dir
 from memapp.client.hooks import HookCall
 from memapp.client.pull import pull_changes
 from memapp.client.sync import scan_local
+from memapp.memdir.store_files import INDEX_FILENAME
 
 __all__ = ["has_own_team_memory", "session_start"]
 
 # What Claude Code's own team memory sync keeps in each team folder it manages.
 TEAM_SYNC_MANIFEST = ".memory-sync"
-INDEX_FILENAME = "MEMORY.md"
 
 
 def has_own_team_memory(memory_dir: Path) -> bool:

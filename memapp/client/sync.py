@@ -79,6 +79,7 @@ __all__ = [
     "local_checksum",
     "merge_index_lines",
     "plan_sync",
+    "private_store_id",
     "read_refusal",
     "save_base",
     "scan_local",
@@ -605,7 +606,7 @@ def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[st
     return remote
 
 
-def _store_id(client: Client, project: Project, *, create: bool) -> int | None:
+def private_store_id(client: Client, project: Project, *, create: bool) -> int | None:
     """The id of the caller's private store of `project`; None when it does not exist yet and
     `create` is false (the server creates it on first use, which a dry run must not do).
     A real sync sends no `create` field, so it still works with servers that lack it."""
@@ -665,7 +666,7 @@ def sync_project(
     `secret_scan` is the local rule set run before anything is sent (None leaves it to the
     server). A dry run changes nothing here or on the server, where it never creates the store.
     """
-    store_id = _store_id(client, project, create=not dry_run)
+    store_id = private_store_id(client, project, create=not dry_run)
     if store_id is None:
         return _plan_for_new_store(project.memory_dir, secret_scan)
     from tqdm import tqdm  # here, not at the top: a hook's pull must start quickly
