@@ -50,14 +50,14 @@ class ProposalClosed(ValueError):
     """The proposal was already decided; nothing was done."""
 
 
-def _disk(store: Store, key: str) -> bytes | None:
+def file_on_disk(store: Store, key: str) -> bytes | None:
     try:
         return store_file_path(store, key).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
 
 
-def _sha(data: bytes | None) -> str:
+def disk_checksum(data: bytes | None) -> str:
     """The file's checksum (`sha256:<hex>`), or "" when there is no file."""
     return "" if data is None else checksum(data)
 
@@ -124,7 +124,7 @@ def do_propose_changes(
             type=change.type or "",
             body=change.body,
             reason=change.reason,
-            base_checksum=_sha(_disk(store, change.file)),
+            base_checksum=disk_checksum(file_on_disk(store, change.file)),
             checks=_checks(store, change),
         )
         for position, change in enumerate(changes)
@@ -162,12 +162,12 @@ class ChangeDiff:
 
 def change_diff(change: ProposalChange) -> ChangeDiff:
     store = change.proposal.store
-    before = _disk(store, change.key)
+    before = file_on_disk(store, change.key)
     if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
         before = change.current_text.encode("utf-8")
     if change.action == ProposalChange.Action.DELETE:
         text = (before or b"").decode("utf-8", "replace")
-        removed = FileChange(change.key, "removed", _sha(before), None)
+        removed = FileChange(change.key, "removed", disk_checksum(before), None)
         return ChangeDiff(change, replace(removed, rows=tuple(side_by_side(text, ""))))
     try:
         after = _after(store, change, before).encode("utf-8")
@@ -185,10 +185,10 @@ class ApplyResult:
 
 
 def _apply_change(store: Store, user, change: ProposalChange) -> None:
-    current = _disk(store, change.key)
-    if _sha(current) != change.base_checksum:
+    current = file_on_disk(store, change.key)
+    if disk_checksum(current) != change.base_checksum:
         text = (current or b"").decode("utf-8", "replace")
-        raise EditConflict(change.key, text, _sha(current))
+        raise EditConflict(change.key, text, disk_checksum(current))
     if change.action == ProposalChange.Action.DELETE:
         do_forget_memory(store, user, change.key, via=VIA)
         return
@@ -314,7 +314,7 @@ def do_rebase_change(change: ProposalChange) -> ProposalChange:
     current version (a create of a file that now exists becomes an update, an update of a
     file that is gone a create), so the person reviews the difference from what is there."""
     store = change.proposal.store
-    current = _disk(store, change.key)
+    current = file_on_disk(store, change.key)
     if change.action == ProposalChange.Action.DELETE and current is None:
         change.status, change.message = ProposalChange.Status.SKIPPED, "already deleted"
     else:
@@ -322,7 +322,7 @@ def do_rebase_change(change: ProposalChange) -> ProposalChange:
             exists = current is not None
             change.action = ProposalChange.Action.UPDATE if exists else ProposalChange.Action.CREATE
         change.status, change.message = ProposalChange.Status.PENDING, ""
-    change.base_checksum = _sha(current)
+    change.base_checksum = disk_checksum(current)
     change.current_text = None
     change.checks = _checks(store, _proposed(change))
     change.save()

@@ -25,7 +25,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.proposals import EDITABLE, ApplyResult, ProposalClosed, do_rebase_change
+from memapp.lifecycle.proposals import (
+    EDITABLE,
+    ApplyResult,
+    ProposalClosed,
+    disk_checksum,
+    do_rebase_change,
+    file_on_disk,
+)
 from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.consolidate_lock import (
@@ -46,7 +53,7 @@ from memapp.memdir.index import (
     without_index_entry,
 )
 from memapp.memdir.scan import detect_type_form
-from memapp.memdir.store_files import FileRejected, checksum, walk_store
+from memapp.memdir.store_files import FileRejected, walk_store
 from memapp.stores.actions import do_put_files, store_file_path
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
@@ -123,18 +130,6 @@ def default_selection(changes: Iterable[ProposalChange]) -> list[int]:
     ]
 
 
-def _disk(store: Store, key: str) -> bytes | None:
-    try:
-        return store_file_path(store, key).read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-
-
-def _sha(data: bytes | None) -> str:
-    """The file's checksum as proposals keep it (`sha256:<hex>`), "" when there is none."""
-    return "" if data is None else checksum(data)
-
-
 def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
     """The file as approving the change writes it (other frontmatter keys kept)."""
     if change.key == INDEX_KEY:
@@ -195,9 +190,9 @@ def _topic_keys(store: Store) -> set[str]:
 
 def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
     existing = _topic_keys(store)
-    index_bytes = _disk(store, INDEX_KEY)
+    index_bytes = file_on_disk(store, INDEX_KEY)
     index_now = (index_bytes or b"").decode("utf-8", "replace")
-    outcome = Outcome(index_before=index_now, expected={INDEX_KEY: _sha(index_bytes)})
+    outcome = Outcome(index_before=index_now, expected={INDEX_KEY: disk_checksum(index_bytes)})
     outcome.expected |= {c.key: c.base_checksum for c in selected if c.key != INDEX_KEY}
     topic = [c for c in selected if c.key != INDEX_KEY]
     index_change = next((c for c in selected if c.key == INDEX_KEY), None)
@@ -207,7 +202,7 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
             outcome.delete.append(change.key)
             continue
         try:
-            outcome.files[change.key] = _after(store, change, _disk(store, change.key))
+            outcome.files[change.key] = _after(store, change, file_on_disk(store, change.key))
         except FrontmatterError as exc:
             outcome.problems[change.pk] = str(exc)
     keys_after = (existing - set(outcome.delete)) | set(outcome.files)
@@ -304,12 +299,12 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
     caps = (flags["index_max_lines"], flags["index_max_bytes"])
     views = []
     for change in changes:
-        before = _disk(store, change.key)
+        before = file_on_disk(store, change.key)
         if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
             before = change.current_text.encode("utf-8")
         if change.action == ProposalChange.Action.DELETE:
             text = (before or b"").decode("utf-8", "replace")
-            removed = FileChange(change.key, "removed", _sha(before), None)
+            removed = FileChange(change.key, "removed", disk_checksum(before), None)
             views.append(ChangeView(change, replace(removed, rows=tuple(side_by_side(text, "")))))
             continue
         try:
@@ -370,7 +365,7 @@ def _roll_back(store: Store, user, originals: Mapping[str, bytes | None]) -> Non
     with store_lock(store):
         for key, data in originals.items():
             try:
-                if _disk(store, key) == data:
+                if file_on_disk(store, key) == data:
                     continue
                 path = store_file_path(store, key)
                 if data is None:
@@ -387,8 +382,8 @@ def _roll_back(store: Store, user, originals: Mapping[str, bytes | None]) -> Non
 def _conflicts(store: Store, picked: list[ProposalChange]) -> list[ProposalChange]:
     found = []
     for change in picked:
-        current = _disk(store, change.key)
-        if _sha(current) != change.base_checksum:
+        current = file_on_disk(store, change.key)
+        if disk_checksum(current) != change.base_checksum:
             change.status = ProposalChange.Status.CONFLICT
             change.current_text = (current or b"").decode("utf-8", "replace")
             change.message = "The file changed since this was proposed."
@@ -411,7 +406,7 @@ def _write(store: Store, user, outcome: Outcome) -> None:
     prior, _ = taken
     acquired = time.time()
     keys = [*outcome.files, *outcome.delete]
-    originals = {key: _disk(store, key) for key in keys}
+    originals = {key: file_on_disk(store, key) for key in keys}
     if_match = {key: outcome.expected[key] for key in keys if outcome.expected.get(key)}
     try:
         do_put_files(
@@ -499,7 +494,7 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
         store = change.proposal.store
         flags = get_flags(store.project)
         keys = _topic_keys(store)
-        current = (_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+        current = (file_on_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
         change.checks = index_checks(
             change.body,
             keys,
