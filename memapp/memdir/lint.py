@@ -16,7 +16,7 @@ import difflib
 import re
 import unicodedata
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from math import ceil
 
 from memapp.memdir.frontmatter import extract_links
@@ -288,12 +288,12 @@ def near_duplicates(
         for word in prefix:
             earlier.update(postings[word])
             postings[word].append(i)
-        size, own = len(word_set), bits[i]
+        size, own, later = len(word_set), bits[i], _matcher_of(joined[i])
         for j in earlier:
             shared = (own & bits[j]).bit_count()
             if (shared / (size + len(sets[j]) - shared) + 1) / 2 < floor:
                 continue
-            score = _similarity(joined[j], sets[j], joined[i], word_set, floor)
+            score = _similarity(joined[j], sets[j], joined[i], word_set, floor, later)
             if score is not None:
                 found.append((j, i, score))
 
@@ -302,15 +302,26 @@ def near_duplicates(
 
 
 def _similarity(
-    a: str, a_words: frozenset[str], b: str, b_words: frozenset[str], floor: float
+    a: str,
+    a_words: frozenset[str],
+    b: str,
+    b_words: frozenset[str],
+    floor: float,
+    later: Callable[[], difflib.SequenceMatcher] | None = None,
 ) -> float | None:
-    """The score of `near_duplicates` for two normalised descriptions, None below `floor`."""
+    """The score of `near_duplicates` for two normalised descriptions, None below `floor`.
+    `later()` gives a matcher already holding `b` (difflib analyses its second sequence once,
+    so one matcher serves every comparison with the same `b`)."""
     if a == b:
         return 1.0
     jaccard = len(a_words & b_words) / len(a_words | b_words)
     if (jaccard + 1) / 2 < floor:  # out of reach whatever the ratio: no matcher built
         return None
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if later is None:
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    else:
+        matcher = later()
+        matcher.set_seq1(a)
     # Cheap upper bounds on the ratio first; most candidates stop here.
     if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
         return None
@@ -318,6 +329,18 @@ def _similarity(
         return None
     score = (jaccard + matcher.ratio()) / 2
     return round(score, 4) if score >= floor else None
+
+
+def _matcher_of(b: str) -> Callable[[], difflib.SequenceMatcher]:
+    """A function giving one matcher holding `b`, built on first use."""
+    made: list[difflib.SequenceMatcher] = []
+
+    def later() -> difflib.SequenceMatcher:
+        if not made:
+            made.append(difflib.SequenceMatcher(None, "", b, autojunk=False))
+        return made[0]
+
+    return later
 
 
 def similar_to(
@@ -333,12 +356,13 @@ def similar_to(
     joined, word_set = " ".join(words), frozenset(words)
     floor = threshold - 1e-9
     found: list[tuple[float, int, str]] = []
+    later = _matcher_of(joined)
     for position, (key, text) in enumerate(items):
         other = _tokens(text or "")
         other_set = frozenset(other)
         if not other_set & word_set:
             continue
-        score = _similarity(" ".join(other), other_set, joined, word_set, floor)
+        score = _similarity(" ".join(other), other_set, joined, word_set, floor, later)
         if score is not None:
             found.append((-score, position, key))
     return [key for _, _, key in sorted(found)]
