@@ -35,10 +35,13 @@ __all__ = [
     "ApplyResult",
     "ProposalClosed",
     "change_diff",
+    "close_proposal",
+    "disk_checksum",
     "do_apply_proposal",
     "do_propose_changes",
     "do_rebase_change",
     "do_reject_proposal",
+    "file_on_disk",
     "pending_count",
 ]
 
@@ -223,7 +226,9 @@ def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
             change.edited = True
 
 
-def _close(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+def close_proposal(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+    """Record a decision: the proposal stays pending while a change is open, else it is applied
+    when any change was, rejected otherwise; the `proposal_decided` event."""
     open_changes = proposal.changes.filter(
         status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
     )
@@ -291,7 +296,7 @@ def do_apply_proposal(
             change.status, change.message = ProposalChange.Status.APPLIED, ""
             result.applied.append(change.key)
         change.save()
-    _close(proposal, user, decision, result)
+    close_proposal(proposal, user, decision, result)
     return result
 
 
@@ -304,7 +309,7 @@ def do_reject_proposal(proposal: Proposal, user) -> ApplyResult:
     )
     result = ApplyResult(skipped=list(open_changes.values_list("key", flat=True)))
     open_changes.update(status=ProposalChange.Status.REJECTED)
-    _close(proposal, user, "rejected", result)
+    close_proposal(proposal, user, "rejected", result)
     return result
 
 

@@ -22,13 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from django.db import transaction
-from django.utils import timezone
 
 from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import (
     EDITABLE,
     ApplyResult,
     ProposalClosed,
+    close_proposal,
     disk_checksum,
     do_rebase_change,
     file_on_disk,
@@ -56,7 +56,6 @@ from memapp.memdir.scan import detect_type_form
 from memapp.memdir.store_files import FileRejected, walk_store
 from memapp.stores.actions import do_put_files, store_file_path
 from memapp.stores.changes import announce_change
-from memapp.stores.events import record_event
 from memapp.stores.flags import get_flags
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -334,32 +333,6 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
 # --- approving --------------------------------------------------------------------------------
 
 
-def _close(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
-    open_changes = proposal.changes.filter(
-        status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
-    )
-    if open_changes.exists():
-        proposal.status = Proposal.Status.PENDING
-    elif result.applied:
-        proposal.status = Proposal.Status.APPLIED
-    else:
-        proposal.status = Proposal.Status.REJECTED
-    proposal.decided_at, proposal.decided_by = timezone.now(), user
-    proposal.decision = {"decision": decision, **result.__dict__}
-    proposal.save(update_fields=["status", "decided_at", "decided_by", "decision"])
-    record_event(
-        "proposal_decided",
-        store=proposal.store,
-        user=user,
-        proposal_kind=proposal.kind,
-        decision=decision,
-        applied=len(result.applied),
-        conflicts=len(result.conflicts),
-        refused=len(result.refused),
-        skipped=len(result.skipped),
-    )
-
-
 def _roll_back(store: Store, user, originals: Mapping[str, bytes | None]) -> None:
     """Put every file back as it was before a failed apply (each atomically)."""
     with store_lock(store):
@@ -482,7 +455,7 @@ def do_apply_store_proposal(
                 change.status = ProposalChange.Status.SKIPPED
                 result.skipped.append(change.key)
             change.save()
-        _close(proposal, user, decision, result)
+        close_proposal(proposal, user, decision, result)
     return result
 
 
