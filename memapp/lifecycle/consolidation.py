@@ -21,7 +21,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -31,6 +30,7 @@ from django_tasks import task
 
 from memapp.lifecycle.daily_logs import new_log_entries, store_logs
 from memapp.lifecycle.gates import check_gates, session_scope, sessions_since
+from memapp.lifecycle.model_call import ModelFailed, ask_for_changes
 from memapp.lifecycle.models import (
     ConsolidationRun,
     ConsolidationState,
@@ -69,7 +69,7 @@ from memapp.memdir.consolidation import (
     take_index_change,
 )
 from memapp.memdir.daily_logs import LogEntry
-from memapp.memdir.extraction import PROPOSE_TOOL, TOOL_NAME, Dropped, ProposedChange, Target
+from memapp.memdir.extraction import Dropped, ProposedChange, Target
 from memapp.memdir.extraction import validate_changes as validate_topic_changes
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health, parse_index_entries
@@ -86,9 +86,6 @@ from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 
-if TYPE_CHECKING:
-    import anthropic
-
 __all__ = [
     "ConsolidationFailed",
     "consolidate_store_task",
@@ -102,7 +99,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 2  # a failed model call is tried once more
 STALE_RUN = datetime.timedelta(minutes=30)  # a run older than this was lost with its worker
 MAX_TOKENS = 16_000
 MAX_CHANGES = 200
@@ -568,44 +564,20 @@ def _logs_text(entries: list[LogEntry]) -> str:
 # --- the model --------------------------------------------------------------------------------
 
 
-def _client() -> anthropic.Anthropic:
-    import anthropic  # here: most of a second to import, which every command would pay at start
-
-    return anthropic.Anthropic(
-        api_key=settings.ANTHROPIC_API_KEY,
-        base_url=settings.ANTHROPIC_BASE_URL or None,
-        timeout=settings.MEMHUB_CONSOLIDATION_TIMEOUT,
-        max_retries=0,  # the one retry is ours, for bad tool input too
-    )
-
-
 def _ask_model(run: ConsolidationRun, system: str, text: str) -> list:
-    """The model's `changes`, after at most ATTEMPTS calls; ConsolidationFailed otherwise."""
-    import anthropic
-
-    client = _client()
-    failure = ""
-    for attempt in range(1, ATTEMPTS + 1):
-        run.attempts += 1
-        try:
-            message = client.messages.create(
-                model=settings.MEMHUB_CONSOLIDATION_MODEL,
-                max_tokens=MAX_TOKENS,
-                system=system,
-                tools=[PROPOSE_TOOL],
-                tool_choice={"type": "tool", "name": TOOL_NAME},
-                messages=[{"role": "user", "content": text}],
-            )
-        except anthropic.APIError as exc:
-            failure = f"{type(exc).__name__}: {exc}"[:500]
-            continue
-        for block in message.content:
-            if block.type == "tool_use" and block.name == TOOL_NAME:
-                tool_input = block.input if isinstance(block.input, dict) else {}
-                if isinstance(tool_input.get("changes"), list):
-                    return tool_input["changes"]
-        failure = f"bad tool input (attempt {attempt}): no propose_memory_changes call with changes"
-    raise ConsolidationFailed(failure)
+    """The model's `changes` (a run may ask twice: distillation, then consolidation, each call
+    counted); ConsolidationFailed when it gave none after its attempts."""
+    try:
+        return ask_for_changes(
+            run,
+            model=settings.MEMHUB_CONSOLIDATION_MODEL,
+            timeout=settings.MEMHUB_CONSOLIDATION_TIMEOUT,
+            max_tokens=MAX_TOKENS,
+            system=system,
+            text=text,
+        )
+    except ModelFailed as exc:
+        raise ConsolidationFailed(str(exc)) from None
 
 
 def _push_gate(text: str) -> list:

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -31,13 +30,12 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from memapp.lifecycle.model_call import ModelFailed, ask_for_changes
 from memapp.lifecycle.models import ExtractionRun, Proposal, Session, TranscriptEntry
 from memapp.lifecycle.proposals import do_apply_proposal, do_propose_changes
 from memapp.lifecycle.sessions import check_with_gate, entry_from_row
 from memapp.memdir.extraction import (
     EXTRACTION_SYSTEM,
-    PROPOSE_TOOL,
-    TOOL_NAME,
     Dropped,
     ProposedChange,
     Target,
@@ -57,14 +55,10 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall import store_recall_index
 
-if TYPE_CHECKING:
-    import anthropic
-
 __all__ = ["STALE_RUN", "ExtractionFailed", "claim_run", "run_extraction", "wants_extraction"]
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 2  # a failed model call is tried once more
 STALE_RUN = timedelta(minutes=15)  # a run older than this was lost with its worker
 MAX_TOKENS = 8192
 LIKELY_BODIES = 5  # existing memories sent in full, those most like the new messages
@@ -224,44 +218,20 @@ def _request_text(
     return build_request(manifests, bodies, messages, today)
 
 
-def _client() -> anthropic.Anthropic:
-    import anthropic  # here: most of a second to import, which every command would pay at start
-
-    return anthropic.Anthropic(
-        api_key=settings.ANTHROPIC_API_KEY,
-        base_url=settings.ANTHROPIC_BASE_URL or None,
-        timeout=settings.MEMHUB_EXTRACTION_TIMEOUT,
-        max_retries=0,  # the one retry is ours, for bad tool input too
-    )
-
-
 def _ask_model(run: ExtractionRun, text: str) -> list:
-    """The model's `changes`, after at most ATTEMPTS calls; ExtractionFailed otherwise."""
-    import anthropic
-
-    client = _client()
-    failure = ""
-    for attempt in range(1, ATTEMPTS + 1):
-        run.attempts = attempt
-        try:
-            message = client.messages.create(
-                model=settings.MEMHUB_EXTRACTION_MODEL,
-                max_tokens=MAX_TOKENS,
-                system=EXTRACTION_SYSTEM,
-                tools=[PROPOSE_TOOL],
-                tool_choice={"type": "tool", "name": TOOL_NAME},
-                messages=[{"role": "user", "content": text}],
-            )
-        except anthropic.APIError as exc:
-            failure = f"{type(exc).__name__}: {exc}"[:500]
-            continue
-        for block in message.content:
-            if block.type == "tool_use" and block.name == TOOL_NAME:
-                tool_input = block.input if isinstance(block.input, dict) else {}
-                if isinstance(tool_input.get("changes"), list):
-                    return tool_input["changes"]
-        failure = "bad tool input: the answer has no propose_memory_changes call with changes"
-    raise ExtractionFailed(failure)
+    """The model's `changes`; ExtractionFailed when it gave none after its attempts."""
+    run.attempts = 0
+    try:
+        return ask_for_changes(
+            run,
+            model=settings.MEMHUB_EXTRACTION_MODEL,
+            timeout=settings.MEMHUB_EXTRACTION_TIMEOUT,
+            max_tokens=MAX_TOKENS,
+            system=EXTRACTION_SYSTEM,
+            text=text,
+        )
+    except ModelFailed as exc:
+        raise ExtractionFailed(str(exc)) from None
 
 
 def _answer(run: ExtractionRun, read: list[Window], flags: dict, team: Store | None) -> Answer:
