@@ -43,6 +43,7 @@ __all__ = [
     "do_reject_proposal",
     "file_on_disk",
     "pending_count",
+    "rendered_change",
 ]
 
 VIA = "proposal"
@@ -135,8 +136,9 @@ def do_propose_changes(
     return proposal
 
 
-def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
-    """The file as approving the change would write it (other frontmatter keys kept)."""
+def rendered_change(store: Store, change: ProposalChange, before: bytes | None) -> str:
+    """The topic file as approving the change would write it over `before` (other frontmatter
+    keys kept)."""
     if before is None:
         previous = Memory(type_form=detect_type_form(store.path), has_frontmatter=True)
     else:
@@ -173,7 +175,7 @@ def change_diff(change: ProposalChange) -> ChangeDiff:
         removed = FileChange(change.key, "removed", disk_checksum(before), None)
         return ChangeDiff(change, replace(removed, rows=tuple(side_by_side(text, ""))))
     try:
-        after = _after(store, change, before).encode("utf-8")
+        after = rendered_change(store, change, before).encode("utf-8")
     except FrontmatterError as exc:
         return ChangeDiff(change, None, str(exc))
     return ChangeDiff(change, compare_file(change.key, before, after))

@@ -32,6 +32,7 @@ from memapp.lifecycle.proposals import (
     disk_checksum,
     do_rebase_change,
     file_on_disk,
+    rendered_change,
 )
 from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
@@ -43,7 +44,7 @@ from memapp.memdir.consolidate_lock import (
     try_acquire_lock,
 )
 from memapp.memdir.consolidation import Risk, fit_index, index_checks, store_risks
-from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
+from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import (
     INDEX_FILENAME,
     format_index_entry,
@@ -52,7 +53,6 @@ from memapp.memdir.index import (
     with_index_entry,
     without_index_entry,
 )
-from memapp.memdir.scan import detect_type_form
 from memapp.memdir.store_files import FileRejected, walk_store
 from memapp.stores.actions import do_put_files, store_file_path
 from memapp.stores.changes import announce_change
@@ -130,23 +130,11 @@ def default_selection(changes: Iterable[ProposalChange]) -> list[int]:
 
 
 def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
-    """The file as approving the change writes it (other frontmatter keys kept)."""
+    """The file as approving the change writes it: the index as proposed, a topic file with
+    its other frontmatter keys kept."""
     if change.key == INDEX_KEY:
         return change.body
-    if before is None:
-        previous = Memory(type_form=detect_type_form(store.path), has_frontmatter=True)
-    else:
-        previous = parse_memory(before, path=change.key)
-    memory = replace(
-        previous,
-        name=change.name,
-        description=change.description,
-        type=change.type or None,
-        body=change.body,
-        type_form=previous.type_form or "top",
-        path=change.key,
-    )
-    return render_memory(memory)
+    return rendered_change(store, change, before)
 
 
 def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
