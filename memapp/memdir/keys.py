@@ -29,6 +29,7 @@ RULES: dict[str, str] = {
     "dotdot": "the key has a '..' segment",
     "dot-segment": "the key has a '.' segment",
     "empty-segment": "the key has an empty segment ('//' or a trailing '/')",
+    "name-too-long": "a segment of the key is over 255 bytes, longer than a file name can be",
     "outside-root": "the key resolves outside the store root",
     "symlink-escape": "a symlink takes the key outside the store root",
     "dangling-symlink": "the key goes through a dangling symlink",
@@ -45,6 +46,9 @@ _TRAVERSAL_TOKENS = ("..", "/", "\\", "\0")
 _MAX_DECODE_DEPTH = 8
 _MAX_VARIANTS = 64
 _MAX_QUOTED_KEY = 120
+# NAME_MAX of Linux and macOS file systems: checked here, because a longer name is refused by
+# the OS only where its folder exists, so a check on a path not yet made would pass it.
+_MAX_SEGMENT_BYTES = 255
 
 
 class PathTraversalError(ValueError):
@@ -124,6 +128,8 @@ def _check_syntax(key: str) -> None:
         raise PathTraversalError("dot-segment", key)
     if "" in segments:
         raise PathTraversalError("empty-segment", key)
+    if any(len(s.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES for s in segments):
+        raise PathTraversalError("name-too-long", key)
 
 
 def _is_inside(path: str, root: str) -> bool:
@@ -168,7 +174,7 @@ def _real_path(path: str, key: object) -> str:
 def check_key(key: object) -> None:
     """The rules of docs/design.md §4 that need no store: `PathTraversalError` for a key that
     is not text, is empty, absolute, has NUL, a backslash, a drive, a traversal (also once
-    decoded) or a `.` or empty segment. `validate_key` adds the checks against a root."""
+    decoded), a `.` or empty segment, or a segment over 255 bytes. `validate_key` adds the checks against a root."""
     if not isinstance(key, str):
         raise PathTraversalError("not-text", key)
     _check_syntax(key)

@@ -73,6 +73,9 @@ ATTACKS = [
     (".", "dot-segment"),
     ("team//a.md", "empty-segment"),
     ("team/", "empty-segment"),
+    # longer than a file name can be, even where the folder does not exist yet
+    ("x" * 253 + ".md", "name-too-long"),
+    ("new/" + "é" * 127 + ".md", "name-too-long"),  # 257 bytes in 130 characters
 ]
 
 LEGITIMATE = [
@@ -94,6 +97,7 @@ LEGITIMATE = [
     "...md",
     "ab:c.md",
     "~/a.md",  # a directory literally called "~" inside the store
+    "x" * 252 + ".md",  # 255 bytes: the longest name a file can have
 ]
 
 
@@ -307,8 +311,9 @@ def test_it_fails_closed_when_inspecting_a_path_is_denied(store, monkeypatch):
     assert _rule(store, "locked/link/secret.md") == "permission-denied"
 
 
-def test_it_fails_closed_on_a_name_the_file_system_cannot_take(store):
-    assert _rule(store, "a" * 300 + ".md") == "unresolvable"
+def test_it_fails_closed_on_a_path_the_file_system_cannot_take(store):
+    # Every name is short, but the whole path is over PATH_MAX (4,096 bytes).
+    assert _rule(store, "ab/" * 1400 + "x.md") == "unresolvable"
 
 
 # --- properties ---------------------------------------------------------------------------------
