@@ -72,7 +72,7 @@ from memapp.memdir.daily_logs import LogEntry
 from memapp.memdir.extraction import Dropped, ProposedChange, Target
 from memapp.memdir.extraction import validate_changes as validate_topic_changes
 from memapp.memdir.frontmatter import parse_memory
-from memapp.memdir.index import index_health, parse_index_entries
+from memapp.memdir.index import index_health, index_size, parse_index_entries
 from memapp.memdir.lint import near_duplicates, similar_to
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
@@ -383,9 +383,8 @@ def _day(mtime_ms: int) -> datetime.date:
 
 
 def _measure(text: str) -> dict[str, int]:
-    stripped = text.strip()
-    lines = stripped.count("\n") + 1 if stripped else 0
-    return {"lines": lines, "bytes": len(stripped.encode("utf-8", "surrogatepass"))}
+    lines, size = index_size(text)
+    return {"lines": lines, "bytes": size}
 
 
 def take_snapshot(store: Store, flags: dict) -> Snapshot:

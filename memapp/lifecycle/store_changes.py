@@ -48,6 +48,7 @@ from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import (
     INDEX_FILENAME,
     format_index_entry,
+    index_size,
     is_linkable,
     parse_index_entries,
     with_index_entry,
@@ -241,9 +242,7 @@ class Meter:
 
 
 def _meters(text: str, caps: tuple[int, int]) -> list[Meter]:
-    stripped = text.strip()
-    lines = stripped.count("\n") + 1 if stripped else 0
-    size = len(stripped.encode("utf-8", "surrogatepass"))
+    lines, size = index_size(text)
     return [Meter("lines", lines, caps[0]), Meter("bytes", size, caps[1])]
 
 

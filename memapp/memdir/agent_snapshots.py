@@ -47,6 +47,7 @@ from memapp.memdir.index import (
     INDEX_FILENAME,
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
+    index_size,
     parse_index_entries,
     with_index_entry,
 )
@@ -535,14 +536,14 @@ def _checks_for(name: str, data: bytes) -> tuple[str, ...]:
     if decode_problem:
         problems.append(decode_problem)
     if name == INDEX_FILENAME:
-        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        lines, size = index_size(text)
         if lines > MAX_INDEX_LINES:
             problems.append(
                 f"{lines} lines: the agent loads only the first {MAX_INDEX_LINES} lines"
             )
-        if len(data) > MAX_INDEX_BYTES:
+        if size > MAX_INDEX_BYTES:
             problems.append(
-                f"{len(data):,} bytes: the agent loads only the first {MAX_INDEX_BYTES:,} bytes"
+                f"{size:,} bytes: the agent loads only the first {MAX_INDEX_BYTES:,} bytes"
             )
     elif name.endswith(".md") and not decode_problem:
         memory = parse_memory(text)

@@ -34,6 +34,7 @@ from memapp.memdir.index import (
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
     format_index_entry,
+    index_size,
     is_linkable,
     parse_index_entries,
 )
@@ -188,8 +189,7 @@ def _lines_of(text: str) -> list[str]:
 
 
 def _size(lines: Sequence[_Line]) -> tuple[int, int]:
-    text = "\n".join(line.text for line in lines).strip()
-    return (text.count("\n") + 1 if text else 0), len(text.encode("utf-8", "surrogatepass")) + 1
+    return index_size("\n".join(line.text for line in lines))
 
 
 def _repair(
@@ -337,9 +337,7 @@ def index_checks(
     """The checks shown beside a proposed index: over a cap or empty (bad: never applied
     without a person's tick), entries of files that will not exist, over-long lines."""
     checks = []
-    stripped = text.strip()
-    count = stripped.count("\n") + 1 if stripped else 0
-    size = len(stripped.encode("utf-8", "surrogatepass"))
+    count, size = index_size(text)
     max_lines, max_bytes = caps
     if count > max_lines or size > max_bytes:
         checks.append(

@@ -36,6 +36,7 @@ __all__ = [
     "is_linkable",
     "format_size",
     "index_health",
+    "index_size",
     "over_caps_reason",
     "parse_index_entries",
     "read_index",
@@ -106,6 +107,13 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def index_size(text: str) -> tuple[int, int]:
+    """MEMORY.md's lines and UTF-8 bytes as the client measures them against the caps: after
+    stripping surrounding whitespace and a BOM (empty text: 0 and 0)."""
+    trimmed = text.strip(_TRIM_CHARS)
+    return (trimmed.count("\n") + 1 if trimmed else 0), _utf8_len(trimmed)
+
+
 def cut_to_bytes(text: str, max_bytes: int) -> str:
     """Shorten `text` to at most `max_bytes` UTF-8 bytes, at the last newline when there is one.
 
@@ -162,10 +170,9 @@ def truncate_index(
     entries are too long` when only the size fired, `300 lines and 26.9KB` when both did.
     """
     trimmed = text.strip(_TRIM_CHARS)
+    line_count, byte_count = index_size(trimmed)
     if not trimmed:
         return IndexTruncation("", 0, 0, False, False)
-    line_count = trimmed.count("\n") + 1
-    byte_count = _utf8_len(trimmed)
     lines_over = line_count > max_lines
     bytes_over = byte_count > max_bytes
     if not (lines_over or bytes_over):

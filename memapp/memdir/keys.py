@@ -174,7 +174,8 @@ def _real_path(path: str, key: object) -> str:
 def check_key(key: object) -> None:
     """The rules of docs/design.md §4 that need no store: `PathTraversalError` for a key that
     is not text, is empty, absolute, has NUL, a backslash, a drive, a traversal (also once
-    decoded), a `.` or empty segment, or a segment over 255 bytes. `validate_key` adds the checks against a root."""
+    decoded), a `.` or empty segment, or a segment over 255 bytes. `validate_key` adds the
+    checks against a root."""
     if not isinstance(key, str):
         raise PathTraversalError("not-text", key)
     _check_syntax(key)
