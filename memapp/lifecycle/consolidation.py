@@ -29,7 +29,12 @@ from django.utils import timezone
 from django_tasks import task
 
 from memapp.lifecycle.daily_logs import new_log_entries, store_logs
-from memapp.lifecycle.gates import check_gates, session_scope, sessions_since
+from memapp.lifecycle.gates import (
+    check_gates,
+    latest_consolidation,
+    session_scope,
+    sessions_since,
+)
 from memapp.lifecycle.model_call import ModelFailed, ask_for_changes
 from memapp.lifecycle.models import (
     ConsolidationRun,
@@ -270,8 +275,7 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
     run.gate, run.owner = "passed", reviewer
     state, _ = ConsolidationState.objects.get_or_create(store=store)
     last_run_at = state.last_run_at
-    stamps = [t for t in (_aware(prior), last_run_at) if t is not None]
-    since = max(stamps) if stamps else None
+    since = latest_consolidation(prior, last_run_at)
     ConsolidationState.objects.filter(pk=store.pk).update(last_run_at=timezone.now())
     try:
         proposals = _work(run, flags, reviewer, state, since)
@@ -281,12 +285,6 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
         raise
     release_lock(store.path, acquired)
     return proposals
-
-
-def _aware(seconds: float | None) -> datetime.datetime | None:
-    if seconds is None:
-        return None
-    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
 
 
 def _fail(run: ConsolidationRun, error: str) -> None:

@@ -60,20 +60,22 @@ class Verdict:
         return self.gate == "due"
 
 
-def _aware(seconds: float) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+def latest_consolidation(
+    lock_mtime: float | None, recorded: datetime.datetime | None
+) -> datetime.datetime | None:
+    """The later of the lock's mtime (an agent's or memhub's last run) and memhub's own
+    record (which outlives a deleted lock)."""
+    stamps = [] if recorded is None else [recorded]
+    if lock_mtime is not None:
+        stamps.append(datetime.datetime.fromtimestamp(lock_mtime, tz=datetime.UTC))
+    return max(stamps) if stamps else None
 
 
 def last_consolidated(store: Store, state: ConsolidationState | None) -> datetime.datetime | None:
-    """When the directory was last consolidated, by memhub or by an agent: the lock's mtime,
-    or memhub's own record when the lock is gone."""
-    stamps = []
+    """When the directory was last consolidated, by memhub or by an agent."""
     lock = read_lock(store.path)
-    if lock.mtime is not None and lock.problem != "is a directory":
-        stamps.append(_aware(lock.mtime))
-    if state is not None and state.last_run_at is not None:
-        stamps.append(state.last_run_at)
-    return max(stamps) if stamps else None
+    mtime = lock.mtime if lock.problem != "is a directory" else None
+    return latest_consolidation(mtime, state.last_run_at if state is not None else None)
 
 
 def _transcript_dir(store: Store) -> Path | None:
