@@ -44,6 +44,7 @@ __all__ = [
     "do_merge_daily_log",
     "has_logs",
     "log_checksum",
+    "log_summary",
     "new_log_entries",
     "read_store_log",
     "store_logs",
@@ -189,6 +190,15 @@ def store_logs(store: Store, month: str | None = None) -> list[LogDay]:
         text = data.decode("utf-8", "replace")
         days.append(LogDay(key, day, log_checksum(data), parse_log(text, key), cursor.get(key, 0)))
     return days
+
+
+def log_summary(store: Store) -> tuple[int, int]:
+    """How many daily logs the store has and how many of their entries no distillation has
+    read: for a status shown on every poll, so only the logs with unread lines are parsed."""
+    if not has_logs(store):
+        return 0, 0
+    days = len(list_logs(store.path))
+    return days, len(new_log_entries(store, _cursor(store))[0])
 
 
 def _cursor(store: Store) -> dict[str, int]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from memapp.lifecycle.daily_logs import has_logs, store_logs
+from memapp.lifecycle.daily_logs import has_logs, log_summary
 from memapp.lifecycle.gates import last_consolidated
 from memapp.lifecycle.models import ConsolidationRun, ConsolidationState, Proposal
 from memapp.memdir.consolidate_lock import read_lock
@@ -65,7 +65,7 @@ def consolidation_status(store: Store, user) -> ConsolidationStatus:
     last = last_consolidated(store, state)
     by_memhub = bool(state and state.last_run_at and last and state.last_run_at >= last)
     runs = ConsolidationRun.objects.filter(store=store)
-    days = store_logs(store) if has_logs(store) else []
+    log_days, log_waiting = log_summary(store)
     return ConsolidationStatus(
         store=store,
         enabled=flags["consolidation"],
@@ -83,6 +83,6 @@ def consolidation_status(store: Store, user) -> ConsolidationStatus:
             )
         ),
         keeps_logs=has_logs(store),
-        log_days=len(days),
-        log_waiting=sum(day.pending for day in days),
+        log_days=log_days,
+        log_waiting=log_waiting,
     )

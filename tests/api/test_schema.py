@@ -3,7 +3,9 @@
 Requests go through the WSGI app in-process (same database as the test), with a valid token.
 Store ids (in paths and bodies) are pointed at the caller's own store, so file operations run
 against a real directory with fuzzed keys and bodies rather than only 404ing. The number of
-examples is kept small so the whole module stays well under a minute.
+examples is kept small so the whole module stays well under a minute, and derandomized so the
+suite gives the same answer on every run: to explore further, raise `max_examples` and drop
+`derandomize` by hand (600 random examples per operation found nothing more on 2026-11-25).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def auth(alice, settings, in_process_requests):
 @schema.parametrize()
 @hypothesis_settings(
     max_examples=12,
+    derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -128,6 +128,8 @@ def test_the_daily_logs_timeline_shows_each_day_and_what_is_distilled(alice):
     append_to_log(store.path, "logs/2026/03/2026-03-05.md", ["- 09:05 [project] Freeze soon"])
     append_to_log(store.path, "logs/2026/02/2026-02-27.md", ["- 17:00 An older entry"])
     client = browser(alice)
+    panel = reverse("consolidation_panel", kwargs={"store_id": store.pk})
+    assert "Daily logs</a>: 2 days, 2 entries not distilled yet." in client.get(panel).text
     url = reverse("daily_logs", kwargs={"store_id": store.pk})
     page = client.get(url).content.decode()
     assert "Thursday 5 March 2026" in page and "Freeze soon" in page
@@ -138,6 +140,8 @@ def test_the_daily_logs_timeline_shows_each_day_and_what_is_distilled(alice):
     page = client.get(url).content.decode()
     assert '<span class="flag info">distilled</span>' in page
     assert "not distilled yet" not in page
+    append_to_log(store.path, "logs/2026/03/2026-03-05.md", ["- 09:30 One more"])
+    assert "Daily logs</a>: 2 days, 1 entry not distilled yet." in client.get(panel).text
 
 
 def test_the_proposals_page_lists_consolidation_runs(alice, untidy):
