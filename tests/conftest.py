@@ -33,21 +33,27 @@ def pytest_configure(config):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+CLIENT_TESTS = Path(__file__).resolve().parent / "client"
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences"}
 
 
 def pytest_collection_modifyitems(config, items):
     """With MEMHUB_TEST_DATABASE_ONLY=1 (the PostgreSQL run of scripts/test) only the tests
-    that touch the database run, minus those that drive a live server through a browser or a
-    `memhub-agent` process: they test pages and the client, and the views and queries behind
-    them run in-process in the web, API and protocol tests, which do run on PostgreSQL."""
+    that touch the database run, minus those that drive a live server through a browser and
+    the client's (`tests/client/`, which run `memhub-agent` processes against a server, a fake
+    or none): they test pages and the client, and the views and queries behind them run
+    in-process in the web, API and protocol tests, which do run on PostgreSQL."""
     if os.environ.get("MEMHUB_TEST_DATABASE_ONLY") != "1":
         return
     keep, drop = [], []
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         uses_db = DATABASE_FIXTURES & fixtures
-        through_a_client = "live_server" in fixtures or item.get_closest_marker("browser")
+        through_a_client = (
+            "live_server" in fixtures
+            or item.get_closest_marker("browser")
+            or item.path.is_relative_to(CLIENT_TESTS)
+        )
         if (uses_db or item.get_closest_marker("django_db")) and not through_a_client:
             keep.append(item)
         else:

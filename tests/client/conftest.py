@@ -217,7 +217,7 @@ def recording_server():
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     recording.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield recording
     httpd.shutdown()
@@ -266,7 +266,7 @@ def slow_proxy():
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         httpd.daemon_threads = True
         servers.append(httpd)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
         return f"http://127.0.0.1:{httpd.server_address[1]}"
 
     yield start
