@@ -139,13 +139,15 @@ def test_a_new_machine_starts_with_the_servers_memory(a, machine_b, server):
 def test_a_slow_server_writes_nothing_and_says_nothing(a, alice, server, slow_proxy):
     edit_in_memhub(alice)
     before = a.files()
-    a.extra_env.update(MEMHUB_URL=slow_proxy(server.url, 1.0), MEMHUB_TOKEN=server.token)
+    a.extra_env.update(MEMHUB_URL=slow_proxy(server.url, 3.0), MEMHUB_TOKEN=server.token)
     a.default_budget()
     started = time.monotonic()
 
     result, text = start(a)
 
-    assert time.monotonic() - started < 1.0
+    # It gave up at its 0.7 s budget (plus its start-up, slower on a busy machine), long
+    # before the server's answer.
+    assert time.monotonic() - started < 2.0
     assert (result.stdout, text) == ("", "")
     assert a.files() == before
 

@@ -140,15 +140,17 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
     result, elapsed = run_stop(a, t, path)
     assert (result.returncode, result.stdout) == (0, "")
     assert elapsed < 1.0
+    cursors = a.config_dir / "transcripts"
+
+    def offset() -> int | None:  # the detached process saves it once the server has all
+        saved = next(cursors.glob("*.json"), None)
+        return json.loads(saved.read_text())["offset"] if saved else None
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        stored = Session.objects.filter(session_id=t.session_id).first()
-        if stored is not None and stored.entry_count == 3000:
-            break
-        time.sleep(0.5)
+    while time.monotonic() < deadline and offset() != path.stat().st_size:
+        time.sleep(0.2)
+    assert offset() == path.stat().st_size
     assert Session.objects.get().entry_count == 3000
-    cursor = json.loads(next((a.config_dir / "transcripts").glob("*.json")).read_text())
-    assert cursor["offset"] == path.stat().st_size
 
 
 def test_session_end_marks_the_session_ended(a, session):
