@@ -48,11 +48,11 @@ def payload(machine: Machine, event: str, prompt: str = "how do we test the data
 
 
 def timed_hook(machine: Machine, event: str) -> tuple[subprocess.CompletedProcess, float]:
-    """The hook with the budget a real agent gives it, and its wall time."""
+    """The hook with the budget a real agent gives it, and its wall time (less the load's)."""
     machine.default_budget()
     started = time.monotonic()
     result = machine.hook(event, payload(machine, event))
-    return result, time.monotonic() - started
+    return result, machine.without_load(time.monotonic() - started)
 
 
 def context(result: subprocess.CompletedProcess, event: str) -> str:
@@ -231,7 +231,7 @@ def test_a_hook_whose_stdin_never_closes_still_ends_within_a_second(machine_a, s
         process.stdin.write(b'{"prompt": "how do we test')  # and never the rest nor EOF
         process.stdin.flush()
         process.wait(timeout=5)
-        elapsed = time.monotonic() - started
+        elapsed = machine_a.without_load(time.monotonic() - started)
         stdout = process.stdout.read()
     finally:
         process.stdin.close()

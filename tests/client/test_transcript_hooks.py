@@ -97,7 +97,7 @@ def test_when_memhub_is_down_the_hook_is_silent_and_the_next_one_catches_up(
     a.extra_env["MEMHUB_URL"] = f"http://127.0.0.1:{closed_port}"
     result, elapsed = run_stop(a, transcript, path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert elapsed < 1.0
+    assert a.without_load(elapsed) < 1.0
     assert not Session.objects.exists()
     del a.extra_env["MEMHUB_URL"], a.extra_env["MEMHUB_HOOK_TIMEOUT"]
     run_stop(a, transcript, path)
@@ -110,7 +110,7 @@ def test_a_hanging_server_costs_at_most_a_second(a, session, silent_server):
     a.extra_env["MEMHUB_URL"] = silent_server
     result, elapsed = run_stop(a, transcript, path)
     assert (result.returncode, result.stdout) == (0, "")
-    assert elapsed < 1.0
+    assert a.without_load(elapsed) < 1.0
 
 
 @pytest.mark.parametrize("where", ["outside", "missing"])
@@ -139,7 +139,7 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
     a.default_budget()
     result, elapsed = run_stop(a, t, path)
     assert (result.returncode, result.stdout) == (0, "")
-    assert elapsed < 1.0
+    assert a.without_load(elapsed) < 1.0
     cursors = a.config_dir / "transcripts"
 
     def offset() -> int | None:  # the detached process saves it once the server has all
