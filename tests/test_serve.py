@@ -113,7 +113,7 @@ def serve(tmp_path_factory) -> Iterator:
             **extra,
         }
         server = Server(f"http://127.0.0.1:{port}", env, None, base)  # type: ignore[arg-type]
-        server.manage("migrate", "--noinput")
+        server.manage("migrate", "--noinput", "--skip-checks")
         server.manage("ensure_admin")
         server.log = tmp_path / "serve.log"
         with server.log.open("w") as log:

@@ -25,7 +25,11 @@ def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict
         "CLAUDE_CONFIG_DIR": str(home / "claude"),
         "MEMHUB_BIND": f"127.0.0.1:{port}",
     }
-    subprocess.run([sys.executable, MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True)
+    subprocess.run(
+        [sys.executable, MANAGE, "migrate", "--noinput", "-v", "0", "--skip-checks"],
+        env=env,
+        check=True,
+    )
     home.mkdir(parents=True, exist_ok=True)
     out = home / f"serve-{port}.out"
     with out.open("w") as log:

@@ -64,7 +64,7 @@ class Instance:
 
     def start(self) -> None:
         """First start, as the README's run command does: database, admin, discovery."""
-        self.run("migrate", "--no-input", "-v", "0")
+        self.run("migrate", "--no-input", "-v", "0", "--skip-checks")
         self.run("ensure_admin", "--username", self.admin)
         self.run("discover")
 

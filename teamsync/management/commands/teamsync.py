@@ -3,12 +3,11 @@ task on its own schedule; see teamsync.scheduling)."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
-
+from memapp.stores.management.base import OneShotCommand
 from teamsync.service import SyncReport, sync_team, team_remote_display
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Team sync by hand: 'pull', or 'push' (which pulls first)."
 
     def add_arguments(self, parser):

@@ -1,12 +1,13 @@
 """Create an API token for a user; the token is printed once, alone on the last line."""
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from memapp.stores.management.base import OneShotCommand
 from memapp.stores.tokens import do_create_api_token
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Create an API token for USERNAME and print it (shown only this once)."
 
     def add_arguments(self, parser):

@@ -1,13 +1,13 @@
 """Discover the local agent memory directories (docs/design.md §1) and mirror them as stores."""
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
 
 from memapp.memdir.paths import memory_base
 from memapp.stores.discovery import discover_local_stores
+from memapp.stores.management.base import OneShotCommand
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Find ~/.claude memory directories (or the memory base) and refresh their stores."
 
     def handle(self, *args, **options):

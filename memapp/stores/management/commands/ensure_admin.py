@@ -1,11 +1,10 @@
 """Create the first admin user once, so a fresh install can be logged into at once."""
 
-from django.core.management.base import BaseCommand
-
 from memapp.stores.first_admin import do_ensure_admin
+from memapp.stores.management.base import OneShotCommand
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = (
         "Create the first superuser if none exists. Password from MEMHUB_ADMIN_PASSWORD, "
         "else generated and printed once."

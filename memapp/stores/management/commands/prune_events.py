@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memapp.stores.events import prune_events
+from memapp.stores.management.base import OneShotCommand
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Delete events older than MEMHUB_EVENT_RETENTION_DAYS days (0 keeps them all)."
 
     def add_arguments(self, parser):

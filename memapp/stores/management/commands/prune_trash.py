@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memapp.stores.history import prune_trash
+from memapp.stores.management.base import OneShotCommand
 
 
-class Command(BaseCommand):
+class Command(OneShotCommand):
     help = "Delete forgotten memories (and their history) older than MEMHUB_TRASH_DAYS days."
 
     def add_arguments(self, parser):
