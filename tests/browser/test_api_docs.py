@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.accessibility import check_accessibility
-from tests.conftest import ARTIFACTS, PASSWORD
+from tests.browser.login import log_in
+from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,11 +26,7 @@ def test_the_api_docs_load_nothing_from_outside(live_server, page, alice):
 
     page.route("**/*", record)
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/api/docs/")
     recall = page.locator("h2", has_text="Recall the memories that fit a query")
     recall.wait_for()

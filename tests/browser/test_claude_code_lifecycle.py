@@ -23,7 +23,7 @@ from memapp.stores.flags import set_flag
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.api.fake_anthropic import FakeAnthropic
-from tests.browser.test_review import log_in
+from tests.browser.login import log_in
 from tests.claude_code import ask_claude, install_hooks, needs_claude
 from tests.client.conftest import SLUG, Machine, git_checkout
 from tests.lifecycle.conftest import run_worker

@@ -16,21 +16,14 @@ from memapp.memdir.daily_logs import append_to_log
 from memapp.stores.mirror import rescan_store
 from memapp.stores.projects import resolve_store
 from tests.browser.accessibility import check_accessibility
-from tests.conftest import ARTIFACTS, PASSWORD, write_memory
+from tests.browser.login import log_in
+from tests.conftest import ARTIFACTS, write_memory
 from tests.lifecycle.conftest import PROJECT, run_worker
 from tests.lifecycle.untidy import index_problems, make_untidy
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
-
-
-def log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def shot(page, name: str, part: str = "") -> None:

@@ -18,7 +18,8 @@ from memapp.stores.flags import set_flag
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
-from tests.conftest import PASSWORD, write_memory
+from tests.browser.login import log_in
+from tests.conftest import write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -100,14 +101,6 @@ def month(alice, bob):
             back(event, day, 15)
     set_flag("recall_max", 4, user=alice, note="recalls were noisy")
     return private
-
-
-def log_in(page, live_server, username: str = "alice") -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def test_the_dashboard_draws_a_month_of_memory_work(live_server, page, screenshot, month):

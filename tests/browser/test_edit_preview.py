@@ -8,7 +8,7 @@ import pytest
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
 from tests.browser.accessibility import check_accessibility
-from tests.conftest import PASSWORD
+from tests.browser.login import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -19,11 +19,7 @@ def test_the_preview_follows_the_body_as_you_type(
     discover_local_stores(memory_base)
     store = Store.objects.get(kind="private")
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{store.pk}/m/user_role.md/edit/")
     page.evaluate("window.__sameDocument = true")
     page.fill("#id_body", "Alice works on **billing**. See [[Real DB]].\n")
@@ -50,10 +46,7 @@ def test_the_preview_button_works_without_javascript(live_server, browser, memor
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     try:
-        page.goto(f"{live_server.url}/login/")
-        page.fill("#id_username", "alice")
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
+        log_in(page, live_server)
         page.goto(f"{live_server.url}/stores/{store.pk}/m/user_role.md/edit/")
         page.fill("#id_body", "# Alice\n\nBackend, *billing*.\n")
         page.click("button:has-text('Preview')")

@@ -36,7 +36,8 @@ from tests.browser.accessibility import (
     describe,
     preload_axe,
 )
-from tests.conftest import ARTIFACTS, PASSWORD, write_memory
+from tests.browser.login import log_in
+from tests.conftest import ARTIFACTS, write_memory
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, write_files, write_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -297,14 +298,6 @@ def test_every_page_is_listed_here():
         "login",
     }
     assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
-
-
-def log_in(page, live_server) -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def fits_the_screen(page) -> bool:

@@ -22,7 +22,7 @@ from memapp.memdir.extraction import ProposedChange
 from memapp.stores.mirror import rescan_store
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
-from tests.browser.test_review import log_in
+from tests.browser.login import log_in
 from tests.client.conftest import Machine, git_checkout
 from tests.conftest import write_memory
 from tests.lifecycle.conftest import run_worker

@@ -11,7 +11,8 @@ import pytest
 
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
-from tests.conftest import ARTIFACTS, PASSWORD, write_memory
+from tests.browser.login import log_in
+from tests.conftest import ARTIFACTS, write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,14 +51,6 @@ def private_dir(memory_base, alice) -> Path:
         index.write("- [Team wiki](reference_wiki.md) — where docs live\n")
     discover_local_stores(memory_base)
     return directory
-
-
-def log_in(page, live_server, username: str = "alice") -> None:
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
 
 
 def listed(page) -> list[str]:

@@ -11,8 +11,8 @@ import pytest
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from snapshots.actions import do_register_checkout
 from snapshots.models import SnapshotDecision
+from tests.browser.login import log_in
 from tests.client.test_sync import fake_github_token
-from tests.conftest import PASSWORD
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, topic, write_files, write_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,11 +39,7 @@ def setup(tmp_path, monkeypatch, alice):
 def test_a_person_reviews_the_diff_and_approves_a_merge(live_server, page, screenshot, setup):
     repo, memory = setup
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    log_in(page, live_server)
 
     page.click("text=Snapshot updates")
     assert page.locator("#pending h2").inner_text() == "Waiting for your decision (0)"
@@ -121,10 +117,7 @@ def test_the_checks_name_secrets_and_hostile_files_without_showing_them(
     (snapshot / "broken.md").write_text('---\nname: "unclosed\n---\nBody\n')
     do_register_checkout(alice, repo)
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/snapshots/")
     page.click("#pending a.button")
 

@@ -11,7 +11,7 @@ import pytest
 from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
 from teamsync.service import sync_team
-from tests.browser.test_review import log_in
+from tests.browser.login import log_in
 from tests.teamsync.gitutil import make_bare, memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

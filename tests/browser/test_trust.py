@@ -17,7 +17,7 @@ from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Project, Store
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import BlockedFile, TeamConflict
-from tests.browser.test_review import log_in
+from tests.browser.login import log_in
 from tests.conftest import PASSWORD, write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
