@@ -71,14 +71,13 @@ setup_claude_code() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$CLAUDE_CODE_VERSION" ]; then
     return 0
   fi
-  printf 'memhub: installing Claude Code %s into .node/ for its test … ' \
-    "$CLAUDE_CODE_VERSION" >&2
+  # One line, once done: this runs beside the venv's install.
   mkdir -p .node
   if npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null 2>&1; then
     echo "$CLAUDE_CODE_VERSION" > "$stamp"
-    echo "done" >&2
+    echo "memhub: installed Claude Code $CLAUDE_CODE_VERSION into .node/ for its test" >&2
   else
-    echo "failed: its test will be skipped" >&2
+    echo "memhub: installing Claude Code $CLAUDE_CODE_VERSION failed: its test will be skipped" >&2
   fi
 }
