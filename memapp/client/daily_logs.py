@@ -134,14 +134,19 @@ def _sendable(key: str, lines: list[str], report: LogSyncReport) -> list[str]:
     return kept
 
 
-def sync_daily_logs(client: Client, project: Project, *, dry_run: bool = False) -> LogSyncReport:
+def sync_daily_logs(
+    client: Client, project: Project, *, dry_run: bool = False, store_id: int | None = None
+) -> LogSyncReport:
     """Bring the daily logs of the local memory dir and the server's store together: every
     day's log ends up holding every line either side had (lines the fast rules refuse stay
-    local and are reported). A dry run changes nothing on either side."""
+    local and are reported). A dry run changes nothing on either side. `store_id`, when the
+    memory sync just resolved it, saves asking the server again."""
     report = LogSyncReport()
     memory_dir = project.memory_dir
     local = {key: _local(memory_dir, key) for key, _ in list_logs(memory_dir)}
-    store = private_store_id(client, project, create=not dry_run and bool(local))
+    store = store_id
+    if store is None:
+        store = private_store_id(client, project, create=not dry_run and bool(local))
     remote = {}
     if store is not None:
         listing = client.get(f"/api/v1/stores/{store}/logs/")["logs"]

@@ -71,7 +71,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         )
     except SyncBusy as exc:
         raise CommandError(str(exc)) from None
-    logs = sync_daily_logs(client, project, dry_run=args.dry_run)
+    logs = sync_daily_logs(client, project, dry_run=args.dry_run, store_id=report.store_id)
     partial = report.conflicts or report.secrets or report.errors or logs.refused
     status = EXIT_PARTIAL if partial else EXIT_OK
     if args.json:

@@ -259,6 +259,7 @@ class SyncReport:
     errors: list[str] = field(default_factory=list)
     planned: list[Action] = field(default_factory=list)  # the dry run's decision
     new_store: bool = False  # the dry run found no store on the server: a sync creates it
+    store_id: int | None = None  # the server's store synced with (None: none exists yet)
 
     @property
     def skipped_secret_keys(self) -> list[str]:
@@ -674,7 +675,7 @@ def sync_project(
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
     identity = state_identity(client.url, store_id, memory_dir)
-    report = SyncReport()
+    report = SyncReport(store_id=store_id)
     base = load_base(path, identity)
 
     def save() -> None:
@@ -694,7 +695,9 @@ def sync_project(
                 {k: v for k, v in base.items() if k not in untouchable},
             )
             if dry_run:
-                return _dry_run(memory_dir, actions, secret_scan)
+                planned = _dry_run(memory_dir, actions, secret_scan)
+                planned.store_id = store_id
+                return planned
             for key, value in settled.items():
                 if value is None:
                     base.pop(key, None)
