@@ -169,6 +169,7 @@ class Outcome:
     expected: dict[str, str] = field(default_factory=dict)
     risks: list[Risk] = field(default_factory=list)
     problems: dict[int, str] = field(default_factory=dict)  # change id → why it cannot render
+    topic_count: int = 0  # the store's topic files on disk before the changes
 
 
 def _topic_keys(store: Store) -> set[str]:
@@ -180,7 +181,11 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
     existing = _topic_keys(store)
     index_bytes = file_on_disk(store, INDEX_KEY)
     index_now = (index_bytes or b"").decode("utf-8", "replace")
-    outcome = Outcome(index_before=index_now, expected={INDEX_KEY: disk_checksum(index_bytes)})
+    outcome = Outcome(
+        index_before=index_now,
+        expected={INDEX_KEY: disk_checksum(index_bytes)},
+        topic_count=len(existing),
+    )
     outcome.expected |= {c.key: c.base_checksum for c in selected if c.key != INDEX_KEY}
     topic = [c for c in selected if c.key != INDEX_KEY]
     index_change = next((c for c in selected if c.key == INDEX_KEY), None)
@@ -309,7 +314,7 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
         before=_meters(outcome.index_before, caps),
         after=_meters(outcome.index_after, caps),
         risks=outcome.risks,
-        file_count=len(_topic_keys(store)),
+        file_count=outcome.topic_count,
         deletes=sum(c.action == "delete" for c in changes if c.key != INDEX_KEY),
         creates=sum(c.action == "create" for c in changes),
         updates=sum(c.action == "update" and c.key != INDEX_KEY for c in changes),
