@@ -71,7 +71,7 @@ setup_claude_code() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$CLAUDE_CODE_VERSION" ]; then
     return 0
   fi
-  # One line, once done: this runs beside the venv's install.
+  # One line, once done: scripts/test runs this beside the venv's install.
   mkdir -p .node
   if npm install --prefix .node --no-save --no-audit --no-fund --loglevel=error \
       "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >/dev/null 2>&1; then
