@@ -94,14 +94,34 @@ class TranscriptEntry(models.Model):
         return f"{self.type} #{self.seq}"
 
 
-class ExtractionRun(models.Model):
-    """One extraction of one store: queued, running, then done or failed."""
+class Run(models.Model):
+    """What every background run of a store keeps: where it stands, what it proposed, its
+    attempts and errors, its task and its times."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
+    proposed = models.PositiveIntegerField(default=0)
+    dropped = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class ExtractionRun(Run):
+    """One extraction of one store: queued, running, then done or failed."""
 
     class Outcome(models.TextChoices):
         PROPOSED = "proposed", "proposed changes"
@@ -111,30 +131,19 @@ class ExtractionRun(models.Model):
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="extraction_runs")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     trailing = models.BooleanField(
         default=False, help_text="Asked for while another run was busy: skips the turn count."
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
-    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
     windows = models.JSONField(
         default=list, blank=True, help_text="Per session: entries read and the gate's verdict."
     )
     messages = models.PositiveIntegerField(default=0)
-    proposed = models.PositiveIntegerField(default=0)
-    dropped = models.PositiveIntegerField(default=0)
     dropped_changes = models.JSONField(
         default=list, blank=True, help_text="Changes that broke a rule, with the reason."
     )
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Run.Meta):
         indexes = [models.Index(fields=["store", "status"], name="run_store_status")]
 
     def __str__(self) -> str:
@@ -267,15 +276,9 @@ class ConsolidationState(models.Model):
         return f"consolidation of {self.store_id}: {self.gate or 'not checked'}"
 
 
-class ConsolidationRun(models.Model):
+class ConsolidationRun(Run):
     """One consolidation task of one store: the distillation of its new daily-log entries
     and/or its consolidation, under its `.consolidate-lock`."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     class Trigger(models.TextChoices):
         SCHEDULE = "schedule", "on schedule"
@@ -302,31 +305,20 @@ class ConsolidationRun(models.Model):
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     consolidate = models.BooleanField(default=True, help_text="Run the four phases.")
     distill = models.BooleanField(default=True, help_text="Distill new daily-log entries.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
     gate = models.CharField(max_length=32, blank=True, help_text="passed, or the gate that said no")
     lock_holder = models.PositiveIntegerField(null=True, blank=True)
     lock_problem = models.CharField(max_length=200, blank=True)
-    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
     sessions = models.PositiveIntegerField(default=0)
     log_entries = models.PositiveIntegerField(default=0)
     index_before = models.JSONField(default=dict, blank=True)
     index_after = models.JSONField(default=dict, blank=True)
     stale = models.PositiveIntegerField(null=True, blank=True)
-    proposed = models.PositiveIntegerField(default=0)
-    dropped = models.PositiveIntegerField(default=0)
     dropped_changes = models.JSONField(default=list, blank=True)
     findings = models.JSONField(default=dict, blank=True)
     proposals = models.ManyToManyField(Proposal, blank=True, related_name="consolidation_runs")
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    task_id = models.CharField(max_length=64, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(Run.Meta):
         indexes = [models.Index(fields=["store", "status"], name="consolidation_store_status")]
 
     def __str__(self) -> str:
