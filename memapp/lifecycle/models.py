@@ -244,6 +244,9 @@ class ProposalChange(models.Model):
     message = models.TextField(blank=True, help_text="Why it was refused, for the reviewer.")
     # None: no conflict; "" would be an empty file on disk.
     current_text = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # The index as the job read it, so approving merges what changed in it since (None: a
+    # topic file, or an index proposed before memhub kept it).
+    base_text = models.TextField(null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         ordering = ["proposal", "position", "id"]

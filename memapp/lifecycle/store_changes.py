@@ -5,9 +5,11 @@ The review is a whole-store diff: every file the ticked changes touch, the index
 after with its cap meters, and what a person must tick explicitly (a proposal deleting more than
 a quarter of the store or emptying the index, a file edited after the run read it).
 
-Approving is all or nothing. Everything is checked first: a file changed since it was proposed
-makes every ticked change wait (a conflict shown with both versions) and nothing is written, as
-a merge half applied could lose what it merged. Then, under the directory's `.consolidate-lock`
+Approving is all or nothing. Everything is checked first: a topic file changed since it was
+proposed makes every ticked change wait (a conflict shown with both versions) and nothing is
+written, as a merge half applied could lose what it merged. The index is merged instead: what
+changed in it since the run read it is kept (`merge_index`), so the two proposals of one run
+never undo each other's entries. Then, under the directory's `.consolidate-lock`
 (a local agent consolidating it means "try again later"), the files and the index are written by
 one `do_put_files` call, through the normal write path (atomic per file, secret-checked,
 mirrored, versioned, committed for team sync). If writing fails halfway, every file written is
@@ -50,6 +52,7 @@ from memapp.memdir.index import (
     format_index_entry,
     index_size,
     is_linkable,
+    merge_index,
     parse_index_entries,
     with_index_entry,
     without_index_entry,
@@ -205,7 +208,10 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
             for c in topic
             if c.action == ProposalChange.Action.CREATE
         }
-        index_after = fit_index(index_change.body, keys_after, created)
+        proposed = index_change.body
+        if index_change.base_text is not None:  # what others added since is kept
+            proposed = merge_index(index_change.base_text, index_now, proposed)
+        index_after = fit_index(proposed, keys_after, created)
     else:
         index_after = index_now
         for change in topic:
@@ -345,8 +351,12 @@ def _roll_back(store: Store, user, originals: Mapping[str, bytes | None]) -> Non
 
 
 def _conflicts(store: Store, picked: list[ProposalChange]) -> list[ProposalChange]:
+    """The changes whose file changed since they were proposed; an index whose base is kept
+    is merged instead."""
     found = []
     for change in picked:
+        if change.key == INDEX_KEY and change.base_text is not None:
+            continue
         current = file_on_disk(store, change.key)
         if disk_checksum(current) != change.base_checksum:
             change.status = ProposalChange.Status.CONFLICT
@@ -460,11 +470,12 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
         flags = get_flags(store.project)
         keys = _topic_keys(store)
         current = (file_on_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+        change.base_text = current
         change.checks = index_checks(
             change.body,
             keys,
             (flags["index_max_lines"], flags["index_max_bytes"]),
             bool(parse_index_entries(current)),
         )
-        change.save(update_fields=["checks"])
+        change.save(update_fields=["checks", "base_text"])
     return change

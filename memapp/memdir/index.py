@@ -35,6 +35,7 @@ __all__ = [
     "format_index_entry",
     "is_linkable",
     "format_size",
+    "merge_index",
     "index_health",
     "index_size",
     "over_caps_reason",
@@ -404,6 +405,53 @@ def _remove_lines(lines: list[tuple[str, str]], drop: set[int]) -> str:
     if kept and not ends_with_newline:
         kept[-1] = (kept[-1][0], "")
     return _join_lines(kept)
+
+
+def _identity(content: str) -> tuple[str, str] | None:
+    """What a line is, across versions of one index: an entry is the file it links (its
+    wording may change), any other line its text; None for a blank line."""
+    entry = _parse_line(0, content)
+    if entry is not None and entry.path is not None:
+        return ("entry", entry.path)
+    return ("line", content.strip()) if content.strip() else None
+
+
+def _by_identity(text: str) -> dict[tuple[str, str], str]:
+    found: dict[tuple[str, str], str] = {}
+    for content, _ in _split_lines(text):
+        identity = _identity(content)
+        if identity is not None:
+            found.setdefault(identity, content)
+    return found
+
+
+def merge_index(base: str, ours: str, theirs: str) -> str:
+    """`theirs` (an index rewritten from `base`) with what changed in `ours` since `base`.
+
+    A three-way merge line by line, where an entry is matched by the file it links: what `ours`
+    added is appended (unless `theirs` has it too), what `ours` removed goes, and what `ours`
+    reworded is taken, except where `theirs` changed that same line (then `theirs` wins: it is
+    what the person approving reads). Nothing `ours` added is lost, and no conflict markers
+    are ever written. Returns `theirs` unchanged when `ours` is `base`.
+    """
+    if ours == base:
+        return theirs
+    before, now = _by_identity(base), _by_identity(ours)
+    lines, kept = [], set()
+    for content, ending in _split_lines(theirs):
+        identity = _identity(content)
+        if identity is not None and before.get(identity) == content:
+            if identity not in now:
+                continue  # removed since, and this proposal did not rewrite it
+            content = now[identity]
+        if identity is not None:
+            kept.add(identity)
+        lines.append((content, ending))
+    merged = _join_lines(lines)
+    for identity, content in now.items():
+        if identity not in before and identity not in kept:
+            merged += ("" if not merged or merged.endswith("\n") else "\n") + content + "\n"
+    return merged
 
 
 def without_index_entry(text: str, filename: str) -> str:

@@ -326,3 +326,45 @@ def test_a_memory_no_index_line_can_name_is_updated_and_stays_out_of_the_index(a
     assert do_apply_store_proposal(proposal, alice).applied
     assert (root / "notes_#1.md").read_text().endswith("one, corrected\n")
     assert "#1" not in (root / "MEMORY.md").read_text()  # a link there would be a fragment
+
+
+@pytest.mark.parametrize("first", ["distillation", "consolidation"])
+def test_both_proposals_of_one_run_apply_and_the_index_keeps_what_each_added(alice, first):
+    """Distillation and consolidation each propose the whole index from what the run read;
+    the one approved second merges what the first changed since, in either order."""
+    from memapp.memdir.daily_logs import append_to_log
+    from memapp.memdir.index import parse_index_entries
+
+    store = resolve_store(alice, PROJECT, "private")
+    root = Path(store.path)
+    write_memory(
+        root,
+        "project_freeze.md",
+        "Code freeze",
+        "Code freeze starts next Tuesday",
+        "project",
+        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
+    )
+    with (root / "MEMORY.md").open("a") as index:
+        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
+    append_to_log(
+        root,
+        "logs/2026/03/2026-03-05.md",
+        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
+    )
+    consolidate_now(store, alice)
+    proposals = {p.kind: p for p in Proposal.objects.all()}
+    assert set(proposals) == {"distillation", "consolidation"}
+    created = proposals["distillation"].changes.get(action="create").key
+    second = "consolidation" if first == "distillation" else "distillation"
+
+    assert do_apply_store_proposal(proposals[first], alice).conflicts == []
+    result = do_apply_store_proposal(proposals[second], alice)
+
+    assert result.conflicts == [] and "MEMORY.md" in result.applied
+    for proposal in proposals.values():
+        proposal.refresh_from_db()
+        assert proposal.status == "applied"
+    linked = [entry.path for entry in parse_index_entries((root / "MEMORY.md").read_text())]
+    assert sorted(linked) == sorted(["project_freeze.md", created])
+    assert "next Tuesday" not in (root / "project_freeze.md").read_text()

@@ -16,6 +16,7 @@ from memapp.memdir.index import (
     format_size,
     index_health,
     load_index,
+    merge_index,
     parse_index_entries,
     read_index,
     truncate_index,
@@ -627,3 +628,71 @@ def test_health_of_a_team_directory_skips_its_own_nested_index(tmp_path):
     health = index_health(tmp_path)
     assert health.unindexed == ("team/a.md",)
     assert index_health(tmp_path / "team").ok
+
+
+# --- merging an index rewritten from an older version -----------------------------------------
+
+A = "- [A](a.md) — first\n"
+B = "- [B](b.md) — second\n"
+C = "- [C](c.md) — third\n"
+
+
+@pytest.mark.parametrize(
+    ("base", "ours", "theirs", "merged"),
+    [
+        pytest.param(A + B, A + B, B, B, id="nothing changed since: theirs as it is"),
+        pytest.param(A, A + C, A + B, A + B + C, id="an entry added since is appended"),
+        pytest.param(A + B, A, A + B + C, A + C, id="an entry removed since goes"),
+        pytest.param(
+            A + B,
+            A,
+            A + "- [B](b.md) — reworded\n",
+            A + "- [B](b.md) — reworded\n",
+            id="an entry removed since but reworded here stays",
+        ),
+        pytest.param(
+            A + B,
+            A + "- [B](./b.md) — better\n",
+            B + A,
+            "- [B](./b.md) — better\n" + A,
+            id="an entry reworded since is taken where theirs kept it",
+        ),
+        pytest.param(
+            A,
+            "- [A](a.md) — ours\n",
+            "- [A](a.md) — theirs\n",
+            "- [A](a.md) — theirs\n",
+            id="both reworded one entry: theirs wins",
+        ),
+        pytest.param(A, A + C, C, C, id="added on both sides: once"),
+        pytest.param(
+            A, "# Notes\n" + A, A + B, A + B + "# Notes\n", id="a heading added since is kept"
+        ),
+        pytest.param(A, A + "\n\n", A + B, A + B, id="blank lines are no change"),
+        pytest.param("", C, "", C, id="an index started since"),
+        pytest.param(
+            A,
+            A + C,
+            "- [B](b.md) — no newline",
+            "- [B](b.md) — no newline\n" + C,
+            id="appended after a last line without a newline",
+        ),
+    ],
+)
+def test_merge_index(base, ours, theirs, merged):
+    assert merge_index(base, ours, theirs) == merged
+
+
+index_lines = st.sampled_from([A, B, C, "- [D](d/d.md) — fourth\n", "# Heading\n", "prose\n"])
+
+
+@given(st.lists(index_lines), st.lists(index_lines), st.lists(index_lines))
+def test_a_merge_keeps_every_line_added_since_and_every_line_of_theirs_not_removed(
+    base, ours, theirs
+):
+    merged = merge_index("".join(base), "".join(ours), "".join(theirs)).splitlines(keepends=True)
+    for line in set(ours) - set(base):
+        assert line in merged
+    for line in set(theirs):
+        removed_since = line in base and line not in ours
+        assert (line in merged) != removed_since
