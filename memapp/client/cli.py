@@ -17,17 +17,17 @@ from typing import Any
 
 __all__ = ["COMMANDS", "main"]
 
-# Where each group of sub-commands is added to the parser (`module:function`), in the order
-# `--help` lists them.
-COMMANDS = [
-    "memapp.client.account:add_account_commands",
-    "memapp.client.memory_commands:add_memory_commands",
-    "memapp.client.daily_logs:add_log_commands",
-    "memapp.client.team:add_team_commands",
-    "memapp.client.snapshot_commands:add_snapshot_commands",
-    "memapp.client.transcripts:add_transcript_commands",
-    "memapp.client.cli:add_hook_command",
-]
+# Where each group of sub-commands is added to the parser (`module:function`) and the commands
+# it adds, in the order `--help` lists them. A command loads only its own group's module.
+COMMANDS = {
+    "memapp.client.account:add_account_commands": ("login", "status", "logout"),
+    "memapp.client.memory_commands:add_memory_commands": ("sync", "recall", "prompt"),
+    "memapp.client.daily_logs:add_log_commands": ("log",),
+    "memapp.client.team:add_team_commands": ("team",),
+    "memapp.client.snapshot_commands:add_snapshot_commands": ("snapshot",),
+    "memapp.client.transcripts:add_transcript_commands": ("search", "transcript-upload"),
+    "memapp.client.cli:add_hook_command": ("hook",),
+}
 HOOK_AGENTS = ("claude-code",)
 HOOK_ENVIRONMENT = """\
   MEMHUB_HOOK_TIMEOUT                  seconds a hook may take (default 0.7)
@@ -81,7 +81,9 @@ def add_hook_command(commands: argparse._SubParsersAction) -> None:
     hook.set_defaults(func=cmd_hook)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `command` alone (its group's module is the only one imported), or of
+    every command when it is None or not one of them (`--help`, a typo: argparse lists all)."""
     from memapp.client.commands import EXIT_STATUSES, LOGIN_ENVIRONMENT, PROG
 
     parser = argparse.ArgumentParser(
@@ -93,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for entry in COMMANDS:
+    groups = [entry for entry, names in COMMANDS.items() if command in names] or COMMANDS
+    for entry in groups:
         module, function = entry.split(":")
         getattr(importlib.import_module(module), function)(commands)
     return parser
@@ -140,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(argv) == 3 and argv[1] in HOOK_AGENTS:
             return _run_hook(argv[2])
         return 0
-    args = _parser().parse_args(argv)
+    args = _parser(argv[0] if argv else None).parse_args(argv)
     from memapp.client.commands import PROG, CommandError
     from memapp.client.http import ApiError, Unreachable
 

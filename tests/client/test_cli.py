@@ -101,6 +101,24 @@ def test_the_main_help_lists_the_exit_statuses(machine_a):
         assert line in result.stdout
 
 
+def test_each_group_adds_the_commands_the_table_names_and_a_typo_lists_them_all(machine_a):
+    """`COMMANDS` says which module adds which command, so a command imports only its own
+    group: a command added to a group and not to the table would be unknown."""
+    import argparse
+    import importlib
+
+    from memapp.client.cli import COMMANDS
+
+    for entry, names in COMMANDS.items():
+        commands = argparse.ArgumentParser().add_subparsers()
+        module, function = entry.split(":")
+        getattr(importlib.import_module(module), function)(commands)
+        assert tuple(commands.choices) == names, entry
+    unknown = machine_a.run("frobnicate").stderr
+    every = ", ".join(f"'{name}'" for names in COMMANDS.values() for name in names)
+    assert f"invalid choice: 'frobnicate' (choose from {every})" in unknown
+
+
 def test_a_usage_error_exits_2(machine_a):
     assert machine_a.run("recall").returncode == 2
     assert machine_a.run("frobnicate").returncode == 2
