@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_memory
+from tests.migrated import migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = str(ROOT / "manage.py")
@@ -113,7 +114,7 @@ def serve(tmp_path_factory) -> Iterator:
             **extra,
         }
         server = Server(f"http://127.0.0.1:{port}", env, None, base)  # type: ignore[arg-type]
-        server.manage("migrate", "--noinput", "--skip-checks")
+        migrate(tmp_path / "data")
         server.manage("ensure_admin")
         server.log = tmp_path / "serve.log"
         with server.log.open("w") as log:

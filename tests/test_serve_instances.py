@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memapp.management.commands.serve import MAX_SOCKET_PATH, banner, control_socket_path
 from memapp.stores.first_admin import FirstAdmin
+from tests.migrated import migrate
 from tests.test_serve import MANAGE, _answers, free_port, stop_serve, wait_until
 
 
@@ -25,11 +26,7 @@ def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict
         "CLAUDE_CONFIG_DIR": str(home / "claude"),
         "MEMHUB_BIND": f"127.0.0.1:{port}",
     }
-    subprocess.run(
-        [sys.executable, MANAGE, "migrate", "--noinput", "-v", "0", "--skip-checks"],
-        env=env,
-        check=True,
-    )
+    migrate(data_dir)
     home.mkdir(parents=True, exist_ok=True)
     out = home / f"serve-{port}.out"
     with out.open("w") as log:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.migrated import migrate
+
 MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 
 
@@ -64,7 +66,7 @@ class Instance:
 
     def start(self) -> None:
         """First start, as the README's run command does: database, admin, discovery."""
-        self.run("migrate", "--no-input", "-v", "0", "--skip-checks")
+        migrate(self.data_dir)
         self.run("ensure_admin", "--username", self.admin)
         self.run("discover")
 

@@ -1,0 +1,36 @@
+"""The database a memhub started as a subprocess begins with.
+
+Such instances start as the README's run command does, with `manage.py migrate` on an empty
+SQLite file. That gives the same file every time, so each test process runs the real command
+once and copies its result into each instance's data dir.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+MANAGE = Path(__file__).resolve().parents[1] / "manage.py"
+DATABASE = "memhub.sqlite3"  # memapp.settings' SQLite file in MEMHUB_DATA_DIR
+
+
+@cache
+def _migrated() -> Path:
+    data_dir = Path(tempfile.mkdtemp(prefix="memhub-migrated-"))
+    atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(data_dir), "MEMHUB_DATA_DIR": str(data_dir)}
+    command = [sys.executable, str(MANAGE), "migrate", "--noinput", "-v", "0", "--skip-checks"]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
+    return data_dir / DATABASE
+
+
+def migrate(data_dir: Path) -> None:
+    """Leave in `data_dir` what `manage.py migrate` makes of it when it holds no database."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_migrated(), data_dir / DATABASE)
