@@ -361,6 +361,8 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         names = [" ".join(n.split()) for n in page.locator(".nav-list a").all_inner_texts()[:4]]
         assert names[:2] == ["Home", "Search"] and names[2].startswith("Proposals")
         assert names[3] == "Sessions"
+        assert page.locator(".nav-list a:has-text('API tokens')").is_visible()  # no "More"
+        assert not page.locator("nav summary:has-text('More')").is_visible()
         page.screenshot(
             path=str(ARTIFACTS / f"every-phone-menu-open-{'js' if javascript else 'nojs'}.png")
         )
@@ -371,8 +373,29 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         context.close()
 
 
-def test_the_desktop_shows_the_navigation_without_a_menu_button(live_server, page, site):
-    page.set_viewport_size(SCREENS["desktop"])
-    log_in(page, live_server)
-    assert page.locator("nav[aria-label=Main]").is_visible()
-    assert not page.locator("summary:has-text('Menu')").is_visible()
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
+def test_the_desktop_shows_the_navigation_on_one_line_and_the_rest_under_more(
+    live_server, browser, site, javascript
+):
+    context = browser.new_context(viewport=SCREENS["desktop"], java_script_enabled=javascript)
+    page = context.new_page()
+    try:
+        log_in(page, live_server)
+        assert page.locator("nav[aria-label=Main]").is_visible()
+        assert not page.locator("summary:has-text('Menu')").is_visible()
+        tops = page.eval_on_selector_all(
+            ".nav-list > li", "items => items.map(i => Math.round(i.getBoundingClientRect().top))"
+        )
+        assert len(tops) == 10 and len(set(tops)) == 1, tops  # admin alice: one line
+        tokens = page.locator("nav a:has-text('API tokens')")
+        assert not tokens.is_visible()
+        page.click("nav summary:has-text('More')")
+        names = page.locator(".nav-more a").all_inner_texts()
+        assert names == ["API tokens", "API docs", "Projects", "Settings", "Admin"]
+        page.screenshot(
+            path=str(ARTIFACTS / f"every-desktop-more-open-{'js' if javascript else 'nojs'}.png")
+        )
+        tokens.click()
+        page.wait_for_url("**/tokens/")
+    finally:
+        context.close()

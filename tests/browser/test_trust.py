@@ -234,6 +234,7 @@ def test_bulk_select_export_and_import(live_server, page, both, private_dir, ali
 def test_members_password_and_tokens(live_server, page, both, private_dir, alice, bob):
     project = Project.objects.get()
     log_in(page, live_server)
+    page.click("nav summary:has-text('More')")
     page.click("nav a:has-text('Projects')")
     page.click(f"text={project}")
     page.select_option("#id_user", label="bob")
@@ -244,6 +245,7 @@ def test_members_password_and_tokens(live_server, page, both, private_dir, alice
     assert not project.members.filter(pk=bob.pk).exists()
 
     _, token = do_create_api_token(alice, "laptop")
+    page.click("nav summary:has-text('More')")
     page.click("nav a:has-text('API tokens')")
     page.click("a[aria-label='Revoke laptop']")
     assert page.locator("h1").inner_text() == "Revoke the token “laptop”?"
