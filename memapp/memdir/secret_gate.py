@@ -37,9 +37,10 @@ from detect_secrets.core.potential_secret import PotentialSecret
 # The line-based scan behind detect-secrets' scan_file (1.5.0); public scan_file needs a path,
 # and scan_line's eager mode floods prose with false positives.
 from detect_secrets.core.scan import _process_line_based_plugins
-from detect_secrets.settings import get_settings
+from detect_secrets.settings import get_plugins, get_settings
 from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
+from detect_secrets.util.code_snippet import get_code_snippet
 from detect_secrets.util.filetype import FileType, determine_file_type
 
 from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_text
@@ -132,14 +133,39 @@ def _scan_like_scan_file(text: str, filename: str) -> list[PotentialSecret]:
     file = cast(NamedIO, io.StringIO(text))
     file.name = filename
     lines = get_transformed_file(file) or io.StringIO(text).readlines()
-    secrets = list(_process_line_based_plugins(list(enumerate(lines, 1)), filename))
+    secrets = _scan_lines(list(enumerate(lines, 1)), filename)
     if secrets:
         return secrets
     file.seek(0)
     eager = get_transformed_file(file, use_eager_transformers=True)
     if not eager:
         return []
-    return list(_process_line_based_plugins(list(enumerate(eager, 1)), filename))
+    return _scan_lines(list(enumerate(eager, 1)), filename)
+
+
+def _scan_lines(lines: list[tuple[int, str]], filename: str) -> list[PotentialSecret]:
+    # detect-secrets runs its line filters (one a slow regex) on every line before the
+    # plugins. What no plugin flags is never a secret, whatever the filters say, so a file no
+    # plugin flags (most memories) is clean without them: a third of the time, same answers.
+    if not _any_plugin_flags(lines, filename):
+        return []
+    return list(_process_line_based_plugins(lines, filename))
+
+
+def _any_plugin_flags(lines: list[tuple[int, str]], filename: str) -> bool:
+    """Whether a plugin flags a line, each called with what `_process_line_based_plugins`
+    gives it (every built-in plugin's `analyze_line` takes all four)."""
+    content = [line for _, line in lines]
+    plugins = get_plugins()
+    for number, line in lines:
+        context = get_code_snippet(lines=content, line_number=number)
+        stripped = line.rstrip()
+        for plugin in plugins:
+            if plugin.analyze_line(
+                filename=filename, line=stripped, line_number=number, context=context
+            ):
+                return True
+    return False
 
 
 def _is_documentation_example(secret: PotentialSecret) -> bool:

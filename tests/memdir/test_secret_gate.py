@@ -191,11 +191,11 @@ def test_it_restores_its_configuration_when_something_swapped_the_global(fresh_g
 
 def test_the_cache_avoids_a_rescan(fresh_gate, monkeypatch):
     calls = []
-    process = secretgate._process_line_based_plugins
+    scan = secretgate._scan_like_scan_file
     monkeypatch.setattr(
         secretgate,
-        "_process_line_based_plugins",
-        lambda lines, filename: calls.append(filename) or process(lines, filename),
+        "_scan_like_scan_file",
+        lambda text, filename: calls.append(filename) or scan(text, filename),
     )
     files = {f"{i}.md": clean_memory_file(random.Random(i)) for i in range(5)}
     files["bad.md"] = detect_secrets_kinds()["Secret Keyword"]
@@ -250,3 +250,16 @@ def test_it_agrees_with_detect_secrets_scan_file(tmp_path):
         hits = secretgate.scan_for_push({f"note{i}.md": text}).get(f"note{i}.md", [])
         assert {(hit.line, hit.rule_id) for hit in hits} == expected, text
     assert expected  # the INI file's password was found by both
+
+
+def test_skipping_the_filters_of_a_file_no_plugin_flags_changes_no_answer():
+    """The gate runs detect-secrets' own scan only on files a plugin flags: on clean files,
+    on files with a secret of every kind, and on files whose keyword the filters let pass,
+    it answers what the library's scan answers."""
+    texts = clean_memory_files()[:150] + list(detect_secrets_kinds().values())
+    texts += ["password = get_secret()\n", 'token = request.headers["x"]\n', "api_key: ${KEY}\n"]
+    for name in ("memory.md", "memory.yaml", "memory.py"):
+        for text in texts:
+            lines = list(enumerate(text.splitlines(keepends=True), 1))
+            expected = list(ds_scan._process_line_based_plugins(lines, name))
+            assert secretgate._scan_lines(lines, name) == expected, (name, text)
