@@ -150,3 +150,15 @@ def test_starting_the_site_leaves_the_anthropic_sdk_unloaded(tmp_path):
     result = manage(tmp_path, "shell", "-v", "0", "-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize("command", [["discover"], ["teamsync", "push"], ["ensure_admin"]])
+def test_a_command_run_before_migrate_says_what_to_do(tmp_path, command):
+    result = manage(tmp_path, *command, MEMHUB_ADMIN_PASSWORD="a password for the admin")
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "CommandError: memhub's database is not set up yet (or is behind this version): run "
+        "`python manage.py migrate` first"
+    )
