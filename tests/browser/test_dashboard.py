@@ -157,6 +157,7 @@ def test_bob_sees_neither_settings_nor_alices_private_figures(live_server, page,
 def test_the_settings_page_changes_a_flag_with_a_note(live_server, page, screenshot, month):
     page.set_viewport_size({"width": 1280, "height": 900})
     log_in(page, live_server)
+    page.click("nav summary:has-text('More')")
     page.click("nav >> text=Settings")
     dormant = page.locator("tr.dormant")
     assert dormant.count() == 1  # the frontmatter line count
