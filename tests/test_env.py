@@ -162,3 +162,12 @@ def test_a_command_run_before_migrate_says_what_to_do(tmp_path, command):
         "CommandError: memhub's database is not set up yet (or is behind this version): run "
         "`python manage.py migrate` first"
     )
+
+
+def test_another_database_error_is_not_taken_for_a_missing_migrate(tmp_path):
+    (tmp_path / "memhub.sqlite3").mkdir()  # a directory where the database file should be
+    result = manage(tmp_path, "discover")
+
+    assert result.returncode == 1
+    assert "migrate" not in result.stderr
+    assert "unable to open database file" in result.stderr

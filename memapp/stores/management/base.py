@@ -20,19 +20,23 @@ class OneShotCommand(BaseCommand):
     def execute(self, *args, **options):
         try:
             return super().execute(*args, **options)
-        except DatabaseError:
-            if not _migrations_to_apply():
+        except DatabaseError as exc:
+            if not _not_migrated():
                 raise
             raise CommandError(
                 "memhub's database is not set up yet (or is behind this version): run "
                 "`python manage.py migrate` first"
-            ) from None
+            ) from exc
 
 
-def _migrations_to_apply() -> bool:
+def _not_migrated() -> bool:
+    """Whether the database answers but lacks migrations. Any doubt is False, so the
+    command's own error is shown: a server that refuses us, a transaction already failed."""
     connection = connections[DEFAULT_DB_ALIAS]
+    if connection.in_atomic_block:
+        return False
     try:
         executor = MigrationExecutor(connection)
         return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
-    except DatabaseError:  # not even the migrations table can be read
-        return True
+    except Exception:  # noqa: BLE001 (the command's error is the one to report)
+        return False
