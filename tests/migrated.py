@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -26,11 +27,19 @@ def _migrated() -> Path:
     atexit.register(shutil.rmtree, data_dir, ignore_errors=True)
     env = {"PATH": os.environ["PATH"], "HOME": str(data_dir), "MEMHUB_DATA_DIR": str(data_dir)}
     command = [sys.executable, str(MANAGE), "migrate", "--noinput", "-v", "0", "--skip-checks"]
-    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    if result.returncode:
+        raise RuntimeError(f"manage.py migrate failed:\n{result.stdout}{result.stderr}")
     return data_dir / DATABASE
 
 
 def migrate(data_dir: Path) -> None:
     """Leave in `data_dir` what `manage.py migrate` makes of it when it holds no database."""
+    target = data_dir / DATABASE
+    assert not target.exists(), f"{target} exists already"
     data_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_migrated(), data_dir / DATABASE)
+    # SQLite's backup copies what the write-ahead log holds too, whatever migrate left there.
+    with sqlite3.connect(_migrated()) as source, sqlite3.connect(target) as copy:
+        source.backup(copy)
+    source.close()
+    copy.close()

@@ -1,7 +1,8 @@
 """`memhub-agent`: log in to a memhub server, sync a project's memory, recall, prompt, search
 past sessions, and answer Claude Code's hooks.
 
-Every sub-command registers in `COMMANDS`, one line each. Failures are reported on stderr in
+Every group of sub-commands is one line of `COMMANDS`, which names the commands it adds (a new
+command goes into its group's tuple too). Failures are reported on stderr in
 one sentence (on stdout as JSON with `--json`) with an exit status by class (`EXIT_STATUSES`
 in `memapp.client.commands`). Hooks never fail: they print nothing and exit 0.
 """

@@ -790,8 +790,8 @@ def _propose(
     for row in rows:
         if row.key == INDEX_KEY:
             row.checks = index_checks(row.body, keys_after, snapshot.caps, had_entries)
-            row.base_text = snapshot.index
-        if row.base_checksum != snapshot.checksums.get(row.key, ""):
+            row.base_text = snapshot.index  # an edit since is merged, so no "edited" check
+        elif row.base_checksum != snapshot.checksums.get(row.key, ""):
             row.checks = [*row.checks, edited_check()]
     ProposalChange.objects.bulk_update(rows, ["checks", "base_text"])
     return proposal

@@ -53,6 +53,7 @@ from memapp.memdir.index import (
     index_size,
     is_linkable,
     merge_index,
+    over_caps_reason,
     parse_index_entries,
     with_index_entry,
     without_index_entry,
@@ -77,8 +78,10 @@ __all__ = [
     "do_apply_store_proposal",
     "do_rebase_store_change",
     "edited_check",
+    "index_text",
     "is_store_wide",
     "needs_tick",
+    "proposed_index",
     "review_store_proposal",
 ]
 
@@ -134,22 +137,42 @@ def default_selection(changes: Iterable[ProposalChange]) -> list[int]:
 
 
 def _after(store: Store, change: ProposalChange, before: bytes | None) -> str:
-    """The file as approving the change writes it: the index as proposed, a topic file with
-    its other frontmatter keys kept."""
+    """The file as approving the change writes it: the index as proposed (with what changed
+    in it since), a topic file with its other frontmatter keys kept."""
     if change.key == INDEX_KEY:
-        return change.body
+        return proposed_index(change, (before or b"").decode("utf-8", "replace"))
     return rendered_change(store, change, before)
 
 
-def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
+def index_text(store: Store) -> str:
+    """The store's MEMORY.md as it is on disk ("" when there is none)."""
+    return (file_on_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+
+
+def proposed_index(change: ProposalChange, index_now: str) -> str:
+    """The index an index change proposes, merged with what changed in the index since its run
+    read it (`index_now` is the index as it is): what the review shows and approving writes."""
+    if change.base_text is None:
+        return change.body
+    return merge_index(change.base_text, index_now, change.body)
+
+
+def _edit(store: Store, change: ProposalChange, edit: Mapping[str, str]) -> None:
     """A person's edit before approving: one-line fields kept on one line (blank keeps the
-    proposed value), the body (or the index) as typed, with Unix line endings."""
+    proposed value), the body (or the index) as typed, with Unix line endings. The index was
+    shown merged with what changed since the run: an edit of it is the whole index as the
+    person wants it, so nothing is merged into it again."""
     for name in EDITABLE:
         value = edit.get(name)
         if value is None:
             continue
         if name == "body":
             value = value.replace("\r\n", "\n")
+            if change.key == INDEX_KEY:
+                now = index_text(store)
+                if value == proposed_index(change, now).replace("\r\n", "\n"):
+                    continue  # sent back as shown
+                change.base_text = now
         else:
             value = " ".join(value.split())
             if not value:
@@ -208,10 +231,7 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
             for c in topic
             if c.action == ProposalChange.Action.CREATE
         }
-        proposed = index_change.body
-        if index_change.base_text is not None:  # what others added since is kept
-            proposed = merge_index(index_change.base_text, index_now, proposed)
-        index_after = fit_index(proposed, keys_after, created)
+        index_after = fit_index(proposed_index(index_change, index_now), keys_after, created)
     else:
         index_after = index_now
         for change in topic:
@@ -224,8 +244,21 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
     if index_after != index_now:
         outcome.files[INDEX_KEY] = index_after
     emptied = bool(parse_index_entries(index_now)) and not parse_index_entries(index_after)
-    outcome.risks = store_risks(len(existing), len(outcome.delete), emptied and bool(keys_after))
+    flags = get_flags(store.project)
+    caps = (flags["index_max_lines"], flags["index_max_bytes"])
+    over = "" if index_after == index_now else _over_caps(index_after, caps)
+    outcome.risks = store_risks(
+        len(existing), len(outcome.delete), emptied and bool(keys_after), over
+    )
     return outcome
+
+
+def _over_caps(text: str, caps: tuple[int, int]) -> str:
+    """The caps `text` is over, in the client's words ("" for none)."""
+    (lines, size), (max_lines, max_bytes) = index_size(text), caps
+    if lines <= max_lines and size <= max_bytes:
+        return ""
+    return over_caps_reason(lines, size, max_lines, max_bytes, lines > max_lines, size > max_bytes)
 
 
 # --- the review -------------------------------------------------------------------------------
@@ -415,12 +448,13 @@ def do_apply_store_proposal(
     never a change with a `bad` check, when `change_ids` is None), each with the person's
     `edits`, applied all together or not at all.
 
-    A change whose file changed since it was proposed makes this a conflict (those changes
-    marked, nothing written, the proposal still open). Raises ProposalClosed when already
-    decided, ValueError for a change id that is not one of its pending changes,
-    NeedsConfirmation when the selection is risky and `confirm` is false, StoreBusy when a
-    local agent holds the directory's lock, ApplyRefused when the write path refuses a file
-    (a secret, say) and ApplyFailed when writing failed halfway and was undone.
+    A change whose topic file changed since it was proposed makes this a conflict (those
+    changes marked, nothing written, the proposal still open); the index is merged instead.
+    Raises ProposalClosed when already decided, ValueError for a change id that is not one of
+    its pending changes, NeedsConfirmation when the selection is risky and `confirm` is
+    false, StoreBusy when a local agent holds the directory's lock, ApplyRefused when the
+    write path refuses a file (a secret, say) and ApplyFailed when writing failed halfway and
+    was undone.
     """
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
@@ -433,7 +467,7 @@ def do_apply_store_proposal(
     if not picked:
         raise ApplyRefused("tick the changes to approve")
     for change in picked:
-        _edit(change, (edits or {}).get(change.pk, {}))
+        _edit(store, change, (edits or {}).get(change.pk, {}))
     result = ApplyResult()
     conflicts = _conflicts(store, picked)
     if conflicts:
@@ -469,7 +503,7 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
         store = change.proposal.store
         flags = get_flags(store.project)
         keys = _topic_keys(store)
-        current = (file_on_disk(store, INDEX_KEY) or b"").decode("utf-8", "replace")
+        current = index_text(store)
         change.base_text = current
         change.checks = index_checks(
             change.body,

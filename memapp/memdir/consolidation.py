@@ -425,9 +425,12 @@ class Risk:
     message: str
 
 
-def store_risks(file_count: int, deleted: int, index_emptied: bool) -> list[Risk]:
-    """A proposal that deletes more than a quarter of a store's memories, or leaves its index
-    with no entries while memories remain, is never applied without an explicit tick."""
+def store_risks(
+    file_count: int, deleted: int, index_emptied: bool, index_over_caps: str = ""
+) -> list[Risk]:
+    """A proposal that deletes more than a quarter of a store's memories, leaves its index
+    with no entries while memories remain, or writes its index over a cap (`index_over_caps`:
+    which, in words) is never applied without an explicit tick."""
     risks = []
     if file_count and deleted / file_count > RISKY_DELETE_SHARE:
         share = round(100 * deleted / file_count)
@@ -440,6 +443,14 @@ def store_risks(file_count: int, deleted: int, index_emptied: bool) -> list[Risk
         )
     if index_emptied:
         risks.append(Risk("empties_index", "leaves MEMORY.md with no entries"))
+    if index_over_caps:
+        risks.append(
+            Risk(
+                "index_over_caps",
+                f"leaves MEMORY.md over its caps ({index_over_caps}), so agents would not see "
+                "its end",
+            )
+        )
     return risks
 
 

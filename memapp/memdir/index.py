@@ -384,7 +384,7 @@ def with_index_entry(text: str, filename: str, line: str) -> str:
         return _remove_lines(lines, set(duplicates))
     if not lines:
         return line + "\n"
-    ending = next((e for _, e in reversed(lines) if e), "\n")
+    ending = _file_ending(lines)
     last_content, last_ending = lines[-1]
     if last_ending:
         lines.append((line, ending))
@@ -428,30 +428,48 @@ def _by_identity(text: str) -> dict[tuple[str, str], str]:
 def merge_index(base: str, ours: str, theirs: str) -> str:
     """`theirs` (an index rewritten from `base`) with what changed in `ours` since `base`.
 
-    A three-way merge line by line, where an entry is matched by the file it links: what `ours`
-    added is appended (unless `theirs` has it too), what `ours` removed goes, and what `ours`
-    reworded is taken, except where `theirs` changed that same line (then `theirs` wins: it is
-    what the person approving reads). Nothing `ours` added is lost, and no conflict markers
-    are ever written. Returns `theirs` unchanged when `ours` is `base`.
+    A three-way merge line by line, where an entry is matched by the file it links and any
+    other line by its text: a line `ours` added is put after the line it follows in `ours` (at
+    the top when it follows none that is kept), unless `theirs` has it too; a line `ours`
+    removed goes; an entry `ours` reworded is taken, except where `theirs` changed that same
+    line (then `theirs` wins: it is what the person approving reads). The order is otherwise
+    `theirs`', with its line endings. Nothing `ours` added is lost and no conflict markers are
+    ever written. Returns `theirs` unchanged when `ours` is `base`.
     """
     if ours == base:
         return theirs
     before, now = _by_identity(base), _by_identity(ours)
-    lines, kept = [], set()
+    merged: list[tuple[tuple[str, str] | None, str, str]] = []  # (identity, content, ending)
     for content, ending in _split_lines(theirs):
         identity = _identity(content)
         if identity is not None and before.get(identity) == content:
             if identity not in now:
                 continue  # removed since, and this proposal did not rewrite it
             content = now[identity]
-        if identity is not None:
-            kept.add(identity)
-        lines.append((content, ending))
-    merged = _join_lines(lines)
-    for identity, content in now.items():
-        if identity not in before and identity not in kept:
-            merged += ("" if not merged or merged.endswith("\n") else "\n") + content + "\n"
-    return merged
+        merged.append((identity, content, ending))
+    ending = _file_ending(_split_lines(theirs))
+    final_newline = not merged or bool(merged[-1][2])
+    placed = {identity for identity, _, _ in merged if identity is not None}
+    follows: tuple[str, str] | None = None  # the last line of `ours` already in the merge
+    for content, _ in _split_lines(ours):
+        identity = _identity(content)
+        if identity is None:
+            continue
+        if identity not in before and identity not in placed:
+            at = next((i + 1 for i, line in enumerate(merged) if line[0] == follows), 0)
+            merged.insert(at, (identity, content, ending))
+            placed.add(identity)
+        if identity in placed:
+            follows = identity
+    lines = [(content, end or ending) for _, content, end in merged]
+    if lines and not final_newline:
+        lines[-1] = (lines[-1][0], "")
+    return _join_lines(lines)
+
+
+def _file_ending(lines: list[tuple[str, str]]) -> str:
+    """The line ending a file uses: its last one (`\n` when it has none)."""
+    return next((e for _, e in reversed(lines) if e), "\n")
 
 
 def without_index_entry(text: str, filename: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from django import forms
 
 from memapp.lifecycle.models import ProposalChange
-from memapp.lifecycle.store_changes import INDEX_KEY
+from memapp.lifecycle.store_changes import INDEX_KEY, proposed_index
 from memapp.web.lifecycle_forms import DecisionForm
 
 
@@ -19,9 +19,13 @@ class StoreDecisionForm(DecisionForm):
 
     confirm = forms.BooleanField(required=False)
 
-    def __init__(self, *args, pending: Sequence[ProposalChange] = (), **kwargs) -> None:
+    def __init__(
+        self, *args, pending: Sequence[ProposalChange] = (), index_now: str = "", **kwargs
+    ) -> None:
         super().__init__(*args, pending=pending, **kwargs)
         for change in self.pending:
             if change.key == INDEX_KEY:
                 del self.fields[f"name-{change.pk}"], self.fields[f"description-{change.pk}"]
-                self.fields[f"body-{change.pk}"].widget.attrs["rows"] = 16
+                body = self.fields[f"body-{change.pk}"]
+                body.widget.attrs["rows"] = 16
+                body.initial = proposed_index(change, index_now)  # as the review shows it

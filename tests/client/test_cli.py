@@ -115,8 +115,11 @@ def test_each_group_adds_the_commands_the_table_names_and_a_typo_lists_them_all(
         getattr(importlib.import_module(module), function)(commands)
         assert tuple(commands.choices) == names, entry
     unknown = machine_a.run("frobnicate").stderr
-    every = ", ".join(f"'{name}'" for names in COMMANDS.values() for name in names)
-    assert f"invalid choice: 'frobnicate' (choose from {every})" in unknown
+    assert "invalid choice" in unknown
+    listed = unknown.split("choose from", 1)[1]
+    for names in COMMANDS.values():
+        for name in names:
+            assert name in listed, name
 
 
 def test_a_usage_error_exits_2(machine_a):

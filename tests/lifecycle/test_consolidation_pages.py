@@ -177,3 +177,31 @@ def test_the_dashboard_shows_cap_usage_before_and_after_and_stale_memories(alice
     assert "<title>" in section  # the chart's bars say what they count
     others = browser(bob).get(reverse("dashboard")).content.decode()
     assert "216 / 200" not in others and "0 now" in others
+
+
+def test_the_second_proposal_shows_the_index_with_what_the_first_added(alice):
+    """After the distillation of a run is approved, its consolidation shows (in the index
+    diff and in the text to edit) the entry the distillation added; a person who removes it
+    from that text removes it."""
+    from memapp.lifecycle.store_changes import do_apply_store_proposal
+    from tests.lifecycle.conftest import distill_and_consolidate
+
+    store, proposals, created = distill_and_consolidate(alice)
+    do_apply_store_proposal(proposals["distillation"], alice)
+    consolidation = proposals["consolidation"]
+    index = consolidation.changes.get(key=INDEX_KEY)
+    client = browser(alice)
+    url = reverse("proposal", kwargs={"proposal_id": consolidation.pk})
+    page = html.unescape(client.get(url).content.decode())
+    textarea = page.split(f'name="body-{index.pk}"')[1].split("</textarea>")[0]
+    assert f"]({created})" in textarea and "gone.md" not in textarea
+    card = page.split(f'id="change-{index.pk}"')[1].split("</section>")[0]
+    assert card.count(f"]({created})") == 3  # now, proposed and the text: not shown as removed
+
+    kept = "".join(line for line in textarea.split(">", 1)[1].splitlines(keepends=True)
+                   if created not in line)  # fmt: skip
+    ticks = [c.pk for c in consolidation.changes.all()]
+    response = client.post(url, {"decision": "approve", "changes": ticks, f"body-{index.pk}": kept})
+    assert response.status_code == 302
+    text = (Path(store.path) / INDEX_KEY).read_text()
+    assert created not in text and "project_freeze.md" in text

@@ -25,11 +25,12 @@ from memapp.lifecycle.store_changes import (
     do_rebase_store_change,
 )
 from memapp.memdir.consolidate_lock import LOCK_NAME
+from memapp.memdir.index import parse_index_entries
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
 from tests.api.conftest import api_client
 from tests.conftest import write_memory
-from tests.lifecycle.conftest import PROJECT, consolidate_now
+from tests.lifecycle.conftest import PROJECT, consolidate_now, distill_and_consolidate
 from tests.memdir.test_secret_rules import fake_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task worker commits
@@ -332,30 +333,8 @@ def test_a_memory_no_index_line_can_name_is_updated_and_stays_out_of_the_index(a
 def test_both_proposals_of_one_run_apply_and_the_index_keeps_what_each_added(alice, first):
     """Distillation and consolidation each propose the whole index from what the run read;
     the one approved second merges what the first changed since, in either order."""
-    from memapp.memdir.daily_logs import append_to_log
-    from memapp.memdir.index import parse_index_entries
-
-    store = resolve_store(alice, PROJECT, "private")
+    store, proposals, created = distill_and_consolidate(alice)
     root = Path(store.path)
-    write_memory(
-        root,
-        "project_freeze.md",
-        "Code freeze",
-        "Code freeze starts next Tuesday",
-        "project",
-        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
-    )
-    with (root / "MEMORY.md").open("a") as index:
-        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
-    append_to_log(
-        root,
-        "logs/2026/03/2026-03-05.md",
-        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
-    )
-    consolidate_now(store, alice)
-    proposals = {p.kind: p for p in Proposal.objects.all()}
-    assert set(proposals) == {"distillation", "consolidation"}
-    created = proposals["distillation"].changes.get(action="create").key
     second = "consolidation" if first == "distillation" else "distillation"
 
     assert do_apply_store_proposal(proposals[first], alice).conflicts == []
@@ -368,3 +347,19 @@ def test_both_proposals_of_one_run_apply_and_the_index_keeps_what_each_added(ali
     linked = [entry.path for entry in parse_index_entries((root / "MEMORY.md").read_text())]
     assert sorted(linked) == sorted(["project_freeze.md", created])
     assert "next Tuesday" not in (root / "project_freeze.md").read_text()
+
+
+def test_a_merge_that_puts_the_index_over_its_caps_needs_the_tick(alice):
+    from memapp.stores.flags import set_flag
+
+    store, proposals, created = distill_and_consolidate(alice)
+    do_apply_store_proposal(proposals["distillation"], alice)
+    set_flag("index_max_lines", 1, user=alice)  # the merged index has 2 entries
+    before = disk(store)
+
+    with pytest.raises(NeedsConfirmation, match=r"over its caps \(2 lines \(limit: 1\)\)"):
+        do_apply_store_proposal(proposals["consolidation"], alice)
+
+    assert disk(store) == before
+    do_apply_store_proposal(proposals["consolidation"], alice, confirm=True)
+    assert created in (Path(store.path) / "MEMORY.md").read_text()

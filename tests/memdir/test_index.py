@@ -641,7 +641,9 @@ C = "- [C](c.md) — third\n"
     ("base", "ours", "theirs", "merged"),
     [
         pytest.param(A + B, A + B, B, B, id="nothing changed since: theirs as it is"),
-        pytest.param(A, A + C, A + B, A + B + C, id="an entry added since is appended"),
+        pytest.param(A, A + C, A + B, A + C + B, id="an entry added since follows its line"),
+        pytest.param(A + B, A + B + C, B + A, B + C + A, id="after the line it follows, moved"),
+        pytest.param(A, C + A, "# Top\n" + A, C + "# Top\n" + A, id="added at the top: at the top"),
         pytest.param(A + B, A, A + B + C, A + C, id="an entry removed since goes"),
         pytest.param(
             A + B,
@@ -666,7 +668,14 @@ C = "- [C](c.md) — third\n"
         ),
         pytest.param(A, A + C, C, C, id="added on both sides: once"),
         pytest.param(
-            A, "# Notes\n" + A, A + B, A + B + "# Notes\n", id="a heading added since is kept"
+            A, A + "# Notes\n" + C, A + B, A + "# Notes\n" + C + B, id="a heading added since"
+        ),
+        pytest.param(
+            A.replace("\n", "\r\n"),
+            A + C,
+            (A + B).replace("\n", "\r\n"),
+            (A + C + B).replace("\n", "\r\n"),
+            id="theirs' line endings",
         ),
         pytest.param(A, A + "\n\n", A + B, A + B, id="blank lines are no change"),
         pytest.param("", C, "", C, id="an index started since"),
@@ -674,9 +683,10 @@ C = "- [C](c.md) — third\n"
             A,
             A + C,
             "- [B](b.md) — no newline",
-            "- [B](b.md) — no newline\n" + C,
-            id="appended after a last line without a newline",
+            C + "- [B](b.md) — no newline",
+            id="following a line theirs dropped: at the top",
         ),
+        pytest.param(A, A + C, A.rstrip("\n"), A + C.rstrip("\n"), id="no final newline stays so"),
     ],
 )
 def test_merge_index(base, ours, theirs, merged):

@@ -20,6 +20,7 @@ from memapp.lifecycle.store_changes import (
     NeedsConfirmation,
     default_selection,
     do_apply_store_proposal,
+    index_text,
     review_store_proposal,
 )
 from memapp.memdir.daily_logs import log_day
@@ -119,10 +120,11 @@ def store_proposal_detail(request: HttpRequest, proposal: Proposal) -> HttpRespo
     """The whole-store review of a consolidation or distillation proposal."""
     pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
     ticked = [str(pk) for pk in default_selection(pending)]
-    form = StoreDecisionForm(pending=pending, initial={"changes": ticked})
+    index_now = index_text(proposal.store)
+    form = StoreDecisionForm(pending=pending, index_now=index_now, initial={"changes": ticked})
     selected = None
     if request.method == "POST":
-        form = StoreDecisionForm(request.POST, pending=pending)
+        form = StoreDecisionForm(request.POST, pending=pending, index_now=index_now)
         if _decide(request, proposal, form):
             return redirect("proposal", proposal_id=proposal.pk)
         selected = [int(pk) for pk in form["changes"].value() or [] if str(pk).isdigit()]
