@@ -131,6 +131,7 @@ def test_the_dashboard_draws_a_month_of_memory_work(live_server, page, screensho
 def test_the_events_page_filters_as_you_choose(live_server, page, screenshot, month):
     page.set_viewport_size({"width": 1280, "height": 900})
     log_in(page, live_server)
+    page.click("nav summary:has-text('More')")
     page.click("nav >> text=Events")
     assert page.locator("table.events tbody tr").count() == 50
     screenshot("events-01-all")

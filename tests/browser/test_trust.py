@@ -141,6 +141,7 @@ def test_search_ranks_like_recall_and_marks_the_words(live_server, page, both, p
 
 def test_what_would_my_agent_recall(live_server, page, both, private_dir, alice):
     log_in(page, live_server)
+    page.click("nav summary:has-text('More')")
     page.click("nav a:has-text('Try recall')")
     page.fill("#id_query", "the CI is flaky again, what do we know?")
     page.fill("#id_tools", "Bash")
