@@ -203,7 +203,12 @@ def _topic_keys(store: Store) -> set[str]:
     return {found.key for found in walk_store(store.path, store.exclude, indexes=False)}
 
 
-def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
+def _caps(store: Store) -> tuple[int, int]:
+    flags = get_flags(store.project)
+    return flags["index_max_lines"], flags["index_max_bytes"]
+
+
+def _outcome(store: Store, selected: list[ProposalChange], caps: tuple[int, int]) -> Outcome:
     existing = _topic_keys(store)
     index_bytes = file_on_disk(store, INDEX_KEY)
     index_now = (index_bytes or b"").decode("utf-8", "replace")
@@ -244,8 +249,6 @@ def _outcome(store: Store, selected: list[ProposalChange]) -> Outcome:
     if index_after != index_now:
         outcome.files[INDEX_KEY] = index_after
     emptied = bool(parse_index_entries(index_now)) and not parse_index_entries(index_after)
-    flags = get_flags(store.project)
-    caps = (flags["index_max_lines"], flags["index_max_bytes"])
     over = "" if index_after == index_now else _over_caps(index_after, caps)
     outcome.risks = store_risks(
         len(existing), len(outcome.delete), emptied and bool(keys_after), over
@@ -324,9 +327,8 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
     changes = list(proposal.changes.all())
     chosen = default_selection(changes) if selected is None else [int(pk) for pk in selected]
     picked = [c for c in changes if c.pk in chosen and c.status == ProposalChange.Status.PENDING]
-    outcome = _outcome(store, picked)
-    flags = get_flags(store.project)
-    caps = (flags["index_max_lines"], flags["index_max_bytes"])
+    caps = _caps(store)
+    outcome = _outcome(store, picked, caps)
     views = []
     for change in changes:
         before = file_on_disk(store, change.key)
@@ -476,7 +478,7 @@ def do_apply_store_proposal(
                 change.save()
         result.conflicts = [c.key for c in conflicts]
         return result
-    outcome = _outcome(store, picked)
+    outcome = _outcome(store, picked, _caps(store))
     if outcome.problems:
         raise ApplyRefused("; ".join(outcome.problems.values()))
     if outcome.risks and not confirm:
@@ -501,15 +503,10 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
     change = do_rebase_change(change)
     if change.key == INDEX_KEY:
         store = change.proposal.store
-        flags = get_flags(store.project)
-        keys = _topic_keys(store)
         current = index_text(store)
         change.base_text = current
         change.checks = index_checks(
-            change.body,
-            keys,
-            (flags["index_max_lines"], flags["index_max_bytes"]),
-            bool(parse_index_entries(current)),
+            change.body, _topic_keys(store), _caps(store), bool(parse_index_entries(current))
         )
         change.save(update_fields=["checks", "base_text"])
     return change
