@@ -17,11 +17,11 @@ from memapp.api.consolidation import apply_store_proposal
 from memapp.api.errors import ApiError
 from memapp.lifecycle.access import get_agent_session_for_user, get_proposal_for_user
 from memapp.lifecycle.extraction import wants_extraction
-from memapp.lifecycle.models import Proposal
+from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import ProposalClosed, do_apply_proposal, do_reject_proposal
 from memapp.lifecycle.search import Hit, search_past_context
 from memapp.lifecycle.sessions import SESSION_ID_RE, do_forget_session, do_ingest_entries
-from memapp.lifecycle.store_changes import is_store_wide
+from memapp.lifecycle.store_changes import INDEX_KEY, index_text, is_store_wide, proposed_index
 from memapp.lifecycle.tasks import request_extraction
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store
@@ -97,6 +97,8 @@ def session_detail(request: Request, session_id: str) -> Response:
 
 def proposal_data(proposal: Proposal) -> dict:
     store = proposal.store
+    changes = list(proposal.changes.all())
+    index_now = index_text(store) if any(c.key == INDEX_KEY for c in changes) else ""
     return {
         "id": proposal.pk,
         "kind": proposal.kind,
@@ -114,13 +116,15 @@ def proposal_data(proposal: Proposal) -> dict:
                 "name": change.name,
                 "description": change.description,
                 "type": change.type or None,
-                "body": change.body,
+                "body": proposed_index(change, index_now)
+                if change.key == INDEX_KEY and change.status == ProposalChange.Status.PENDING
+                else change.body,
                 "reason": change.reason,
                 "status": change.status,
                 "checks": change.checks,
                 "message": change.message,
             }
-            for change in proposal.changes.all()
+            for change in changes
         ],
         "dropped": proposal.dropped,
     }

@@ -446,7 +446,10 @@ class ProposalChangeSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     type = serializers.CharField(allow_null=True)
-    body = serializers.CharField()
+    body = serializers.CharField(
+        help_text="The proposed body; for a pending MEMORY.md, the proposed index merged with "
+        "what changed in it since the run read it, as approving would write it."
+    )
     reason = serializers.CharField()
     status = serializers.CharField()
     checks = serializers.JSONField()

@@ -349,6 +349,22 @@ def test_both_proposals_of_one_run_apply_and_the_index_keeps_what_each_added(ali
     assert "next Tuesday" not in (root / "project_freeze.md").read_text()
 
 
+def test_the_api_shows_the_pending_index_as_approving_would_write_it(alice):
+    store, proposals, created = distill_and_consolidate(alice)
+    api = api_client(alice)
+    url = "/api/v1/proposals?status=pending"
+    index = next(c for p in api.get(url).json()["proposals"] if p["kind"] == "consolidation"
+                 for c in p["changes"] if c["file"] == "MEMORY.md")  # fmt: skip
+    assert created not in index["body"]
+    do_apply_store_proposal(proposals["distillation"], alice)
+
+    index = next(c for p in api.get(url).json()["proposals"] for c in p["changes"]
+                 if c["file"] == "MEMORY.md")  # fmt: skip
+    assert f"]({created})" in index["body"] and "gone.md" not in index["body"]
+    do_apply_store_proposal(proposals["consolidation"], alice)
+    assert (Path(store.path) / "MEMORY.md").read_text() == index["body"]
+
+
 def test_a_merge_that_puts_the_index_over_its_caps_needs_the_tick(alice):
     from memapp.stores.flags import set_flag
 
