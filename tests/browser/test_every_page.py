@@ -183,26 +183,11 @@ def lifecycle_history(alice) -> None:
 def consolidation_history(alice) -> None:
     """Daily-log entries, a project memory with a relative date and a dangling index entry,
     then "Consolidate now": a distillation and a consolidation proposal to review."""
-    from memapp.memdir.daily_logs import append_to_log
     from tests.lifecycle.conftest import consolidate_now
+    from tests.lifecycle.untidy import plant_distillation_and_consolidation
 
     store = Store.objects.get(kind="private")
-    root = Path(store.path)
-    write_memory(
-        root,
-        "project_freeze.md",
-        "Code freeze",
-        "Code freeze starts next Tuesday",
-        "project",
-        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
-    )
-    with (root / "MEMORY.md").open("a") as index:
-        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
-    append_to_log(
-        root,
-        "logs/2026/03/2026-03-05.md",
-        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
-    )
+    plant_distillation_and_consolidation(Path(store.path))
     consolidate_now(store, alice)
 
 

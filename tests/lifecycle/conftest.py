@@ -54,33 +54,17 @@ def consolidate_now(store, user):
 
 
 def distill_and_consolidate(user):
-    """A daily-log entry, a project memory with a relative date and a dangling index entry in
-    `user`'s private store, then one run: its store, its two proposals by kind (distillation,
-    consolidation), each rewriting the index, and the file the distillation creates."""
+    """One run over `user`'s private store planted with what makes both proposals: its store,
+    its two proposals by kind (distillation, consolidation), each rewriting the index, and the
+    file the distillation creates."""
     from pathlib import Path
 
     from memapp.lifecycle.models import Proposal
-    from memapp.memdir.daily_logs import append_to_log
     from memapp.stores.projects import resolve_store
-    from tests.conftest import write_memory
+    from tests.lifecycle.untidy import plant_distillation_and_consolidation
 
     store = resolve_store(user, PROJECT, "private")
-    root = Path(store.path)
-    write_memory(
-        root,
-        "project_freeze.md",
-        "Code freeze",
-        "Code freeze starts next Tuesday",
-        "project",
-        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
-    )
-    with (root / "MEMORY.md").open("a") as index:
-        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
-    append_to_log(
-        root,
-        "logs/2026/03/2026-03-05.md",
-        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
-    )
+    plant_distillation_and_consolidation(Path(store.path))
     consolidate_now(store, user)
     proposals = {p.kind: p for p in Proposal.objects.filter(store=store)}
     assert set(proposals) == {"distillation", "consolidation"}

@@ -93,3 +93,25 @@ def index_problems(root: Path, max_lines: int = 200, max_bytes: int = 25_000) ->
         "doubled": sorted({p for p in paths if paths.count(p) > 1}),
         "relative_dates": dated + (["MEMORY.md"] if relative_dates(text) else []),
     }
+
+
+def plant_distillation_and_consolidation(root: Path) -> None:
+    """A daily-log entry, a project memory with a relative date and a dangling index entry:
+    what makes one run propose both a distillation and a consolidation."""
+    from memapp.memdir.daily_logs import append_to_log
+
+    write_memory(
+        root,
+        "project_freeze.md",
+        "Code freeze",
+        "Code freeze starts next Tuesday",
+        "project",
+        "Freeze from next Tuesday.\n\n**Why:** the release.\n**How to apply:** no merges.\n",
+    )
+    with (root / "MEMORY.md").open("a") as index:
+        index.write("- [Gone](gone.md) — a memory deleted long ago\n")
+    append_to_log(
+        root,
+        "logs/2026/03/2026-03-05.md",
+        ["- 09:05 [project] Staging moves to staging-2.example.com. Why: the old one is retired."],
+    )
