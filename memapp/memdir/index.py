@@ -456,7 +456,9 @@ def merge_index(base: str, ours: str, theirs: str) -> str:
         if identity is None:
             continue
         if identity not in before and identity not in placed:
-            at = next((i + 1 for i, line in enumerate(merged) if line[0] == follows), 0)
+            at = 0  # following nothing kept: at the top (a blank line's identity is None too)
+            if follows is not None:
+                at = next(i + 1 for i, line in enumerate(merged) if line[0] == follows)
             merged.insert(at, (identity, content, ending))
             placed.add(identity)
         if identity in placed:

@@ -686,6 +686,9 @@ C = "- [C](c.md) — third\n"
             C + "- [B](b.md) — no newline",
             id="following a line theirs dropped: at the top",
         ),
+        pytest.param(
+            A, C + A, "# Top\n\n" + A, C + "# Top\n\n" + A, id="at the top, above blank lines"
+        ),
         pytest.param(A, A + C, A.rstrip("\n"), A + C.rstrip("\n"), id="no final newline stays so"),
     ],
 )
