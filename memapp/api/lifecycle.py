@@ -140,7 +140,7 @@ def proposal_data(proposal: Proposal) -> dict:
 @api_view(["GET"])
 def proposal_list(request: Request) -> Response:
     """The caller's proposals, newest first (only pending ones with `?status=pending`)."""
-    proposals = Proposal.objects.for_owner(request.user).select_related("store__project")
+    proposals = Proposal.objects.visible_to(request.user).select_related("store__project")
     wanted = request.query_params.get("status")
     if wanted:
         if wanted not in Proposal.Status.values:

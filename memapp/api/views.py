@@ -33,7 +33,7 @@ from memapp.stores.actions import (
     store_file_path,
 )
 from memapp.stores.models import Store, Via
-from memapp.stores.projects import resolve_store
+from memapp.stores.projects import find_project, resolve_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
@@ -303,10 +303,30 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _reading_store(user, data) -> Store:
+    """The user's private store of the project a prompt or recall is about. Reading makes one
+    only in a project the user belongs to (or a new one): a non-member's recall leaves no store
+    behind in someone else's project, and gets a 404 unless they kept one from before."""
+    project = find_project(data["project"]) or (
+        find_project(data["project_dirname"]) if data["project_dirname"] else None
+    )
+    member = project is None or project.members.filter(pk=user.pk).exists()
+    try:
+        return resolve_store(
+            user, data["project"], "private", alias=data["project_dirname"], create=member
+        )
+    except Http404:
+        if member:
+            raise
+        raise ApiError(
+            404, "not_a_member", "You are not a member of this project: ask an admin to add you."
+        ) from None
+
+
 def _memory_store(user, data) -> Store:
     """The store a prompt or recall is about: the agent's own when `agent_type` is given (404
     when memhub has none of it), else the user's private store of the project."""
-    private = resolve_store(user, data["project"], "private", alias=data["project_dirname"])
+    private = _reading_store(user, data)
     if not data["agent_type"]:
         return private
     store = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
@@ -366,7 +386,7 @@ def recall(request: Request) -> Response:
     With `agent_type`, from the agent's own memory (from the project's when memhub has none of
     that agent)."""
     data = _validated(s.RecallSerializer, request.data)
-    private = resolve_store(request.user, data["project"], "private", alias=data["project_dirname"])
+    private = _reading_store(request.user, data)
     store = private
     if data["agent_type"]:
         agent = agent_store_for(

@@ -113,12 +113,13 @@ def _transcripts_since(store: Store, since: datetime.datetime | None) -> set[str
 
 
 def session_scope(store: Store) -> Q:
-    """The sessions that touch a store: its owner's in it (private), the project's (team), the
-    owner's anywhere (an agent's memory serves every project)."""
+    """The sessions that touch a store: its owner's in it (private), the project's members'
+    (team: a non-member's sessions never move its gates), the owner's anywhere (an agent's
+    memory serves every project)."""
     if store.kind == Store.Kind.PRIVATE:
         return Q(store=store)
     if store.kind == Store.Kind.TEAM:
-        return Q(project_id=store.project_id)
+        return Q(project_id=store.project_id, owner__memhub_projects=store.project_id)
     return Q(owner_id=store.owner_id)
 
 

@@ -10,6 +10,16 @@ from django.utils import timezone
 from memapp.stores.models import Project, Store
 
 
+class SessionQuerySet(models.QuerySet):
+    def visible_to(self, user) -> SessionQuerySet:
+        """A session is its owner's alone, while they may still see the store it feeds
+        (docs/design.md §21): decided on every request, never remembered."""
+        if not user.is_authenticated:
+            return self.none()
+        stores = Store.objects.visible_to(user).values("pk")
+        return self.filter(models.Q(store__isnull=True) | models.Q(store__in=stores), owner=user)
+
+
 class Session(models.Model):
     """One agent session of one person, as its transcript reached memhub.
 
@@ -49,6 +59,8 @@ class Session(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     last_entry_at = models.DateTimeField(default=timezone.now, db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -151,11 +163,13 @@ class ExtractionRun(Run):
 
 
 class ProposalQuerySet(models.QuerySet):
-    def for_owner(self, user) -> ProposalQuerySet:
-        """Proposals are shown to the person whose sessions they came from, and nobody else."""
+    def visible_to(self, user) -> ProposalQuerySet:
+        """Proposals are shown to the person whose sessions they came from, and nobody else,
+        and only while that person may see the store they change: a member taken out of a
+        project no longer reaches the proposals they started on its team store."""
         if not user.is_authenticated:
             return self.none()
-        return self.filter(owner=user)
+        return self.filter(owner=user, store__in=Store.objects.visible_to(user).values("pk"))
 
 
 class Proposal(models.Model):

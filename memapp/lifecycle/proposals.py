@@ -338,4 +338,4 @@ def do_rebase_change(change: ProposalChange) -> ProposalChange:
 
 def pending_count(user) -> int:
     """Proposals waiting for `user`'s review."""
-    return Proposal.objects.for_owner(user).filter(status=Proposal.Status.PENDING).count()
+    return Proposal.objects.visible_to(user).filter(status=Proposal.Status.PENDING).count()

@@ -76,7 +76,7 @@ def consolidation_status(store: Store, user) -> ConsolidationStatus:
         active=runs.filter(status__in=ACTIVE).first(),
         latest=runs.exclude(status__in=ACTIVE).first(),
         pending=list(
-            Proposal.objects.for_owner(user).filter(
+            Proposal.objects.visible_to(user).filter(
                 store=store,
                 status=Proposal.Status.PENDING,
                 kind__in=[Proposal.Kind.CONSOLIDATION, Proposal.Kind.DISTILLATION],

@@ -249,10 +249,11 @@ class FlagValue(models.Model):
 
 
 # Events that are never about one person's store: shown to everyone signed in when site-wide,
-# else to the project's members (and staff). Every other kind is about a store or a person, so
-# it is shown by the store's visibility, or only to the person who caused it once the store is
-# gone (a deleted private store must not turn its events public). Recall counts are also shown
-# to staff: they hold no memory content.
+# else to the project's members. Every other kind is about a store or a person, so it is shown
+# by the store's visibility (a team store's events to its members only, staff included), or
+# only to the person who caused it once the store is gone (a deleted private store must not
+# turn its events public). Store-less recall counts are also shown to staff: they hold no
+# memory content.
 OPEN_EVENT_KINDS = (
     "flag_changed",
     "sync_pull",
@@ -264,21 +265,18 @@ OPEN_EVENT_KINDS = (
 
 class EventQuerySet(models.QuerySet):
     def visible_to(self, user) -> EventQuerySet:
-        """Events `user` may see; private stores' events only to their owner, staff included.
+        """Events `user` may see, by their current access to the event's store or project
+        (docs/design.md §12): staff who are not members see none of a project's team events.
 
         Subqueries rather than joins, so each event appears once and counts stay right.
         """
         if not user.is_authenticated:
             return self.none()
         stores = Store.objects.visible_to(user).values("pk")
-        site_wide = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
-        if user.is_staff:
-            seen = Q(store__in=stores) | Q(store__kind=Store.Kind.TEAM)
-            seen |= site_wide | Q(store__isnull=True, kind="recall")
-        else:
-            projects = Project.objects.filter(members=user).values("pk")
-            seen = Q(store__in=stores)
-            seen |= site_wide & (Q(project__isnull=True) | Q(project__in=projects))
+        projects = Project.objects.filter(members=user).values("pk")
+        kinds = (*OPEN_EVENT_KINDS, "recall") if user.is_staff else OPEN_EVENT_KINDS
+        site_wide = Q(store__isnull=True, kind__in=kinds)
+        seen = Q(store__in=stores) | site_wide & (Q(project__isnull=True) | Q(project__in=projects))
         return self.filter(seen | Q(store__isnull=True, user=user))
 
 

@@ -2,9 +2,11 @@
 consolidation card and the Proposals page's list of runs."""
 
 from django import template
+from django.db.models import Q
 
 from memapp.lifecycle.models import ConsolidationRun
 from memapp.lifecycle.status import consolidation_status
+from memapp.stores.models import Store
 
 register = template.Library()
 
@@ -25,8 +27,8 @@ def consolidation_panel(context, store) -> dict:
 def consolidation_runs(context) -> dict:
     """The runs of the stores whose proposals the person reviews, newest first."""
     user = context["request"].user
-    runs = ConsolidationRun.objects.filter(owner=user) | ConsolidationRun.objects.filter(
-        requested_by=user
+    runs = ConsolidationRun.objects.filter(
+        Q(owner=user) | Q(requested_by=user), store__in=Store.objects.visible_to(user).values("pk")
     )
-    runs = runs.distinct().select_related("store__project").prefetch_related("proposals")
+    runs = runs.select_related("store__project").prefetch_related("proposals")
     return {"runs": runs[:RECENT]}

@@ -28,6 +28,7 @@ from memapp.lifecycle.proposals import (
 from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session
 from memapp.lifecycle.store_changes import do_rebase_store_change, is_store_wide
+from memapp.stores.models import Store
 from memapp.web.lifecycle_forms import DecisionForm
 from memapp.web.views.consolidation import store_proposal_detail
 
@@ -37,8 +38,10 @@ PAGE_SIZE = 50
 
 @login_required
 def proposal_list(request: HttpRequest) -> HttpResponse:
-    proposals = Proposal.objects.for_owner(request.user).select_related("store__project")
-    runs = ExtractionRun.objects.filter(owner=request.user).select_related("store__project")
+    proposals = Proposal.objects.visible_to(request.user).select_related("store__project")
+    runs = ExtractionRun.objects.filter(
+        owner=request.user, store__in=Store.objects.visible_to(request.user).values("pk")
+    ).select_related("store__project")
     context = {
         "pending": proposals.filter(status=Proposal.Status.PENDING).prefetch_related("changes"),
         "decided": proposals.exclude(status=Proposal.Status.PENDING).select_related("decided_by")[
@@ -133,7 +136,7 @@ def change_rebase(request: HttpRequest, change_id: int) -> HttpResponse:
 
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
-    sessions = Session.objects.filter(owner=request.user).select_related("project")
+    sessions = Session.objects.visible_to(request.user).select_related("project")
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": page, "retention_days": settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS}
     return render(request, "lifecycle/sessions.html", context)
@@ -147,7 +150,7 @@ def session_detail(request: HttpRequest, session_pk: int) -> HttpResponse:
         "session": session,
         "entries": entries,
         "unchecked": session.entries.filter(gate_checked=False).count(),
-        "proposals": Proposal.objects.for_owner(request.user).filter(sessions=session),
+        "proposals": Proposal.objects.visible_to(request.user).filter(sessions=session),
     }
     return render(request, "lifecycle/session.html", context)
 

@@ -50,7 +50,8 @@ def _blocked_files(stores: list[Store]) -> list[BlockedFile]:
 def sync_status(request: HttpRequest) -> HttpResponse:
     stores = list(_team_stores(request.user))
     events = (
-        Event.objects.filter(kind__in=SYNC_EVENTS)
+        Event.objects.visible_to(request.user)
+        .filter(kind__in=SYNC_EVENTS)
         .filter(Q(store__in=stores) | Q(store__isnull=True))
         .select_related("store__project", "user")
     )
