@@ -11,7 +11,9 @@ from memapp.lifecycle.models import Proposal, ProposalChange, Session
 
 def get_session_for_user(user, session_pk: int) -> Session:
     try:
-        return Session.objects.visible_to(user).select_related("project", "store").get(pk=session_pk)
+        return (
+            Session.objects.visible_to(user).select_related("project", "store").get(pk=session_pk)
+        )
     except Session.DoesNotExist:
         raise Http404("No such session.") from None
 
@@ -26,7 +28,9 @@ def get_agent_session_for_user(user, session_id: str) -> Session:
 
 def get_proposal_for_user(user, proposal_pk: int) -> Proposal:
     try:
-        return Proposal.objects.visible_to(user).select_related("store__project").get(pk=proposal_pk)
+        return (
+            Proposal.objects.visible_to(user).select_related("store__project").get(pk=proposal_pk)
+        )
     except Proposal.DoesNotExist:
         raise Http404("No such proposal.") from None
 
