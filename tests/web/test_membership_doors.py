@@ -18,9 +18,9 @@ from memapp.stores.events import record_event
 from memapp.stores.members import do_remove_member
 from memapp.stores.models import Event, MemoryVersion, Store
 from memapp.stores.projects import resolve_store
+from teamsync.models import TeamConflict
 from tests.api.conftest import api_client
 from tests.conftest import write_memory
-from teamsync.models import TeamConflict
 
 pytestmark = pytest.mark.django_db
 
