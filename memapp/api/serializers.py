@@ -313,7 +313,8 @@ class RecallResultSerializer(serializers.Serializer):
     fallback_reason = serializers.CharField(
         allow_null=True,
         help_text="Why the model's picks were not used: its error, or `pending: …` when it had "
-        "not answered within `wait_ms`.",
+        "not answered within `wait_ms`; or why nothing could be recalled (the caller is not a "
+        "member of the project).",
     )
 
 

@@ -303,10 +303,10 @@ def forget(request: Request) -> Response:
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def _reading_store(user, data) -> Store:
+def _reading_store(user, data) -> Store | None:
     """The user's private store of the project a prompt or recall is about. Reading makes one
     only in a project the user belongs to (or a new one): a non-member's recall leaves no store
-    behind in someone else's project, and gets a 404 unless they kept one from before."""
+    behind in someone else's project. None: a non-member who kept no store from before."""
     project = find_project(data["project"]) or (
         find_project(data["project_dirname"]) if data["project_dirname"] else None
     )
@@ -318,15 +318,18 @@ def _reading_store(user, data) -> Store:
     except Http404:
         if member:
             raise
-        raise ApiError(
-            404, "not_a_member", "You are not a member of this project: ask an admin to add you."
-        ) from None
+        return None
+
+
+NOT_A_MEMBER = "You are not a member of this project: ask an admin to add you."
 
 
 def _memory_store(user, data) -> Store:
     """The store a prompt or recall is about: the agent's own when `agent_type` is given (404
     when memhub has none of it), else the user's private store of the project."""
     private = _reading_store(user, data)
+    if private is None:
+        raise ApiError(404, "not_a_member", NOT_A_MEMBER)
     if not data["agent_type"]:
         return private
     store = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
@@ -387,6 +390,10 @@ def recall(request: Request) -> Response:
     that agent)."""
     data = _validated(s.RecallSerializer, request.data)
     private = _reading_store(request.user, data)
+    if private is None:  # hooks expect an answer: nothing to recall, and why
+        return Response(
+            {"memories": [], "rendered": "", "selector": "offline", "fallback_reason": NOT_A_MEMBER}
+        )
     store = private
     if data["agent_type"]:
         agent = agent_store_for(

@@ -252,8 +252,8 @@ class FlagValue(models.Model):
 # else to the project's members. Every other kind is about a store or a person, so it is shown
 # by the store's visibility (a team store's events to its members only, staff included), or
 # only to the person who caused it once the store is gone (a deleted private store must not
-# turn its events public). Store-less recall counts are also shown to staff: they hold no
-# memory content.
+# turn its events public). Store-less recall counts are also shown to staff, members or not:
+# they hold no path, no author and no content.
 OPEN_EVENT_KINDS = (
     "flag_changed",
     "sync_pull",
@@ -274,9 +274,12 @@ class EventQuerySet(models.QuerySet):
             return self.none()
         stores = Store.objects.visible_to(user).values("pk")
         projects = Project.objects.filter(members=user).values("pk")
-        kinds = (*OPEN_EVENT_KINDS, "recall") if user.is_staff else OPEN_EVENT_KINDS
-        site_wide = Q(store__isnull=True, kind__in=kinds)
-        seen = Q(store__in=stores) | site_wide & (Q(project__isnull=True) | Q(project__in=projects))
+        open_kinds = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
+        seen = Q(store__in=stores) | open_kinds & (
+            Q(project__isnull=True) | Q(project__in=projects)
+        )
+        if user.is_staff:
+            seen |= Q(store__isnull=True, kind="recall")
         return self.filter(seen | Q(store__isnull=True, user=user))
 
 

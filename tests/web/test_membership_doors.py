@@ -16,6 +16,7 @@ from memapp.lifecycle.models import Proposal, ProposalChange, Session
 from memapp.stores.actions import do_forget_memory
 from memapp.stores.events import record_event
 from memapp.stores.members import do_remove_member
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, MemoryVersion, Store
 from memapp.stores.projects import resolve_store
 from teamsync.models import TeamConflict
@@ -315,9 +316,8 @@ def test_a_non_member_recalling_gets_no_store_in_the_project(team, charlie):
     """Charlie belongs to nothing: his recall and prompt say so and create nothing."""
     api = api_client(charlie)
     recall = {"project": "acme/app", "query": "release freeze"}
-    answer = api.post("/api/v1/recall", recall, format="json")
-    assert answer.status_code == 404
-    assert answer.json()["error"]["code"] == "not_a_member"
+    answer = api.post("/api/v1/recall", recall, format="json").json()
+    assert answer["memories"] == [] and "not a member" in answer["fallback_reason"]
     assert api.get("/api/v1/prompt?project=acme/app").status_code == 404
     assert not Store.objects.filter(owner=charlie).exists()
 
@@ -328,3 +328,15 @@ def test_a_non_members_sessions_do_not_move_the_team_gates(team, charlie):
     Session.objects.create(owner=charlie, project=team.project, session_id="s-charlie")
     assert "s-bob" in sessions_since(team.store, None)
     assert "s-charlie" not in sessions_since(team.store, None)
+
+
+def test_a_removed_member_shares_nothing_with_the_team(client, team, bob):
+    private = Store.objects.get(owner=bob, kind=Store.Kind.PRIVATE)
+    write_memory(Path(private.path), "project_mine.md", "Mine", "Bob's own note", "project")
+    rescan_store(private)
+    client.force_login(bob)
+    remove_bob(team, bob)
+    before = team_state(team)
+    response = client.post(reverse("memory_share", args=[private.pk, "project_mine.md"]))
+    assert response.status_code == 302
+    assert team_state(team) == before
