@@ -302,14 +302,20 @@ def test_a_removed_member_no_longer_lists_the_team_through_the_api(team, bob):
 
     for name, (url, part) in lists.items():
         assert part.rstrip(",") in shown(url), name
-    recall = {"project": "acme/app", "query": "release freeze", "scope": "both"}
-    assert "Release freeze" in api.post("/api/v1/recall", recall, format="json").content.decode()
+    agent_calls = {
+        "recall": ("/api/v1/recall", {"project": "acme/app", "query": "release freeze"}),
+        "prompt": ("/api/v1/prompt", {"project": "acme/app"}),
+        "session_start": ("/api/v1/session-start", {"project": "acme/app"}),
+    }
+    for name, (url, body) in agent_calls.items():
+        assert RELEASE in api.post(url, body, format="json").content.decode(), name
     remove_bob(team, bob)
     for name, (url, part) in lists.items():
         assert part.rstrip(",") not in shown(url), name
-    answer = api.post("/api/v1/recall", recall, format="json")
-    assert answer.status_code == 200
-    assert "Release freeze" not in answer.content.decode()
+    for name, (url, body) in agent_calls.items():
+        answer = api.post(url, body, format="json")
+        assert answer.status_code == 200, name
+        assert RELEASE not in answer.content.decode(), name
 
 
 def test_a_non_member_recalling_gets_no_store_in_the_project(team, charlie):
