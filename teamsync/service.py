@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -161,7 +162,13 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
     fresh_capped = any(known.get(k, ("",))[0] != BlockedFile.Reason.CAPPED for k in result.capped)
     if fresh_secrets:
         rule_ids = sorted({h.rule_id for k in secret_keys for h in result.blocked[k]})
-        record_event("secret_skipped", store=store, file_count=len(secret_keys), rule_ids=rule_ids)
+        record_event(
+            "secret_skipped",
+            store=store,
+            file_count=len(secret_keys),
+            rule_ids=rule_ids,
+            paths=sorted(secret_keys),
+        )
     if fresh_capped:
         record_event(
             "entries_capped",
@@ -169,6 +176,7 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
             total_entries=result.total_entries + len(result.capped),
             dropped_count=len(result.capped),
             max_entries=flags["team_max_entries"],
+            paths=sorted(result.capped),
         )
     return result
 
@@ -276,6 +284,27 @@ def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport
         record_changes(store, written, deleted, via=Via.TEAM_SYNC, note=note)
         if author:
             report.authors.add(author)
+    _record_files_changed(store, by_author)
+
+
+def _record_files_changed(store: Store, by_author: dict[str, tuple[dict, dict]]) -> None:
+    """One `team_sync_changed` event per store and pull, naming the memories it wrote and
+    the ones it moved to the Trash, so Home and Events can tell people (and offer undo)."""
+    written = {k: d for _, (w, _) in by_author.items() for k, d in w.items() if is_topic(k)}
+    trashed = sorted(k for _, (_, d) in by_author.items() for k in d if is_topic(k))
+    if not written and not trashed:
+        return
+    names = {key: parse_memory(data, path=key).name or "" for key, data in written.items()}
+    for item in store.trash.filter(path__in=trashed).order_by("deleted_at"):
+        names[item.path] = item.name
+    record_event(
+        "team_sync_changed",
+        store=store,
+        written=sorted(written),
+        trashed=trashed,
+        names={key: name for key, name in names.items() if name},
+        authors=sorted(a for a in by_author if a),
+    )
 
 
 def sync_team(*, push: bool = True) -> SyncReport:

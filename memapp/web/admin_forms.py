@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from memapp.stores.events import EVENT_FIELDS
 from memapp.stores.flags import FLAGS, FlagError, FlagSpec
 from memapp.stores.models import FlagValue, Project
+from memapp.web.event_story import kind_label
 
 NOTE_HELP = "Why: shown in the history next to the change."
 
@@ -121,7 +122,9 @@ class EventFilterForm(forms.Form):
 
     def __init__(self, *args, projects=(), users=(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["kind"].choices = [("", "any kind")] + [(k, k) for k in EVENT_FIELDS]
+        self.fields["kind"].choices = [("", "any kind")] + [
+            (k, kind_label(k)) for k in EVENT_FIELDS
+        ]
         self.fields["project"].choices = [("", "any project")] + [
             (str(p.pk), str(p)) for p in projects
         ]

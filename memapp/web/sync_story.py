@@ -25,17 +25,17 @@ class Line:
     idle: int = 0  # how many pulls that brought nothing this line stands for
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
+def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else many or word + 's'}"
 
 
-def _names(names: list[str]) -> str:
+def joined(names: list[str]) -> str:
     if len(names) <= 1:
         return "".join(names)
     return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def _short(error: str | None) -> str:
+def first_line(error: str | None) -> str:
     first = (error or "unknown error").strip().splitlines()[0] if error else "unknown error"
     return first[:160]
 
@@ -46,32 +46,32 @@ def sentence(event: Event) -> tuple[str, str]:
     where = f" in {event.store.project}" if event.store_id and event.store.project else ""
     if event.kind == "sync_pull":
         if not f.get("success"):
-            return f"Could not pull: {_short(f.get('error'))}", "bad"
+            return f"Could not pull: {first_line(f.get('error'))}", "bad"
         n = f.get("files_written") or 0
         if not n:
             return "Pulled: nothing new", "muted"
         authors = f.get("authors") or []
-        by = f" from {_names(authors)}" if authors else ""
-        return f"Pulled {_plural(n, 'change')}{by}", "ok"
+        by = f" from {joined(authors)}" if authors else ""
+        return f"Pulled {plural(n, 'change')}{by}", "ok"
     if event.kind == "sync_push":
         if not f.get("success"):
-            return f"Could not push: {_short(f.get('error'))}", "bad"
+            return f"Could not push: {first_line(f.get('error'))}", "bad"
         n = f.get("files_uploaded") or 0
         if not n:
             return "Pushed: no memory changed", "muted"
         retries = f.get("conflict_retries") or 0
-        again = f", after {_plural(retries, 'retry', 'retries')} (someone pushed first)"
-        return f"Pushed {_plural(n, 'change')}{again if retries else ''}", "ok"
+        again = f", after {plural(retries, 'retry', 'retries')} (someone pushed first)"
+        return f"Pushed {plural(n, 'change')}{again if retries else ''}", "ok"
     if event.kind == "push_suppressed":
-        return f"Stopped pushing until the remote accepts: {_short(f.get('reason'))}", "bad"
+        return f"Stopped pushing until the remote accepts: {first_line(f.get('reason'))}", "bad"
     if event.kind == "secret_skipped":
         rules = ", ".join(f.get("rule_ids") or [])
         n = f.get("file_count") or 0
-        return f"Kept {_plural(n, 'file')} back{where}: what looks like a secret ({rules})", "warn"
+        return f"Kept {plural(n, 'file')} back{where}: what looks like a secret ({rules})", "warn"
     if event.kind == "entries_capped":
         n = f.get("dropped_count") or 0
         cap = f.get("max_entries")
-        return f"Kept {_plural(n, 'new file')} back{where}: the cap is {cap} memories", "warn"
+        return f"Kept {plural(n, 'new file')} back{where}: the cap is {cap} memories", "warn"
     if event.kind == "conflict":
         path = f.get("path", "")
         if f.get("resolution"):

@@ -19,9 +19,10 @@ from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, 
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event
 from teamsync.models import TeamConflict
-from teamsync.service import sync_team, team_clone
+from teamsync.service import folder_for, sync_team, team_clone
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
+from tests.teamsync.gitutil import Member, memory
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,9 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 
 
 @pytest.mark.django_db(transaction=True)  # the task worker commits
-def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, acme, memory_base):
+def test_every_event_kind_appears_after_the_action_that_causes_it(
+    alice, bob, acme, memory_base, tmp_path
+):
     alice_api = api_client(alice)
     admin = client_for(alice)
     discover_local_stores(memory_base)  # stores_discovered
@@ -72,6 +75,11 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(alice, bob, ac
     team = Path(acme.team.path)
     (team / "reference_ci.md").write_text(f"CI token: {github_token()}\n")  # secret_skipped
     sync_team()  # sync_pull, sync_push
+    dora = Member(tmp_path / "elsewhere", "dora", Path(team_clone().remote), folder_for(acme.team))
+    dora.pull()
+    dora.write("reference_pager.md", memory("Pager", "Dora carries the pager.\n", "reference"))
+    dora.sync()
+    sync_team()  # team_sync_changed
     set_flag("team_max_entries", 1)
     (team / "project_a.md").write_text("A.\n")
     (team / "project_b.md").write_text("B.\n")
@@ -129,8 +137,9 @@ def test_each_row_shows_time_project_user_and_fields(alice, acme):
     )
     page = text(client_for(alice).get(EVENTS))
     row = (
-        f"{timezone.localtime(event.created_at):%Y-%m-%d %H:%M:%S} sync_push acme/app alice "
-        "success True files_uploaded 3 conflict False conflict_retries 0 duration_ms 120 batches 1"
+        f"{timezone.localtime(event.created_at):%Y-%m-%d %H:%M:%S} Team sync push acme/app alice "
+        "Team sync pushed 3 changes Details success yes files uploaded 3 conflict no "
+        "conflict retries 0 duration ms 120 batches 1"
     )
     assert row in page
 
@@ -247,7 +256,11 @@ def test_no_event_holds_a_secret_or_a_private_memorys_content(alice, acme):
     assert "PRIVATE-BODY-TEXT" not in stored and token not in stored
     assert "health" not in stored  # not even the query
     skipped = Event.objects.get(kind="secret_skipped")
-    assert skipped.fields == {"file_count": 1, "rule_ids": ["github-pat"]}
+    assert skipped.fields == {
+        "file_count": 1,
+        "rule_ids": ["github-pat"],
+        "paths": ["reference_ci.md"],  # which file, never what in it
+    }
     page = client_for(alice).get(EVENTS).content.decode()
     assert "PRIVATE-BODY-TEXT" not in page and token not in page
 
@@ -281,7 +294,7 @@ def test_it_filters_by_kind_project_and_user(alice, bob, history, acme):
     assert kinds_on(admin.get(EVENTS, {"kind": "sync_pull"})) == ["sync_pull"]
     assert len(kinds_on(admin.get(EVENTS, {"project": acme.project.pk}))) == 10
     by_bob = text(admin.get(EVENTS, {"user": bob.pk}))
-    assert by_bob.count("recall_max") == 5 and "day 1 " not in by_bob and "day 0" in by_bob
+    assert by_bob.count("Setting recall_max") == 5 and "day 1 " not in by_bob and "day 0" in by_bob
 
 
 def test_it_filters_by_time_range(alice, history):

@@ -1,7 +1,9 @@
-"""The events page: what happened (docs/design.md §12), filtered, a page at a time.
+"""The events page: what happened (docs/design.md §12), filtered, a page at a time, each event
+told as a sentence (routine ones folded, `memapp.web.event_story`).
 
 Everyone signed in has one; each sees only the events they may (`Event.objects.visible_to`):
-events about a private store reach its owner alone, staff included.
+events about a private store reach its owner alone, those of a team store its members alone,
+staff included.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.shortcuts import render
 from memapp.stores.events import ordered_fields
 from memapp.stores.models import Event, Project
 from memapp.web.admin_forms import EventFilterForm, event_filter_users
+from memapp.web.event_story import story
 
 PAGE_SIZE = 50
 
@@ -37,18 +40,6 @@ def _filtered(events, data: dict):
     return events
 
 
-def _shown_fields(event: Event) -> list[tuple[str, str]]:
-    """The event's fields as text, lists joined, empty values left out."""
-    shown = []
-    for key, value in ordered_fields(event):
-        if value is None or value == "" or value == []:
-            continue
-        if isinstance(value, list):
-            value = ", ".join(str(item) for item in value)
-        shown.append((key, str(value)))
-    return shown
-
-
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
     visible = Event.objects.visible_to(request.user)
@@ -60,7 +51,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data if form.is_valid() else {}
     events = _filtered(visible, data).select_related("project", "store", "user")
     page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = [(event, _shown_fields(event)) for event in page.object_list]
+    page.object_list = story(page.object_list, ordered_fields)
     query = request.GET.copy()
     query.pop("page", None)
     context = {

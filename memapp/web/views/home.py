@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from itertools import groupby
 
 from django.conf import settings
@@ -9,13 +10,31 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memapp.stores.discovery import discover_local_stores, local_owner
-from memapp.stores.models import DAY_MS, MemoryFile, Store
+from memapp.stores.events import ordered_fields
+from memapp.stores.models import DAY_MS, Event, MemoryFile, Store
 from memapp.stores.waiting import waiting_for
+from memapp.web.event_story import story
 
 RECENT = 10
+# What a team sync did to the user's stores, shown on Home for a week: the files it moved to
+# the Trash or brought, and the ones it kept back (docs/design.md §22).
+TOLD_KINDS = ("team_sync_changed", "secret_skipped", "entries_capped")
+TOLD_DAYS = 7
+TOLD = 5
+
+
+def _what_happened(user, stores: list[Store]):
+    since = timezone.now() - timedelta(days=TOLD_DAYS)
+    events = (
+        Event.objects.visible_to(user)
+        .filter(kind__in=TOLD_KINDS, store__in=stores, created_at__gte=since)
+        .select_related("project", "store__project")
+    )
+    return story(events[:TOLD], ordered_fields)
 
 
 @login_required
@@ -42,6 +61,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "discover": settings.MEMHUB_DISCOVER,
         "is_local_owner": owner is not None and owner.pk == request.user.pk,
         "waiting": waiting_for(request.user),
+        "happened": _what_happened(request.user, stores),
     }
     return render(request, "memapp/home.html", context)
 
