@@ -162,13 +162,7 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
     fresh_capped = any(known.get(k, ("",))[0] != BlockedFile.Reason.CAPPED for k in result.capped)
     if fresh_secrets:
         rule_ids = sorted({h.rule_id for k in secret_keys for h in result.blocked[k]})
-        record_event(
-            "secret_skipped",
-            store=store,
-            file_count=len(secret_keys),
-            rule_ids=rule_ids,
-            paths=sorted(secret_keys),
-        )
+        record_event("secret_skipped", store=store, file_count=len(secret_keys), rule_ids=rule_ids)
     if fresh_capped:
         record_event(
             "entries_capped",
@@ -176,7 +170,6 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
             total_entries=result.total_entries + len(result.capped),
             dropped_count=len(result.capped),
             max_entries=flags["team_max_entries"],
-            paths=sorted(result.capped),
         )
     return result
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from memapp.stores.models import Event, TrashItem, Via
 from memapp.web.sync_story import first_line, joined, plural
 from memapp.web.sync_story import sentence as sync_sentence
+from teamsync.models import BlockedFile
 
 KIND_LABELS = {
     "sync_pull": "Team sync pull",
@@ -36,6 +37,10 @@ KIND_LABELS = {
 }
 
 VIA = dict(Via.choices)
+KEPT_BACK = {
+    "secret_skipped": BlockedFile.Reason.SECRET,
+    "entries_capped": BlockedFile.Reason.CAPPED,
+}
 
 OUTCOMES = {
     "proposed": "proposed {n}",
@@ -86,17 +91,18 @@ def _team_sync_changed(f: dict, where: str) -> tuple[str, str]:
     return "Team sync " + "; ".join(parts), "warn" if trashed else "ok"
 
 
-def _kept_back(event: Event, where: str) -> tuple[str, str]:
+def _kept_back(event: Event, where: str, still: Sequence[str]) -> tuple[str, str]:
+    """`still`: the files the store keeps back for that reason now (the event holds counts
+    only, never a file's name, §10a), so a fixed file is no longer named."""
     f = event.fields
-    paths = f.get("paths") or []
     if event.kind == "secret_skipped":
-        n = f.get("file_count") or len(paths)
+        n = f.get("file_count") or 0
         why = f"what looks like a secret ({', '.join(f.get('rule_ids') or [])})"
     else:
-        n = f.get("dropped_count") or len(paths)
+        n = f.get("dropped_count") or 0
         why = f"the team keeps at most {f.get('max_entries')} memories"
-    named = f": {joined(paths)}" if paths else ""
-    return f"Team sync kept {plural(n, 'file')} back{where}{named}; {why}", "warn"
+    named = f". Still kept back: {joined(list(still))}" if still else ""
+    return f"Team sync kept {plural(n, 'file')} back{where}: {why}{named}", "warn"
 
 
 def _run(f: dict, what: str) -> tuple[str, str]:
@@ -108,16 +114,17 @@ def _run(f: dict, what: str) -> tuple[str, str]:
     return f"{what} {words}", tone
 
 
-def sentence(event: Event) -> tuple[str, str]:
-    """What one event says, and its tone (ok, warn, bad, muted or none)."""
+def sentence(event: Event, kept: dict | None = None) -> tuple[str, str]:
+    """What one event says, and its tone (ok, warn, bad, muted or none); `kept` maps (store
+    id, reason) to the files kept back now."""
     f = event.fields
     project = event.project or (event.store.project if event.store_id else None)
     where = f" in {project}" if project else ""
     kind = event.kind
     if kind == "team_sync_changed":
         return _team_sync_changed(f, where)
-    if kind in ("secret_skipped", "entries_capped"):
-        return _kept_back(event, where)
+    if kind in KEPT_BACK:
+        return _kept_back(event, where, (kept or {}).get((event.store_id, KEPT_BACK[kind]), []))
     if kind == "conflict":
         return sync_sentence(event)
     if kind in ("sync_pull", "sync_push", "push_suppressed"):
@@ -230,11 +237,25 @@ def _undo(lines: list[Line]) -> None:
                 line.undo.append(Undo(path, names.get(path) or path, found[-1]))
 
 
+def _kept(events: list[Event]) -> dict[tuple[int, str], list[str]]:
+    stores = {e.store_id for e in events if e.kind in KEPT_BACK and e.store_id}
+    kept: dict[tuple[int, str], list[str]] = {}
+    for store_id, reason, key in (
+        BlockedFile.objects.filter(store_id__in=stores)
+        .order_by("key")
+        .values_list("store_id", "reason", "key")
+    ):
+        kept.setdefault((store_id, reason), []).append(key)
+    return kept
+
+
 def story(events: Iterable[Event], ordered_fields) -> list[Line]:
     """Events newest first as lines; a run of the same routine event becomes one line."""
+    events = list(events)
+    kept = _kept(events)
     lines: list[Line] = []
     for event in events:
-        text, tone = sentence(event)
+        text, tone = sentence(event, kept)
         last = lines[-1] if lines else None
         if (
             last is not None

@@ -13,6 +13,7 @@ from django.urls import reverse
 from memapp.stores.events import record_event
 from memapp.stores.models import Event
 from teamsync.service import sync_team
+from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import memory
 from tests.teamsync.test_service import save
 
@@ -81,20 +82,22 @@ def test_a_non_member_is_told_nothing(client, trashed, charlie):
         assert "Code owners" not in text(client.get(reverse(page)))
 
 
-def test_files_kept_back_are_named(client, team_store, alice):
-    record_event(
-        "secret_skipped",
-        store=team_store,
-        file_count=1,
-        rule_ids=["github-pat"],
-        paths=["reference_tokens.md"],
-    )
+def test_files_kept_back_are_named_until_they_are_fixed(client, team_store, alice, remote):
+    token = fake_tokens(1)["github-pat"]
+    path = Path(team_store.path) / "reference_tokens.md"
+    path.write_text(memory("CI", f"The CI token is {token}\n", "reference"))
+    sync_team()
     client.force_login(alice)
+    told = (
+        "Team sync kept 1 file back in acme/app: what looks like a secret (github-pat). "
+        "Still kept back: reference_tokens.md"
+    )
     for page in ("home", "events"):
-        assert (
-            "Team sync kept 1 file back in acme/app: reference_tokens.md; what looks like a "
-            "secret (github-pat)"
-        ) in text(client.get(reverse(page)))
+        shown = text(client.get(reverse(page)))
+        assert told in shown and token not in shown
+    path.write_text(memory("CI", "The CI token lives in the vault.\n", "reference"))
+    sync_team()
+    assert "Still kept back" not in text(client.get(reverse("events")))
 
 
 def test_routine_events_are_folded_into_one_sentence(client, alice, team_store):
