@@ -13,7 +13,7 @@ from memapp.stores.models import Project, Store
 class SessionQuerySet(models.QuerySet):
     def visible_to(self, user) -> SessionQuerySet:
         """A session is its owner's alone, while they may still see the store it feeds
-        (docs/design.md §21): decided on every request, never remembered."""
+        (docs/design.md §1): decided on every request, never remembered."""
         if not user.is_authenticated:
             return self.none()
         stores = Store.objects.visible_to(user).values("pk")

@@ -93,7 +93,7 @@ def _team_sync_changed(f: dict, where: str) -> tuple[str, str]:
 
 def _kept_back(event: Event, where: str, still: Sequence[str]) -> tuple[str, str]:
     """`still`: the files the store keeps back for that reason now (the event holds counts
-    only, never a file's name, §10a), so a fixed file is no longer named."""
+    only, never a file's name, docs/design.md §10a), so a fixed file is no longer named."""
     f = event.fields
     if event.kind == "secret_skipped":
         n = f.get("file_count") or 0
