@@ -232,7 +232,9 @@ def test_team_events_and_figures_are_for_members_only_staff_included(client, tea
     """Sam is staff but no member: the team store's events (paths, authors) and the
     dashboard's figures of it are not his to see."""
     client.force_login(sam)
-    assert RELEASE not in client.get(reverse("events")).content.decode()
+    events = client.get(reverse("events")).content.decode()
+    assert RELEASE not in events
+    assert f'<option value="{team.project.pk}">' not in events  # not even in the filter
     assert not Event.objects.visible_to(sam).filter(store=team.store).exists()
     dashboard = client.get(reverse("dashboard")).content.decode()
     assert "Release freeze" not in dashboard

@@ -41,8 +41,8 @@ def _window(request: HttpRequest) -> int:
 
 
 def _projects_for(user):
-    projects = Project.objects.order_by("key")
-    return projects if user.is_staff else projects.filter(members=user)
+    """The projects to filter by: the user's own, staff included (docs/design.md §12)."""
+    return Project.objects.filter(members=user).order_by("key")
 
 
 def _columns(days, series: list[Series], title: str, width: int = 520) -> str:

@@ -22,8 +22,8 @@ PAGE_SIZE = 50
 
 
 def _projects_for(user):
-    projects = Project.objects.order_by("key")
-    return projects if user.is_staff else projects.filter(members=user)
+    """The projects to filter by: the user's own, staff included (docs/design.md §12)."""
+    return Project.objects.filter(members=user).order_by("key")
 
 
 def _filtered(events, data: dict):
