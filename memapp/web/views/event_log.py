@@ -49,7 +49,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
         users=event_filter_users(visible),
     )
     data = form.cleaned_data if form.is_valid() else {}
-    events = _filtered(visible, data).select_related("project", "store", "user")
+    events = _filtered(visible, data).select_related("project", "store__project", "user")
     page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = story(page.object_list, ordered_fields)
     query = request.GET.copy()
