@@ -49,6 +49,7 @@ from memapp.lifecycle.sessions import check_with_gate, entry_from_row
 from memapp.lifecycle.store_changes import (
     INDEX_KEY,
     ApplyRefused,
+    ask_check,
     do_apply_store_proposal,
     edited_check,
 )
@@ -706,6 +707,7 @@ def _consolidation_answer(
         "duplicates": [list(d) for d in result.duplicates[:50]],
         "left_out": result.index.left_out[:200] if result.index else [],
         "unresolved": [list(u) for u in result.unresolved],
+        "unsure": result.unsure,
     }
     return Answer(result.changes, [], findings)
 
@@ -767,7 +769,8 @@ def _propose(
     sessions: list[Session],
 ) -> Proposal | None:
     """Store the proposal, each change with the checks a person needs: an index's own checks,
-    and a file changed since the run read it marked as such (never ticked for them)."""
+    a file changed since the run read it, and a date fix whose phrase names no one day, each
+    marked as such (never ticked for them)."""
     proposal = do_propose_changes(
         kind,
         snapshot.store,
@@ -786,13 +789,17 @@ def _propose(
         elif change.file != INDEX_KEY:
             keys_after.add(change.file)
     had_entries = bool(parse_index_entries(snapshot.index))
+    unsure = answer.findings.get("unsure", {})
     rows = list(proposal.changes.all())
     for row in rows:
         if row.key == INDEX_KEY:
             row.checks = index_checks(row.body, keys_after, snapshot.caps, had_entries)
             row.base_text = snapshot.index  # an edit since is merged, so no "edited" check
-        elif row.base_checksum != snapshot.checksums.get(row.key, ""):
+            continue
+        if row.base_checksum != snapshot.checksums.get(row.key, ""):
             row.checks = [*row.checks, edited_check()]
+        if row.key in unsure:
+            row.checks = [*row.checks, ask_check("date_fix", unsure[row.key])]
     ProposalChange.objects.bulk_update(rows, ["checks", "base_text"])
     return proposal
 

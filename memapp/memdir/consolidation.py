@@ -530,6 +530,8 @@ class OfflineResult:
     duplicates: list[tuple[str, str, float]] = field(default_factory=list)
     unresolved: list[tuple[str, str]] = field(default_factory=list)  # (key, expression)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (entry, why)
+    # key → why a date fix is left for a person to tick: a phrase it pinned names no one day.
+    unsure: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -562,9 +564,11 @@ def offline_consolidation(
     """The consolidation rules can decide without a model: relative dates in the `dated`
     memories made absolute against their day; the index repaired (entries of missing files,
     duplicates, over-long lines, unlisted files) and pruned within `caps`; near-duplicate
-    descriptions listed for a person to merge."""
+    descriptions listed for a person to merge. A date fix pinning a phrase that names no one
+    day ("next month", "in two weeks") is listed in `unsure`, to be ticked by a person only."""
     changes: list[ProposedChange] = []
     unresolved: list[tuple[str, str]] = []
+    unsure: dict[str, str] = {}
     topics = dict(files)
     for memory in dated:
         description, first = make_dates_absolute(memory.description, memory.day)
@@ -573,6 +577,16 @@ def offline_consolidation(
         unresolved += [(memory.key, r.expression) for r in rewrites if r.replacement is None]
         if description == memory.description and body == memory.body:
             continue
+        guessed = dict.fromkeys(
+            f"“{r.expression}” as {r.replacement}"
+            for r in rewrites
+            if r.replacement and not r.one_day
+        )
+        if guessed:
+            unsure[memory.key] = (
+                f"reads {', '.join(guessed)}: the phrase names no one day, so tick it only if "
+                "that is the date it meant"
+            )
         changes.append(
             ProposedChange(
                 "update",
@@ -598,7 +612,7 @@ def offline_consolidation(
     duplicates = near_duplicates(
         [(key, topic.description) for key, topic in sorted(topics.items())], DUPLICATE_THRESHOLD
     )
-    return OfflineResult(changes, plan, duplicates, unresolved)
+    return OfflineResult(changes, plan, duplicates, unresolved, unsure=unsure)
 
 
 _WHY = re.compile(r"\s*\b(?:\*\*)?why(?:\*\*)?\s*:\s*", re.IGNORECASE)

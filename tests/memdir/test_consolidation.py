@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -182,8 +184,10 @@ def test_offline_consolidation_fixes_dates_repairs_the_index_and_flags_duplicate
     update, index_change = result.changes
     assert (update.action, update.file) == ("update", "project_freeze.md")
     assert update.description == "Code freeze starts Tuesday 2026-03-10"
-    assert update.body == "Freeze from Tuesday 2026-03-10 until 2026-03-31.\n"
+    assert update.body == "Freeze from Tuesday 2026-03-10 until the end of the month.\n"
     assert "the file was written on 2026-03-05" in update.reason
+    assert result.unresolved == [("project_freeze.md", "end of the month")]
+    assert result.unsure == {}  # "next Tuesday" names one day
     assert index_change.file == "MEMORY.md"
     assert entries_of(index_change.body) == [
         "project_freeze.md",
@@ -193,6 +197,35 @@ def test_offline_consolidation_fixes_dates_repairs_the_index_and_flags_duplicate
     assert relative_dates(index_change.body) == []
     assert "Code freeze starts Tuesday 2026-03-10" in index_change.body
     assert [(a, b) for a, b, _ in result.duplicates] == [("feedback_db.md", "feedback_db_again.md")]
+
+
+@pytest.mark.parametrize(
+    ("body", "fixed", "unsure"),
+    [
+        ("On-call coverage is thin at the end of the week.\n", None, False),
+        ("Deploys go out every Friday; nobody deploys that evening.\n", None, False),
+        ("We deploy on Mondays, never on Friday afternoon.\n", None, False),
+        ("Retro each sprint, demo on Thursday.\n", None, False),
+        ("Weekly sync on Tuesday.\n", None, False),
+        ("Launch is tomorrow.\n", "Launch is 2026-03-06.\n", False),
+        ("Launch is next Tuesday.\n", "Launch is Tuesday 2026-03-10.\n", False),
+        ("Launch is next month.\n", "Launch is April 2026.\n", True),
+        ("Launch is in two weeks.\n", "Launch is on 2026-03-19.\n", True),
+    ],
+)
+def test_offline_date_fixes_never_pin_a_habit_and_tick_only_one_named_day(body, fixed, unsure):
+    files = {"project_oncall.md": topic("project_oncall.md", "On-call", 0, "On-call")}
+    dated = [DatedMemory("project_oncall.md", "On-call", "On-call", "project", body, DAY)]
+    result = offline_consolidation(
+        scope="private",
+        index="- [On-call](project_oncall.md) — On-call\n",
+        files=files,
+        dated=dated,
+        caps=(200, 25_000),
+    )
+    updates = [c for c in result.changes if c.file == "project_oncall.md"]
+    assert [c.body for c in updates] == ([] if fixed is None else [fixed])
+    assert ("project_oncall.md" in result.unsure) is unsure
 
 
 def test_a_store_in_good_order_gets_no_offline_changes():
