@@ -72,7 +72,7 @@ class ProposalClosed(ValueError):
     """The proposal was already decided; nothing was done."""
 
 
-class AccessLost(PermissionError):
+class AccessLost(Exception):
     """The person may no longer see the proposal's store (removed from its project since the
     review opened): nothing was done."""
 

@@ -84,6 +84,7 @@ __all__ = [
     "do_apply_store_proposal",
     "do_rebase_store_change",
     "edited_check",
+    "index_as_approved",
     "index_text",
     "is_store_wide",
     "needs_tick",
@@ -362,6 +363,7 @@ class StoreReview:
     proposal: Proposal
     changes: list[ChangeView]
     index: FileChange
+    index_after: str  # MEMORY.md exactly as approving what is ticked writes it
     before: list[Meter]
     after: list[Meter]
     risks: list[Risk]
@@ -435,6 +437,7 @@ def review_store_proposal(
         proposal=proposal,
         changes=views,
         index=index,
+        index_after=outcome.index_after,
         before=_meters(outcome.index_before, caps),
         after=_meters(outcome.index_after, caps),
         risks=outcome.risks,
@@ -444,6 +447,18 @@ def review_store_proposal(
         updates=sum(c.action == "update" and c.key != INDEX_KEY for c in changes),
         selected=chosen,
     )
+
+
+def index_as_approved(proposal: Proposal, change: ProposalChange) -> str:
+    """The body of a pending index `change` as approving the default selection writes it
+    (merged with what changed since, fitted to the files that will exist): what the API
+    shows; the merged proposal when the change is not ticked by default."""
+    store = proposal.store
+    pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
+    chosen = set(default_selection(pending))
+    if change.pk not in chosen:
+        return proposed_index(change, index_text(store))
+    return _outcome(store, [c for c in pending if c.pk in chosen], _caps(store)).index_after
 
 
 # --- approving --------------------------------------------------------------------------------
