@@ -425,7 +425,10 @@ def review_store_proposal(
             views.append(ChangeView(change, replace(removed, rows=tuple(side_by_side(text, "")))))
             continue
         try:
-            after = _after(store, change, before).encode("utf-8")
+            if change.key == INDEX_KEY and change in picked:
+                after = outcome.index_after.encode("utf-8")  # with the ticks and edits
+            else:
+                after = _after(store, change, before).encode("utf-8")
         except FrontmatterError as exc:
             views.append(ChangeView(change, None, str(exc)))
             continue

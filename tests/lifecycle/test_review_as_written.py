@@ -137,6 +137,8 @@ def test_an_edit_renames_the_file_rewrites_its_index_line_and_takes_the_checks_a
     assert "missing Why" not in shown
     after = index_after(preview)
     assert after == INDEX + "- [Zeta rule](project_zeta_rule.md) — Zeta is how we deploy\n"
+    index_diff = card(preview, pk["MEMORY.md"]).split('<details class="edit">')[0]
+    assert "project_zeta_rule.md" in index_diff and "epsilon.md" not in index_diff
 
     assert client.post(url, {**form, "decision": "approve"}).status_code == 302
     root = Path(store.path)
