@@ -752,7 +752,7 @@ def _distillation_answer(
         caps=snapshot.caps,
         today=timezone.localdate(),
     )
-    findings = {"skipped": [list(s) for s in result.skipped]}
+    findings = {"skipped": [list(s) for s in result.skipped], "unsure": result.unsure}
     return Answer(result.changes, [], findings)
 
 

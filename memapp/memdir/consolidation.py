@@ -553,6 +553,20 @@ def _dates_reason(rewrites: Sequence[Rewrite], day: datetime.date) -> str:
     )
 
 
+def _guessed_dates(rewrites: Sequence[Rewrite]) -> str:
+    """Why a date fix is left for a person to tick ("" when every phrase it pinned names one
+    day, so the date is sure)."""
+    guessed = dict.fromkeys(
+        f"“{r.expression}” as {r.replacement}" for r in rewrites if r.replacement and not r.one_day
+    )
+    if not guessed:
+        return ""
+    return (
+        f"reads {', '.join(guessed)}: the phrase names no one day, so tick it only if that is "
+        "the date it meant"
+    )
+
+
 def offline_consolidation(
     *,
     scope: str,
@@ -577,16 +591,8 @@ def offline_consolidation(
         unresolved += [(memory.key, r.expression) for r in rewrites if r.replacement is None]
         if description == memory.description and body == memory.body:
             continue
-        guessed = dict.fromkeys(
-            f"“{r.expression}” as {r.replacement}"
-            for r in rewrites
-            if r.replacement and not r.one_day
-        )
-        if guessed:
-            unsure[memory.key] = (
-                f"reads {', '.join(guessed)}: the phrase names no one day, so tick it only if "
-                "that is the date it meant"
-            )
+        if guessed := _guessed_dates(rewrites):
+            unsure[memory.key] = guessed
         changes.append(
             ProposedChange(
                 "update",
@@ -656,13 +662,15 @@ def offline_distillation(
     when untagged), relative dates made absolute against the log's day, a **Why:** taken from
     a `Why:` in the entry. An entry that an existing memory (`existing`: key, description) or
     an earlier entry already says is skipped and listed. `name_file(name, type)` gives each
-    new memory its file; the index gets a line for each, within `caps`."""
+    new memory its file; the index gets a line for each, within `caps`. A memory whose dates
+    were pinned from a phrase naming no one day is listed in `unsure`."""
     changes: list[ProposedChange] = []
     skipped: list[tuple[str, str]] = []
+    unsure: dict[str, str] = {}
     said = list(existing)
     topics = dict(files)
     for entry in entries:
-        text, _ = make_dates_absolute(entry.text, entry.day)
+        text, rewrites = make_dates_absolute(entry.text, entry.day)
         main = _partition(_WHY, text)[0].strip()
         similar = similar_to(main, said, DUPLICATE_THRESHOLD)
         shown = f"{entry.key}:{entry.number}"
@@ -674,6 +682,8 @@ def offline_distillation(
         name = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
         description = _shorten(main.rstrip(".") + ".", HOOK_CHARS)
         key = name_file(name, memory_type)
+        if guessed := _guessed_dates(rewrites):
+            unsure[key] = guessed
         changes.append(
             ProposedChange(
                 "create",
@@ -695,7 +705,7 @@ def offline_distillation(
         changes.append(
             ProposedChange("update", scope, INDEX_FILENAME, body=plan.text, reason=plan.reason())
         )
-    return OfflineResult(changes, plan if created else None, skipped=skipped)
+    return OfflineResult(changes, plan if created else None, skipped=skipped, unsure=unsure)
 
 
 def _noon_ms(day: datetime.date) -> int:

@@ -272,6 +272,23 @@ def test_offline_distillation_turns_new_entries_into_memories_and_index_lines():
     assert "(From the daily log of 2026-03-05 09:05.)" in freeze.body
     assert result.skipped == [("logs/2026/03/2026-03-05.md:4", "already said by feedback_1.md")]
     assert entries_of(index.body) == ["user_role.md", *[c.file for c in creates]]
+    assert result.unsure == {}  # "next Tuesday" names one day
+
+
+def test_offline_distillation_leaves_a_date_it_guessed_for_a_person_to_tick():
+    log = "- 09:05 [project] Billing moves to the new cluster next month.\n"
+    result = offline_distillation(
+        scope="private",
+        entries=parse_log(log, "logs/2026/03/2026-03-05.md"),
+        existing=[],
+        index="",
+        files={},
+        name_file=lambda name, memory_type: "project_billing.md",
+        caps=(200, 25_000),
+        today=DAY,
+    )
+    assert "April 2026" in result.changes[0].description
+    assert "“next month” as April 2026" in result.unsure["project_billing.md"]
 
 
 def test_the_consolidation_request_follows_the_four_phases():
