@@ -72,6 +72,7 @@ from memapp.memdir.consolidation import (
     offline_consolidation,
     offline_distillation,
     plan_index,
+    replaced_unsure_dates,
     take_index_change,
 )
 from memapp.memdir.daily_logs import LogEntry
@@ -669,6 +670,20 @@ def consolidation_request(
     )
 
 
+def _unsure_date_fixes(snapshot: Snapshot, changes: list[ProposedChange]) -> dict[str, str]:
+    """The model's updates of memories with relative dates that drop a phrase which recurs or
+    names no one day (file → why), to be ticked by a person only."""
+    dated = {row["path"] for row in snapshot.rows if row["relative_dates"]}
+    unsure = {}
+    for change in changes:
+        if change.action == "update" and change.file in dated:
+            new = f"{change.description}\n{change.body}"
+            day = snapshot.topics[change.file].day
+            if why := replaced_unsure_dates(_read_body(snapshot, change.file), new, day):
+                unsure[change.file] = why
+    return unsure
+
+
 def _consolidation_answer(
     run: ConsolidationRun, flags: dict, snapshot: Snapshot, since, sessions_text: str, logs: str
 ) -> Answer:
@@ -679,6 +694,7 @@ def _consolidation_answer(
         raw = _ask_model(run, CONSOLIDATION_SYSTEM, text)
         changes, index, dropped = _validated(snapshot, raw)
         changes, found = _with_index(snapshot, changes, index, _index_reason(raw))
+        found["unsure"] = _unsure_date_fixes(snapshot, changes)
         return Answer(changes, dropped, {**found, "duplicates": [list(d) for d in duplicates[:50]]})
     run.selector = "offline"
     dated = []

@@ -58,6 +58,7 @@ __all__ = [
     "offline_consolidation",
     "offline_distillation",
     "plan_index",
+    "replaced_unsure_dates",
     "store_risks",
     "take_index_change",
 ]
@@ -564,6 +565,26 @@ def _guessed_dates(rewrites: Sequence[Rewrite]) -> str:
     return (
         f"reads {', '.join(guessed)}: the phrase names no one day, so tick it only if that is "
         "the date it meant"
+    )
+
+
+def replaced_unsure_dates(old: str, new: str, day: datetime.date) -> str:
+    """Why a model's rewrite of a memory (`old` → `new`, the file written on `day`) is left for
+    a person to tick: it drops relative date phrases that recur ("at the end of the week") or
+    name no one day ("next month"), which the model may have pinned to a date it guessed; ""
+    when it drops none."""
+    _, rewrites = make_dates_absolute(old, day)
+    folded = new.casefold()
+    gone = dict.fromkeys(
+        f"“{r.expression}”"
+        for r in rewrites
+        if not (r.replacement and r.one_day) and r.expression.casefold() not in folded
+    )
+    if not gone:
+        return ""
+    return (
+        f"replaces {', '.join(gone)}, which recurs or names no one day: tick it only if it "
+        "meant one date"
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.store_changes import do_apply_store_proposal
+from memapp.lifecycle.store_changes import do_apply_store_proposal, needs_tick
 from memapp.memdir.consolidate_lock import LOCK_NAME, read_lock
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
@@ -150,7 +150,9 @@ def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_appl
     proposal = only_proposal()
     index = proposal.changes.get(key="MEMORY.md")
     assert "memhub adjusted it" in index.reason
-    do_apply_store_proposal(proposal, alice)
+    freeze = proposal.changes.get(key="project_freeze.md")  # "the end of the month": a guess
+    assert [c["code"] for c in freeze.checks] == ["date_fix"] and needs_tick(freeze)
+    do_apply_store_proposal(proposal, alice, [c.pk for c in proposal.changes.all()])
     assert not (root / "feedback_db_again.md").exists()
     assert "March incident" in (root / "feedback_db.md").read_text()
     assert index_problems(root) == {

@@ -285,3 +285,47 @@ def test_offline_consolidation_leaves_habits_and_ticks_only_a_date_that_names_on
     assert "names no one day" in card_text(page, changes["project_launch.md"].pk)
     found = proposal.consolidation_runs.get().findings["consolidation"]["unresolved"]
     assert ["project_oncall.md", "end of the week"] in found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_that_pins_a_recurring_phrase_is_never_ticked_for_you(alice, model):
+    store = resolve_store(alice, PROJECT, "private")
+    root = Path(store.path)
+    body = "On-call coverage is thin at the end of the week.\n" + WHY_HOW
+    write_memory(root, "project_oncall.md", "On-call", "Thin on-call", "project", body)
+    write_memory(root, "project_freeze.md", "Freeze", "The freeze", "project", "Freeze tomorrow.\n")
+    lines = "- [On-call](project_oncall.md) — thin\n- [Freeze](project_freeze.md) — freeze\n"
+    (root / "MEMORY.md").write_text(lines)
+    rescan_store(store)
+    pinned = body.replace("at the end of the week", "at Friday 2026-11-27")
+    model.propose(
+        [
+            {
+                "action": "update",
+                "scope": "private",
+                "file": "project_oncall.md",
+                "name": "On-call",
+                "description": "Thin on-call",
+                "type": "project",
+                "body": pinned,
+                "reason": "absolute dates",
+            },
+            {
+                "action": "update",
+                "scope": "private",
+                "file": "project_freeze.md",
+                "name": "Freeze",
+                "description": "The freeze",
+                "type": "project",
+                "body": "Freeze 2026-03-06.\n",
+                "reason": "absolute dates",
+            },
+        ]
+    )
+    consolidate_now(store, alice)
+    proposal = Proposal.objects.get(kind="consolidation")
+    changes = {c.key: c for c in proposal.changes.all()}
+    page = client_for(alice).get(reverse("proposal", args=[proposal.pk])).content.decode()
+    assert f'value="{changes["project_oncall.md"].pk}" checked' not in page
+    assert "“end of the week”, which recurs" in card_text(page, changes["project_oncall.md"].pk)
+    assert f'value="{changes["project_freeze.md"].pk}" checked' in page

@@ -20,6 +20,7 @@ from memapp.memdir.consolidation import (
     offline_consolidation,
     offline_distillation,
     plan_index,
+    replaced_unsure_dates,
     store_risks,
     take_index_change,
 )
@@ -318,3 +319,18 @@ def test_the_consolidation_request_follows_the_four_phases():
     ]
     positions = [text.index(part) for part in order]
     assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "unsure"),
+    [
+        ("Thin at the end of the week.", "Thin at Friday 2026-11-27.", "“end of the week”"),
+        ("Launch next month.", "Launch in April 2026.", "“next month”"),
+        ("Deploy every Friday, Friday evening.", "Deploy 2026-03-06 evening.", "“Friday evening”"),
+        ("Launch tomorrow.", "Launch 2026-03-06.", ""),
+        ("Thin at the end of the week.", "Thin at the end of the week; more staff.", ""),
+    ],
+)
+def test_a_models_rewrite_that_drops_an_unsure_date_is_left_to_tick(old, new, unsure):
+    why = replaced_unsure_dates(old, new, DAY)
+    assert (unsure in why) if unsure else why == ""
