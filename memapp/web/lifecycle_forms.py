@@ -88,10 +88,11 @@ class DecisionForm(forms.Form):
 
     def edits(self, *, unticked: bool = False) -> dict[int, dict[str, str]]:
         """The edited fields of the ticked changes (of every pending one with `unticked`, for
-        the preview), after is_valid. A scope that is the proposal's own store is no move."""
+        the preview), after is_valid: a field with an error is left out. A scope that is the
+        proposal's own store is no move."""
         edits = {}
         for change in self.pending:
-            if change.pk not in self.cleaned_data["changes"] and not unticked:
+            if not unticked and change.pk not in self.cleaned_data["changes"]:
                 continue
             fields = {}
             for name in FIELDS:

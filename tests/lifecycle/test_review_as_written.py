@@ -329,3 +329,40 @@ def test_a_model_that_pins_a_recurring_phrase_is_never_ticked_for_you(alice, mod
     assert f'value="{changes["project_oncall.md"].pk}" checked' not in page
     assert "“end of the week”, which recurs" in card_text(page, changes["project_oncall.md"].pk)
     assert f'value="{changes["project_freeze.md"].pk}" checked' in page
+
+
+def test_an_extraction_sent_to_the_team_store_is_written_there(alice, store):
+    team = resolve_store(alice, PROJECT, "team")
+    proposal = do_propose_changes(
+        "extraction",
+        store,
+        alice,
+        [ProposedChange("create", "private", "feedback_x.md", "X", "Do x", "feedback", WHY_HOW)],
+    )
+    pk = proposal.changes.get().pk
+    client, url = client_for(alice), reverse("proposal", args=[proposal.pk])
+    form = {"changes": [pk], f"scope-{pk}": "team"}
+    assert "goes to your team store" in card(client.post(url, {**form, "decision": "preview"}), pk)
+    client.post(url, {**form, "decision": "approve"})
+    assert (Path(team.path) / "feedback_x.md").exists()
+    assert not (Path(store.path) / "feedback_x.md").exists()
+    assert "written to the team store" in text(client.get(url))
+
+
+def test_a_store_the_project_does_not_have_is_refused_with_the_reason(alice, store, proposal):
+    client, url, pk = client_for(alice), reverse("proposal", args=[proposal.pk]), ids(proposal)
+    form = {"changes": list(map(str, pk.values())), f"scope-{pk['epsilon.md']}": "team"}
+    preview = text(client.post(url, {**form, "decision": "preview"}))
+    assert "you have no team store in the project acme/widgets" in preview
+    approve = text(client.post(url, {**form, "decision": "approve"}))
+    assert "Nothing was written: epsilon.md: you have no team store" in approve
+    assert Proposal.objects.get().status == "pending"
+    assert (Path(store.path) / "MEMORY.md").read_text() == INDEX
+
+
+def test_a_refused_approval_shows_the_review_with_the_edits_kept(alice, store, proposal):
+    client, url, pk = client_for(alice), reverse("proposal", args=[proposal.pk]), ids(proposal)
+    form = {f"name-{pk['epsilon.md']}": "Zeta rule", f"type-{pk['epsilon.md']}": "project"}
+    page = client.post(url, {**form, "decision": "approve"})  # nothing ticked
+    assert "Tick the changes to approve." in text(page)
+    assert 'data-key="project_zeta_rule.md"' in page.content.decode()

@@ -139,7 +139,8 @@ def store_proposal_detail(request: HttpRequest, proposal: Proposal) -> HttpRespo
             messages.error(request, f"Not approved: {exc}.")
             return redirect("proposals")
         selected = [int(pk) for pk in form["changes"].value() or [] if str(pk).isdigit()]
-        edits = form.edits(unticked=True) if form.is_valid() else None
+        form.is_valid()  # the edits without an error are shown, whatever went wrong
+        edits = form.edits(unticked=True)
     review = review_store_proposal(proposal, selected, edits, request.user)
     run = proposal.consolidation_runs.first()
     context = {

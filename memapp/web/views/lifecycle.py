@@ -88,10 +88,12 @@ def _previewed(request: HttpRequest, proposal: Proposal, form: DecisionForm) -> 
     """Each pending change as the person's edits leave it (nothing saved): change id → the
     store it goes to; an edit that cannot be written is a form error instead."""
     stores = {}
-    if not form.is_bound or not form.is_valid():
+    if not form.is_bound:
         return stores
+    form.is_valid()  # the edits without an error are shown, whatever went wrong
+    edits = form.edits(unticked=True)
     for change in form.pending:
-        edit = form.edits(unticked=True).get(change.pk, {})
+        edit = edits.get(change.pk, {})
         try:
             stores[change.pk] = revise_change(proposal.store, request.user, change, edit).store
         except EditRefused as exc:
