@@ -238,14 +238,41 @@ def _relinked(text: str, old_key: str, line: str) -> str:
     return text
 
 
+def _entry_at(lines: list[str], key: str) -> int | None:
+    """Where the entry of `key` is among `lines`."""
+    for i, raw in enumerate(lines):
+        entries = parse_index_entries(raw)
+        if entries and entries[0].path == key:
+            return i
+    return None
+
+
+def _put_back(proposed: str, index_now: str, key: str) -> str:
+    """`proposed` with the entry `index_now` has for `key` put back after the nearest line
+    above it that `proposed` kept (first when none): a file a person chose to keep keeps its
+    line where it was."""
+    now, lines = index_now.splitlines(), proposed.splitlines(keepends=True)
+    stripped = [line.rstrip("\r\n") for line in lines]
+    at = _entry_at(now, key)
+    if at is None or _entry_at(stripped, key) is not None:
+        return proposed
+    above = [stripped.index(now[i]) + 1 for i in range(at) if now[i] in stripped]
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    lines.insert(above[-1] if above else 0, now[at] + "\n")
+    return "".join(lines)
+
+
 def _outcome(
     store: Store,
     selected: list[ProposalChange],
     caps: tuple[int, int],
     revisions: Mapping[int, Revision] | None = None,
+    kept: Iterable[str] = (),
 ) -> Outcome:
     """The store as the `selected` changes, revised as the person edited them, would leave
-    it: what the review shows and approving writes."""
+    it: what the review shows and approving writes. `kept`: the files of deletes left
+    unticked, whose index lines stay although the proposed index drops them."""
     revisions = revisions or {}
     existing = _topic_keys(store)
     index_bytes = file_on_disk(store, INDEX_KEY)
@@ -286,6 +313,8 @@ def _outcome(
             if old_key and change.action != "delete" and is_linkable(change.key):
                 line = format_index_entry(change.name, change.key, change.description)
                 proposed = _relinked(proposed, old_key, line)
+        for key in kept:
+            proposed = _put_back(proposed, index_now, key)
         index_after = fit_index(proposed, keys_after, created)
     else:
         index_after = index_now
@@ -304,6 +333,16 @@ def _outcome(
         len(existing), len(outcome.delete), emptied and bool(keys_after), over
     )
     return outcome
+
+
+def _unticked_deletes(changes: Iterable[ProposalChange], picked: list[ProposalChange]) -> list[str]:
+    return [
+        c.key
+        for c in changes
+        if c.action == ProposalChange.Action.DELETE
+        and c.status == ProposalChange.Status.PENDING
+        and c not in picked
+    ]
 
 
 def _over_caps(text: str, caps: tuple[int, int]) -> str:
@@ -405,7 +444,7 @@ def review_store_proposal(
         if c.pk in chosen and c.status == ProposalChange.Status.PENDING and c.pk not in refused
     ]
     caps = _caps(store)
-    outcome = _outcome(store, picked, caps, revisions)
+    outcome = _outcome(store, picked, caps, revisions, _unticked_deletes(changes, picked))
     views = []
     for change in changes:
         if change.pk in refused:
@@ -461,7 +500,9 @@ def index_as_approved(proposal: Proposal, change: ProposalChange) -> str:
     chosen = set(default_selection(pending))
     if change.pk not in chosen:
         return proposed_index(change, index_text(store))
-    return _outcome(store, [c for c in pending if c.pk in chosen], _caps(store)).index_after
+    picked = [c for c in pending if c.pk in chosen]
+    kept = _unticked_deletes(pending, picked)
+    return _outcome(store, picked, _caps(store), kept=kept).index_after
 
 
 # --- approving --------------------------------------------------------------------------------
@@ -610,7 +651,7 @@ def do_apply_store_proposal(
                 change.save()
         result.conflicts = [c.key for c in conflicts]
         return result
-    outcome = _outcome(store, picked, _caps(store), revisions)
+    outcome = _outcome(store, picked, _caps(store), revisions, _unticked_deletes(pending, picked))
     if outcome.problems:
         raise ApplyRefused("; ".join(outcome.problems.values()))
     if outcome.risks and not confirm:

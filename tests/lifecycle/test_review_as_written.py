@@ -366,3 +366,21 @@ def test_a_refused_approval_shows_the_review_with_the_edits_kept(alice, store, p
     page = client.post(url, {**form, "decision": "approve"})  # nothing ticked
     assert "Tick the changes to approve." in text(page)
     assert 'data-key="project_zeta_rule.md"' in page.content.decode()
+
+
+def test_an_unticked_delete_keeps_its_memory_and_its_index_line(alice, store):
+    without_beta = INDEX.replace("- [Beta](beta.md) — b\n", "")
+    proposal = consolidation(
+        store,
+        alice,
+        ProposedChange("delete", "private", "beta.md", reason="merged into alpha.md"),
+        index=without_beta,
+    )
+    client, url, pk = client_for(alice), reverse("proposal", args=[proposal.pk]), ids(proposal)
+    assert index_after(client.get(url)) == without_beta
+    form = {"changes": [str(pk["MEMORY.md"])]}
+    preview = client.post(url, {**form, "decision": "preview"})
+    assert index_after(preview) == INDEX
+    assert client.post(url, {**form, "decision": "approve"}).status_code == 302
+    assert (Path(store.path) / "MEMORY.md").read_text() == INDEX
+    assert (Path(store.path) / "beta.md").exists()
