@@ -284,6 +284,7 @@ def test_the_review_after_unticking_and_editing_is_what_approving_writes(
         "document.querySelector('#after-lines .value').textContent.startsWith('4 /')"
     )
     assert "epsilon.md" not in page.locator("#index-review").inner_text()
+    assert "epsilon.md" not in page.locator("#index-change-diff").inner_text()
     screenshot(f"proposal-review-{screen}-1-unticked")
     page.check(f"input[name=changes][value='{epsilon}']")
     page.wait_for_function(
