@@ -123,6 +123,7 @@ def proposal_data(proposal: Proposal) -> dict:
                 "body": index_as_approved(proposal, change)
                 if change.key == INDEX_KEY and change.status == ProposalChange.Status.PENDING
                 else change.body,
+                "scope": change.scope or store.kind,
                 "reason": change.reason,
                 "status": change.status,
                 "checks": change.checks,

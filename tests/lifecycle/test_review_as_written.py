@@ -252,6 +252,7 @@ def test_the_api_shows_the_index_as_approving_writes_it(alice, store):
     [shown] = api.get("/api/v1/proposals").json()["proposals"]
     body = next(c["body"] for c in shown["changes"] if c["file"] == "MEMORY.md")
     assert body == INDEX
+    assert {c["scope"] for c in shown["changes"]} == {"private"}
     approved = api.post(f"/api/v1/proposals/{proposal.pk}/approve", {}, format="json")
     assert approved.status_code == 200
     assert (Path(store.path) / "MEMORY.md").read_text() == body
