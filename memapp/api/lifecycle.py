@@ -18,10 +18,15 @@ from memapp.api.errors import ApiError
 from memapp.lifecycle.access import get_agent_session_for_user, get_proposal_for_user
 from memapp.lifecycle.extraction import wants_extraction
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.proposals import ProposalClosed, do_apply_proposal, do_reject_proposal
+from memapp.lifecycle.proposals import (
+    AccessLost,
+    ProposalClosed,
+    do_apply_proposal,
+    do_reject_proposal,
+)
 from memapp.lifecycle.search import Hit, search_past_context
 from memapp.lifecycle.sessions import SESSION_ID_RE, do_forget_session, do_ingest_entries
-from memapp.lifecycle.store_changes import INDEX_KEY, index_text, is_store_wide, proposed_index
+from memapp.lifecycle.store_changes import INDEX_KEY, index_as_approved, is_store_wide
 from memapp.lifecycle.tasks import request_extraction
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store
@@ -98,7 +103,6 @@ def session_detail(request: Request, session_id: str) -> Response:
 def proposal_data(proposal: Proposal) -> dict:
     store = proposal.store
     changes = list(proposal.changes.all())
-    index_now = index_text(store) if any(c.key == INDEX_KEY for c in changes) else ""
     return {
         "id": proposal.pk,
         "kind": proposal.kind,
@@ -116,9 +120,10 @@ def proposal_data(proposal: Proposal) -> dict:
                 "name": change.name,
                 "description": change.description,
                 "type": change.type or None,
-                "body": proposed_index(change, index_now)
+                "body": index_as_approved(proposal, change)
                 if change.key == INDEX_KEY and change.status == ProposalChange.Status.PENDING
                 else change.body,
+                "scope": change.scope or store.kind,
                 "reason": change.reason,
                 "status": change.status,
                 "checks": change.checks,
@@ -177,6 +182,8 @@ def proposal_approve(request: Request, proposal_id: int) -> Response:
             result = do_apply_proposal(proposal, request.user, serializer.validated_data["changes"])
     except ProposalClosed as exc:
         raise ApiError(409, "proposal_closed", str(exc)) from None
+    except AccessLost:
+        raise ApiError(404, "not_found", "No such proposal.") from None
     except ValueError as exc:
         raise ApiError(400, "invalid", str(exc)) from None
     return _decided(proposal, result)

@@ -448,12 +448,21 @@ class ProposalChangeSerializer(serializers.Serializer):
     description = serializers.CharField()
     type = serializers.CharField(allow_null=True)
     body = serializers.CharField(
-        help_text="The proposed body; for a pending MEMORY.md, the proposed index merged with "
-        "what changed in it since the run read it, as approving would write it."
+        help_text="The proposed body; for a pending MEMORY.md, the index exactly as approving "
+        "without `changes` (the changes ticked by default) writes it: merged with what changed "
+        "in it since the run read it, fitted to the files that will exist."
+    )
+    scope = serializers.ChoiceField(
+        choices=["private", "team", "agent"],
+        help_text="The store the change is written to: the proposal's, unless the reviewer sent "
+        "a new memory to their other store.",
     )
     reason = serializers.CharField()
     status = serializers.CharField()
-    checks = serializers.JSONField()
+    checks = serializers.JSONField(
+        help_text="Each {code, level, message}. In a consolidation or distillation, a change "
+        "with a `bad` or `ask` check is approved only when named in `changes`."
+    )
     message = serializers.CharField()
 
 

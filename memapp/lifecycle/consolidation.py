@@ -49,6 +49,7 @@ from memapp.lifecycle.sessions import check_with_gate, entry_from_row
 from memapp.lifecycle.store_changes import (
     INDEX_KEY,
     ApplyRefused,
+    ask_check,
     do_apply_store_proposal,
     edited_check,
 )
@@ -71,6 +72,7 @@ from memapp.memdir.consolidation import (
     offline_consolidation,
     offline_distillation,
     plan_index,
+    replaced_unsure_dates,
     take_index_change,
 )
 from memapp.memdir.daily_logs import LogEntry
@@ -668,6 +670,20 @@ def consolidation_request(
     )
 
 
+def _unsure_date_fixes(snapshot: Snapshot, changes: list[ProposedChange]) -> dict[str, str]:
+    """The model's updates of memories with relative dates that drop a phrase which recurs or
+    names no one day (file → why), to be ticked by a person only."""
+    dated = {row["path"] for row in snapshot.rows if row["relative_dates"]}
+    unsure = {}
+    for change in changes:
+        if change.action == "update" and change.file in dated:
+            new = f"{change.description}\n{change.body}"
+            day = snapshot.topics[change.file].day
+            if why := replaced_unsure_dates(_read_body(snapshot, change.file), new, day):
+                unsure[change.file] = why
+    return unsure
+
+
 def _consolidation_answer(
     run: ConsolidationRun, flags: dict, snapshot: Snapshot, since, sessions_text: str, logs: str
 ) -> Answer:
@@ -678,6 +694,7 @@ def _consolidation_answer(
         raw = _ask_model(run, CONSOLIDATION_SYSTEM, text)
         changes, index, dropped = _validated(snapshot, raw)
         changes, found = _with_index(snapshot, changes, index, _index_reason(raw))
+        found["unsure"] = _unsure_date_fixes(snapshot, changes)
         return Answer(changes, dropped, {**found, "duplicates": [list(d) for d in duplicates[:50]]})
     run.selector = "offline"
     dated = []
@@ -706,6 +723,7 @@ def _consolidation_answer(
         "duplicates": [list(d) for d in result.duplicates[:50]],
         "left_out": result.index.left_out[:200] if result.index else [],
         "unresolved": [list(u) for u in result.unresolved],
+        "unsure": result.unsure,
     }
     return Answer(result.changes, [], findings)
 
@@ -750,7 +768,7 @@ def _distillation_answer(
         caps=snapshot.caps,
         today=timezone.localdate(),
     )
-    findings = {"skipped": [list(s) for s in result.skipped]}
+    findings = {"skipped": [list(s) for s in result.skipped], "unsure": result.unsure}
     return Answer(result.changes, [], findings)
 
 
@@ -767,7 +785,8 @@ def _propose(
     sessions: list[Session],
 ) -> Proposal | None:
     """Store the proposal, each change with the checks a person needs: an index's own checks,
-    and a file changed since the run read it marked as such (never ticked for them)."""
+    a file changed since the run read it, and a date fix whose phrase names no one day, each
+    marked as such (never ticked for them)."""
     proposal = do_propose_changes(
         kind,
         snapshot.store,
@@ -786,13 +805,17 @@ def _propose(
         elif change.file != INDEX_KEY:
             keys_after.add(change.file)
     had_entries = bool(parse_index_entries(snapshot.index))
+    unsure = answer.findings.get("unsure", {})
     rows = list(proposal.changes.all())
     for row in rows:
         if row.key == INDEX_KEY:
             row.checks = index_checks(row.body, keys_after, snapshot.caps, had_entries)
             row.base_text = snapshot.index  # an edit since is merged, so no "edited" check
-        elif row.base_checksum != snapshot.checksums.get(row.key, ""):
+            continue
+        if row.base_checksum != snapshot.checksums.get(row.key, ""):
             row.checks = [*row.checks, edited_check()]
+        if row.key in unsure:
+            row.checks = [*row.checks, ask_check("date_fix", unsure[row.key])]
     ProposalChange.objects.bulk_update(rows, ["checks", "base_text"])
     return proposal
 

@@ -249,6 +249,11 @@ class ProposalChange(models.Model):
     type = models.CharField(max_length=16, blank=True)
     body = models.TextField(blank=True)
     reason = models.TextField(blank=True)
+    scope = models.CharField(
+        max_length=8,
+        blank=True,
+        help_text="Where a person sent a new memory (private, team); empty: as proposed.",
+    )
     base_checksum = models.CharField(
         max_length=80, blank=True, help_text="sha256:… of the file when proposed; empty: absent."
     )

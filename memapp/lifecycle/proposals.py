@@ -5,12 +5,17 @@ Approving writes each change through the stores' own write functions (`do_save_m
 `do_forget_memory`, with `via="proposal"`), so it is atomic, indexed, secret-checked, mirrored,
 committed for team sync and recorded like any other write. A file that changed since it was
 proposed is a conflict: nothing is written, and the person sees both versions.
+
+A person's edits (name, description, body, type, and for a new memory the store it goes to)
+pass through `revise_change` both when the review shows them and when approving writes them,
+so the two never differ: the file name, the checks and the store follow the edit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 
 from django.db import transaction
 from django.utils import timezone
@@ -25,16 +30,23 @@ from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
     do_save_memory,
+    new_memory_path,
     store_file_path,
 )
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag
 from memapp.stores.models import Store
+from memapp.stores.prompting import team_store_for
 
 __all__ = [
+    "MEMORY_TYPES",
+    "AccessLost",
     "ApplyResult",
+    "EditRefused",
     "ProposalClosed",
+    "Revision",
     "change_diff",
+    "check_access",
     "close_proposal",
     "disk_checksum",
     "do_apply_proposal",
@@ -44,14 +56,38 @@ __all__ = [
     "file_on_disk",
     "pending_count",
     "rendered_change",
+    "revise_change",
+    "target_store",
 ]
 
 VIA = "proposal"
-EDITABLE = ("name", "description", "body")
+EDITABLE = ("name", "description", "body", "type", "scope")
+MEMORY_TYPES = ("user", "feedback", "project", "reference")
+# The checks a change's own text decides, taken again after an edit; the others (a file edited
+# after the run read it, a date fix to tick) stay as the run left them.
+TEXT_CHECKS = frozenset({"secret", "cap", "relative_dates", "why_how", "duplicate"})
 
 
 class ProposalClosed(ValueError):
     """The proposal was already decided; nothing was done."""
+
+
+class AccessLost(Exception):
+    """The person may no longer see the proposal's store (removed from its project since the
+    review opened): nothing was done."""
+
+
+class EditRefused(ValueError):
+    """A person's edit that cannot be written as asked (a user memory sent to the team store,
+    an unknown type); the message says why."""
+
+
+def check_access(user, store: Store) -> None:
+    """Raise AccessLost unless `user` may see `store` now: approving checks it again at the
+    moment of writing, whatever the page saw when it opened."""
+    if not Store.objects.visible_to(user).filter(pk=store.pk).exists():
+        where = f"the project {store.project}" if store.project else "this store"
+        raise AccessLost(f"you no longer have access to {where}: nothing was written")
 
 
 def file_on_disk(store: Store, key: str) -> bytes | None:
@@ -165,8 +201,9 @@ class ChangeDiff:
     problem: str = ""
 
 
-def change_diff(change: ProposalChange) -> ChangeDiff:
-    store = change.proposal.store
+def change_diff(change: ProposalChange, store: Store | None = None) -> ChangeDiff:
+    """`change` compared with its file in `store` (the proposal's unless the person moved it)."""
+    store = store or change.proposal.store
     before = file_on_disk(store, change.key)
     if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
         before = change.current_text.encode("utf-8")
@@ -210,9 +247,10 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
     )
 
 
-def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
-    """A person's edit of name, description or body before approving (one-line fields kept
-    on one line; a blank name or description keeps the proposed one)."""
+def _edit(change: ProposalChange, edit: Mapping[str, str]) -> set[str]:
+    """A person's edit before approving (one-line fields kept on one line; a blank name or
+    description keeps the proposed one); the fields it changed."""
+    changed = set()
     for name in EDITABLE:
         value = edit.get(name)
         if value is None:
@@ -221,11 +259,80 @@ def _edit(change: ProposalChange, edit: Mapping[str, str]) -> None:
             value = value.replace("\r\n", "\n")
         else:
             value = " ".join(value.split())
-            if not value:
+            if not value and name in ("name", "description"):
                 continue
-        if value != getattr(change, name):
-            setattr(change, name, value)
-            change.edited = True
+        if value == getattr(change, name):
+            continue
+        if name == "type" and value not in MEMORY_TYPES:
+            raise EditRefused(f"{value[:40]!r} is not a memory type")
+        if name == "scope":
+            if value not in ("", Store.Kind.PRIVATE, Store.Kind.TEAM):
+                raise EditRefused(f"{value[:40]!r} is not a scope")
+            if change.action != ProposalChange.Action.CREATE:
+                raise EditRefused("only a new memory can go to the other store")
+        setattr(change, name, value)
+        changed.add(name)
+    if changed:
+        change.edited = True
+    return changed
+
+
+def target_store(store: Store, user, scope: str) -> Store:
+    """The store a change is written to: the proposal's own, or, when the person chose the
+    other scope, their private store or the project's team store (a member's only)."""
+    if not scope or scope == store.kind:
+        return store
+    if store.project is None or store.kind not in (Store.Kind.PRIVATE, Store.Kind.TEAM):
+        raise EditRefused("only a project's private and team memories can change scope")
+    if scope == Store.Kind.TEAM:
+        other = team_store_for(user, store.project)
+    else:
+        other = (
+            Store.objects.filter(project=store.project, kind=Store.Kind.PRIVATE, owner=user)
+            .order_by("pk")
+            .first()
+        )
+    if other is None:
+        raise EditRefused(f"you have no {scope} store in the project {store.project}")
+    return other
+
+
+@dataclass(frozen=True)
+class Revision:
+    """Where an edited change is written, and the file whose index line must follow the edit
+    (its key before the edit), None when the edit left name, description and file alone."""
+
+    store: Store
+    relink: str | None = None
+
+
+def revise_change(store: Store, user, change: ProposalChange, edit: Mapping[str, str]) -> Revision:
+    """Apply a person's `edit` to `change` (in place, not saved) with what follows from it: a
+    new memory's file name follows its name, type and store (the directory's style, in the
+    folder proposed), and its checks are taken again on the edited text. The review shows
+    what this returns and approving writes it. Raises EditRefused for an edit that cannot be
+    written (a user memory is always private)."""
+    old_key = change.key
+    changed = _edit(change, edit)
+    target = target_store(store, user, change.scope)
+    if not changed:
+        return Revision(target)
+    if change.type == "user" and target.kind == Store.Kind.TEAM:
+        raise EditRefused("a user memory is always private: it cannot go to the team store")
+    if change.action == ProposalChange.Action.CREATE and changed & {"name", "type", "scope"}:
+        folder = PurePosixPath(old_key).parent
+        name = new_memory_path(
+            Path(target.path) / folder,
+            change.name,
+            change.type or None,
+            detect_type_form(target.path),
+        )
+        change.key = str(folder / name)
+    if change.action != ProposalChange.Action.DELETE:
+        kept = [c for c in change.checks if c.get("code") not in TEXT_CHECKS]
+        change.checks = kept + _checks(target, _proposed(change))
+    follows = changed & {"name", "description"} or change.key != old_key
+    return Revision(target, old_key if follows else None)
 
 
 def close_proposal(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
@@ -265,14 +372,17 @@ def do_apply_proposal(
     decision: str = "approved",
 ) -> ApplyResult:
     """Approve a proposal: write the selected pending changes (all when `change_ids` is None),
-    each with the person's `edits` (change id → name/description/body), through the normal
-    write path. The pending changes not selected are skipped. A change whose file changed
+    each with the person's `edits` (change id → name/description/body/type/scope, through
+    `revise_change`), through the normal write path. The pending changes not selected are
+    skipped. A change whose file changed
     since it was proposed becomes a conflict (nothing written, both versions kept) and keeps
     the proposal open; one the write path refuses (a secret, a broken header) is refused with
-    the reason. Raises ProposalClosed when the proposal was already decided, and ValueError
-    for a change id that is not one of its pending changes."""
+    the reason. Raises ProposalClosed when the proposal was already decided, AccessLost when
+    `user` may no longer see its store, and ValueError for a change id that is not one of its
+    pending changes."""
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
+    check_access(user, proposal.store)
     pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
     wanted = None if change_ids is None else {int(pk) for pk in change_ids}
     if wanted is not None and wanted - {c.pk for c in pending}:
@@ -284,14 +394,14 @@ def do_apply_proposal(
             result.skipped.append(change.key)
             change.save(update_fields=["status"])
             continue
-        _edit(change, (edits or {}).get(change.pk, {}))
         try:
-            _apply_change(store, user, change)
+            revision = revise_change(store, user, change, (edits or {}).get(change.pk, {}))
+            _apply_change(revision.store, user, change)
         except EditConflict as exc:
             change.status, change.current_text = ProposalChange.Status.CONFLICT, exc.disk_text
             change.message = "The file changed since this was proposed."
             result.conflicts.append(change.key)
-        except (FileRejected, FrontmatterError) as exc:
+        except (FileRejected, FrontmatterError, EditRefused) as exc:
             change.status, change.message = ProposalChange.Status.REFUSED, str(exc)
             result.refused.append(change.key)
         else:

@@ -29,12 +29,17 @@ from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import (
     EDITABLE,
     ApplyResult,
+    EditRefused,
     ProposalClosed,
+    Revision,
+    change_diff,
+    check_access,
     close_proposal,
     disk_checksum,
     do_rebase_change,
     file_on_disk,
     rendered_change,
+    revise_change,
 )
 from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
@@ -59,7 +64,7 @@ from memapp.memdir.index import (
     without_index_entry,
 )
 from memapp.memdir.store_files import FileRejected, walk_store
-from memapp.stores.actions import do_put_files, store_file_path
+from memapp.stores.actions import EditConflict, do_put_files, do_save_memory, store_file_path
 from memapp.stores.changes import announce_change
 from memapp.stores.flags import get_flags
 from memapp.stores.locks import store_lock
@@ -74,10 +79,12 @@ __all__ = [
     "NeedsConfirmation",
     "StoreBusy",
     "StoreReview",
+    "ask_check",
     "default_selection",
     "do_apply_store_proposal",
     "do_rebase_store_change",
     "edited_check",
+    "index_as_approved",
     "index_text",
     "is_store_wide",
     "needs_tick",
@@ -125,9 +132,15 @@ def edited_check() -> dict[str, str]:
     }
 
 
+def ask_check(code: str, message: str) -> dict[str, str]:
+    """A check that is no fault but leaves the change for a person to tick (level `ask`)."""
+    return {"code": code, "level": "ask", "message": message}
+
+
 def needs_tick(change: ProposalChange) -> bool:
-    """A change with a `bad` check is never selected for a person: only their tick applies it."""
-    return any(check.get("level") == "bad" for check in change.checks)
+    """A change with a `bad` or `ask` check is never selected for a person: only their tick
+    applies it."""
+    return any(check.get("level") in ("bad", "ask") for check in change.checks)
 
 
 def default_selection(changes: Iterable[ProposalChange]) -> list[int]:
@@ -157,11 +170,13 @@ def proposed_index(change: ProposalChange, index_now: str) -> str:
     return merge_index(change.base_text, index_now, change.body)
 
 
-def _edit(store: Store, change: ProposalChange, edit: Mapping[str, str]) -> None:
-    """A person's edit before approving: one-line fields kept on one line (blank keeps the
-    proposed value), the body (or the index) as typed, with Unix line endings. The index was
-    shown merged with what changed since the run: an edit of it is the whole index as the
-    person wants it, so nothing is merged into it again."""
+def _revise(store: Store, user, change: ProposalChange, edit: Mapping[str, str]) -> Revision:
+    """A person's edit before approving: a topic file's through `revise_change`; the index
+    as typed, with Unix line endings. The index was shown merged with what changed since the
+    run: an edit of it is the whole index as the person wants it, so nothing is merged into
+    it again."""
+    if change.key != INDEX_KEY:
+        return revise_change(store, user, change, edit)
     for name in EDITABLE:
         value = edit.get(name)
         if value is None:
@@ -180,6 +195,7 @@ def _edit(store: Store, change: ProposalChange, edit: Mapping[str, str]) -> None
         if value != getattr(change, name):
             setattr(change, name, value)
             change.edited = True
+    return Revision(store)
 
 
 @dataclass
@@ -196,6 +212,8 @@ class Outcome:
     risks: list[Risk] = field(default_factory=list)
     problems: dict[int, str] = field(default_factory=dict)  # change id → why it cannot render
     topic_count: int = 0  # the store's topic files on disk before the changes
+    # New memories the person sent to their other store, written there after this one.
+    moved: list[tuple[ProposalChange, Store]] = field(default_factory=list)
 
 
 def _topic_keys(store: Store) -> set[str]:
@@ -208,7 +226,54 @@ def _caps(store: Store) -> tuple[int, int]:
     return flags["index_max_lines"], flags["index_max_bytes"]
 
 
-def _outcome(store: Store, selected: list[ProposalChange], caps: tuple[int, int]) -> Outcome:
+def _relinked(text: str, old_key: str, line: str) -> str:
+    """`text` with the entry of `old_key` replaced in place by `line` (the entry of a memory
+    a person renamed or redescribed before approving); unchanged when it has none."""
+    lines = text.splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        entries = parse_index_entries(raw)
+        if entries and entries[0].path == old_key:
+            lines[i] = line + raw[len(raw.rstrip("\r\n")) :]
+            return "".join(lines)
+    return text
+
+
+def _entry_at(lines: list[str], key: str) -> int | None:
+    """Where the entry of `key` is among `lines`."""
+    for i, raw in enumerate(lines):
+        entries = parse_index_entries(raw)
+        if entries and entries[0].path == key:
+            return i
+    return None
+
+
+def _put_back(proposed: str, index_now: str, key: str) -> str:
+    """`proposed` with the entry `index_now` has for `key` put back after the nearest line
+    above it that `proposed` kept (first when none): a file a person chose to keep keeps its
+    line where it was."""
+    now, lines = index_now.splitlines(), proposed.splitlines(keepends=True)
+    stripped = [line.rstrip("\r\n") for line in lines]
+    at = _entry_at(now, key)
+    if at is None or _entry_at(stripped, key) is not None:
+        return proposed
+    above = [stripped.index(now[i]) + 1 for i in range(at) if now[i] in stripped]
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    lines.insert(above[-1] if above else 0, now[at] + "\n")
+    return "".join(lines)
+
+
+def _outcome(
+    store: Store,
+    selected: list[ProposalChange],
+    caps: tuple[int, int],
+    revisions: Mapping[int, Revision] | None = None,
+    kept: Iterable[str] = (),
+) -> Outcome:
+    """The store as the `selected` changes, revised as the person edited them, would leave
+    it: what the review shows and approving writes. `kept`: the files of deletes left
+    unticked, whose index lines stay although the proposed index drops them."""
+    revisions = revisions or {}
     existing = _topic_keys(store)
     index_bytes = file_on_disk(store, INDEX_KEY)
     index_now = (index_bytes or b"").decode("utf-8", "replace")
@@ -217,8 +282,14 @@ def _outcome(store: Store, selected: list[ProposalChange], caps: tuple[int, int]
         expected={INDEX_KEY: disk_checksum(index_bytes)},
         topic_count=len(existing),
     )
-    outcome.expected |= {c.key: c.base_checksum for c in selected if c.key != INDEX_KEY}
-    topic = [c for c in selected if c.key != INDEX_KEY]
+    topic = []
+    for change in selected:
+        revision = revisions.get(change.pk)
+        if revision is not None and revision.store.pk != store.pk:
+            outcome.moved.append((change, revision.store))
+        elif change.key != INDEX_KEY:
+            topic.append(change)
+    outcome.expected |= {c.key: c.base_checksum for c in topic}
     index_change = next((c for c in selected if c.key == INDEX_KEY), None)
     ordered = sorted(topic, key=lambda c: c.action == ProposalChange.Action.CREATE)
     for change in ordered:
@@ -236,7 +307,15 @@ def _outcome(store: Store, selected: list[ProposalChange], caps: tuple[int, int]
             for c in topic
             if c.action == ProposalChange.Action.CREATE
         }
-        index_after = fit_index(proposed_index(index_change, index_now), keys_after, created)
+        proposed = proposed_index(index_change, index_now)
+        for change in topic:
+            old_key = revisions[change.pk].relink if change.pk in revisions else None
+            if old_key and change.action != "delete" and is_linkable(change.key):
+                line = format_index_entry(change.name, change.key, change.description)
+                proposed = _relinked(proposed, old_key, line)
+        for key in kept:
+            proposed = _put_back(proposed, index_now, key)
+        index_after = fit_index(proposed, keys_after, created)
     else:
         index_after = index_now
         for change in topic:
@@ -254,6 +333,16 @@ def _outcome(store: Store, selected: list[ProposalChange], caps: tuple[int, int]
         len(existing), len(outcome.delete), emptied and bool(keys_after), over
     )
     return outcome
+
+
+def _unticked_deletes(changes: Iterable[ProposalChange], picked: list[ProposalChange]) -> list[str]:
+    return [
+        c.key
+        for c in changes
+        if c.action == ProposalChange.Action.DELETE
+        and c.status == ProposalChange.Status.PENDING
+        and c not in picked
+    ]
 
 
 def _over_caps(text: str, caps: tuple[int, int]) -> str:
@@ -298,6 +387,11 @@ class ChangeView:
     change: ProposalChange
     file: FileChange | None
     problem: str = ""
+    store: Store | None = None  # where it is written, when the person sent it to another store
+
+    @property
+    def needs_tick(self) -> bool:
+        return needs_tick(self.change)
 
 
 @dataclass
@@ -308,6 +402,7 @@ class StoreReview:
     proposal: Proposal
     changes: list[ChangeView]
     index: FileChange
+    index_after: str  # MEMORY.md exactly as approving what is ticked writes it
     before: list[Meter]
     after: list[Meter]
     risks: list[Risk]
@@ -322,15 +417,44 @@ class StoreReview:
         return self.proposal.status == Proposal.Status.PENDING
 
 
-def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = None) -> StoreReview:
+def review_store_proposal(
+    proposal: Proposal,
+    selected: Iterable[int] | None = None,
+    edits: Mapping[int, Mapping[str, str]] | None = None,
+    user=None,
+) -> StoreReview:
+    """The review of the `selected` changes (the default selection when None), each pending
+    change with the person's `edits` applied as approving would apply them (nothing saved):
+    the index meters and lines, file names, stores and checks all follow ticks and edits."""
     store = proposal.store
     changes = list(proposal.changes.all())
     chosen = default_selection(changes) if selected is None else [int(pk) for pk in selected]
-    picked = [c for c in changes if c.pk in chosen and c.status == ProposalChange.Status.PENDING]
+    revisions, refused = {}, {}
+    for change in changes:
+        if change.status == ProposalChange.Status.PENDING and (edits or {}).get(change.pk):
+            try:
+                revisions[change.pk] = _revise(
+                    store, user or proposal.owner, change, edits[change.pk]
+                )
+            except EditRefused as exc:
+                refused[change.pk] = str(exc)
+    picked = [
+        c
+        for c in changes
+        if c.pk in chosen and c.status == ProposalChange.Status.PENDING and c.pk not in refused
+    ]
     caps = _caps(store)
-    outcome = _outcome(store, picked, caps)
+    outcome = _outcome(store, picked, caps, revisions, _unticked_deletes(changes, picked))
     views = []
     for change in changes:
+        if change.pk in refused:
+            views.append(ChangeView(change, None, refused[change.pk]))
+            continue
+        moved = revisions[change.pk].store if change.pk in revisions else store
+        if moved.pk != store.pk:
+            diff = change_diff(change, moved)
+            views.append(ChangeView(change, diff.file, diff.problem, moved))
+            continue
         before = file_on_disk(store, change.key)
         if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
             before = change.current_text.encode("utf-8")
@@ -340,7 +464,10 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
             views.append(ChangeView(change, replace(removed, rows=tuple(side_by_side(text, "")))))
             continue
         try:
-            after = _after(store, change, before).encode("utf-8")
+            if change.key == INDEX_KEY and change in picked:
+                after = outcome.index_after.encode("utf-8")  # with the ticks and edits
+            else:
+                after = _after(store, change, before).encode("utf-8")
         except FrontmatterError as exc:
             views.append(ChangeView(change, None, str(exc)))
             continue
@@ -352,6 +479,7 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
         proposal=proposal,
         changes=views,
         index=index,
+        index_after=outcome.index_after,
         before=_meters(outcome.index_before, caps),
         after=_meters(outcome.index_after, caps),
         risks=outcome.risks,
@@ -361,6 +489,20 @@ def review_store_proposal(proposal: Proposal, selected: Iterable[int] | None = N
         updates=sum(c.action == "update" and c.key != INDEX_KEY for c in changes),
         selected=chosen,
     )
+
+
+def index_as_approved(proposal: Proposal, change: ProposalChange) -> str:
+    """The body of a pending index `change` as approving the default selection writes it
+    (merged with what changed since, fitted to the files that will exist): what the API
+    shows; the merged proposal when the change is not ticked by default."""
+    store = proposal.store
+    pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
+    chosen = set(default_selection(pending))
+    if change.pk not in chosen:
+        return proposed_index(change, index_text(store))
+    picked = [c for c in pending if c.pk in chosen]
+    kept = _unticked_deletes(pending, picked)
+    return _outcome(store, picked, _caps(store), kept=kept).index_after
 
 
 # --- approving --------------------------------------------------------------------------------
@@ -437,6 +579,30 @@ def _write(store: Store, user, outcome: Outcome) -> None:
     release_lock(store.path, acquired)
 
 
+def _write_moved(user, moved: list[tuple[ProposalChange, Store]]) -> dict[int, str]:
+    """Write the new memories a person sent to their other store, each through
+    `do_save_memory`; why each one refused was not written (change id → reason)."""
+    refused = {}
+    for change, target in moved:
+        try:
+            do_save_memory(
+                target,
+                user,
+                name=change.name,
+                description=change.description,
+                memory_type=change.type or None,
+                body=change.body,
+                path=change.key,
+                base_sha256="",
+                via=VIA,
+            )
+        except EditConflict:
+            refused[change.pk] = f"{change.key} appeared in the {target.kind} store meanwhile"
+        except (FileRejected, FrontmatterError) as exc:
+            refused[change.pk] = str(exc)
+    return refused
+
+
 def do_apply_store_proposal(
     proposal: Proposal,
     user,
@@ -452,7 +618,9 @@ def do_apply_store_proposal(
 
     A change whose topic file changed since it was proposed makes this a conflict (those
     changes marked, nothing written, the proposal still open); the index is merged instead.
-    Raises ProposalClosed when already decided, ValueError for a change id that is not one of
+    A new memory the person sent to their other store is written there afterwards, on its
+    own. Raises ProposalClosed when already decided, AccessLost when `user` may no longer see
+    the store, ValueError for a change id that is not one of
     its pending changes, NeedsConfirmation when the selection is risky and `confirm` is
     false, StoreBusy when a local agent holds the directory's lock, ApplyRefused when the
     write path refuses a file (a secret, say) and ApplyFailed when writing failed halfway and
@@ -461,6 +629,7 @@ def do_apply_store_proposal(
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
     store = proposal.store
+    check_access(user, store)
     pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
     wanted = set(default_selection(pending) if change_ids is None else map(int, change_ids))
     if wanted - {c.pk for c in pending}:
@@ -468,25 +637,34 @@ def do_apply_store_proposal(
     picked = [c for c in pending if c.pk in wanted]
     if not picked:
         raise ApplyRefused("tick the changes to approve")
+    revisions = {}
     for change in picked:
-        _edit(store, change, (edits or {}).get(change.pk, {}))
+        try:
+            revisions[change.pk] = _revise(store, user, change, (edits or {}).get(change.pk, {}))
+        except EditRefused as exc:
+            raise ApplyRefused(f"{change.key}: {exc}") from None
     result = ApplyResult()
-    conflicts = _conflicts(store, picked)
+    conflicts = _conflicts(store, [c for c in picked if revisions[c.pk].store.pk == store.pk])
     if conflicts:
         with transaction.atomic():
             for change in conflicts:
                 change.save()
         result.conflicts = [c.key for c in conflicts]
         return result
-    outcome = _outcome(store, picked, _caps(store))
+    outcome = _outcome(store, picked, _caps(store), revisions, _unticked_deletes(pending, picked))
     if outcome.problems:
         raise ApplyRefused("; ".join(outcome.problems.values()))
     if outcome.risks and not confirm:
         raise NeedsConfirmation(outcome.risks)
-    _write(store, user, outcome)
+    if outcome.files or outcome.delete:
+        _write(store, user, outcome)
+    refused = _write_moved(user, outcome.moved)
     with transaction.atomic():
         for change in pending:
-            if change in picked:
+            if change.pk in refused:
+                change.status, change.message = ProposalChange.Status.REFUSED, refused[change.pk]
+                result.refused.append(change.key)
+            elif change in picked:
                 change.status, change.message = ProposalChange.Status.APPLIED, ""
                 result.applied.append(change.key)
             else:

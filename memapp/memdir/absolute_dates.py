@@ -7,7 +7,13 @@ file was written: `next Tuesday` on 2026-03-05 becomes `Tuesday 2026-03-10`, `ye
 the lint no longer flags. Expressions with no single meaning ("a few days ago", "next sprint")
 are left as written and reported, for a person to settle.
 
-Weeks run Monday to Sunday; "the end of the week" is its Friday (a working week). "Next
+A recurring phrase is never pinned to one date: "on-call is thin at the end of the week" is a
+rule for every week, not for the week it was written in. So the edge of a period with no
+this/next/last ("the end of the week", "end of the month") and any expression in a sentence
+that speaks of a habit ("every", "each", "weekly", "on Mondays", "usually", …) are left as
+written and reported as recurring.
+
+Weeks run Monday to Sunday; "the end of this week" is its Friday (a working week). "Next
 Tuesday" is the first Tuesday after the date, "last Tuesday" the last one before it, and a
 weekday alone the first on or after it.
 """
@@ -48,10 +54,14 @@ _MODIFIER = r"(?P<mod>this coming|this past|this|next|last|past|coming|upcoming)
 
 @dataclass(frozen=True)
 class Rewrite:
-    """One relative expression and what it became (None: left as written)."""
+    """One relative expression and what it became (None: left as written). `one_day`: the
+    expression names one day ("tomorrow", "next Tuesday", "two days ago"), so its date is
+    sure enough to be ticked for a reviewer; `recurring`: left because it recurs."""
 
     expression: str
     replacement: str | None
+    one_day: bool = False
+    recurring: bool = False
 
 
 def _iso(day: datetime.date) -> str:
@@ -190,13 +200,40 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def _resolve(expression: str, on: datetime.date) -> str | None:
+_ONE_DAY_RULES = {"day", "tonight", "two_days", "mod_weekday", "weekday"}
+_SMALL_UNITS = ("second", "minute", "hour", "day")
+# Words of a sentence that speaks of a habit, not of one occasion.
+_HABIT = re.compile(
+    r"\b(?:every|each|weekly|daily|nightly|monthly|quarterly|yearly|annually|fortnightly"
+    r"|biweekly|always|usually|typically|normally|generally|routinely|regularly|often"
+    rf"|(?:{'|'.join(_WEEKDAYS)}|weekend|weekday|morning|afternoon|evening|night)s"
+    r"|per\s+(?:day|week|month|sprint|quarter|year)"
+    r"|once\s+an?\s+(?:day|week|month|sprint|quarter|year))\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.;!?\n]")
+
+
+def _rewrite(expression: str, on: datetime.date) -> Rewrite:
     text = " ".join(expression.lower().split())
     for pattern, rule in _RULES:
         match = pattern.fullmatch(text)
-        if match is not None:
-            return _apply(rule, match, on)
-    return None
+        if match is None:
+            continue
+        if rule == "edge" and not match["mod"] and " this " not in f" {text} ":
+            return Rewrite(expression, None, recurring=True)  # "the end of the week"
+        small = rule in ("ago", "in") and match["unit"].rstrip("s") in _SMALL_UNITS
+        one_day = rule in _ONE_DAY_RULES or small
+        return Rewrite(expression, _apply(rule, match, on), one_day=one_day)
+    return Rewrite(expression, None)
+
+
+def _in_habit(text: str, start: int, end: int) -> bool:
+    """Whether the sentence around `text[start:end]` speaks of a habit."""
+    begins = [m.end() for m in _SENTENCE_END.finditer(text, 0, start)]
+    ends = _SENTENCE_END.search(text, end)
+    sentence = text[begins[-1] if begins else 0 : ends.start() if ends else len(text)]
+    return bool(_HABIT.search(sentence))
 
 
 def _apply(rule: str, m: re.Match[str], on: datetime.date) -> str | None:
@@ -239,13 +276,17 @@ _EDGE = re.compile(r"(?:end|start|beginning|middle)\b", re.IGNORECASE)
 def make_dates_absolute(text: str, on: datetime.date) -> tuple[str, list[Rewrite]]:
     """`text` with each relative date expression (outside code) replaced by the absolute date
     it meant when written on `on`, and what was done to each, in order of appearance (those
-    left as written have no replacement)."""
+    left as written, recurring ones included, have no replacement)."""
     rewrites = []
     pieces = []
     last = 0
     for start, end, expression in relative_date_spans(text):
-        replacement = _resolve(expression, on)
-        rewrites.append(Rewrite(expression, replacement))
+        if _in_habit(text, start, end):
+            rewrite = Rewrite(expression, None, recurring=True)
+        else:
+            rewrite = _rewrite(expression, on)
+        rewrites.append(rewrite)
+        replacement = rewrite.replacement
         article = _THE.search(text, last, start)
         if replacement and article and (replacement.startswith("the ") or _EDGE.match(expression)):
             start = article.start()  # "the end of the month" becomes a date, not "the <date>"

@@ -58,6 +58,7 @@ __all__ = [
     "offline_consolidation",
     "offline_distillation",
     "plan_index",
+    "replaced_unsure_dates",
     "store_risks",
     "take_index_change",
 ]
@@ -530,6 +531,8 @@ class OfflineResult:
     duplicates: list[tuple[str, str, float]] = field(default_factory=list)
     unresolved: list[tuple[str, str]] = field(default_factory=list)  # (key, expression)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (entry, why)
+    # key → why a date fix is left for a person to tick: a phrase it pinned names no one day.
+    unsure: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -551,6 +554,40 @@ def _dates_reason(rewrites: Sequence[Rewrite], day: datetime.date) -> str:
     )
 
 
+def _guessed_dates(rewrites: Sequence[Rewrite]) -> str:
+    """Why a date fix is left for a person to tick ("" when every phrase it pinned names one
+    day, so the date is sure)."""
+    guessed = dict.fromkeys(
+        f"“{r.expression}” as {r.replacement}" for r in rewrites if r.replacement and not r.one_day
+    )
+    if not guessed:
+        return ""
+    return (
+        f"reads {', '.join(guessed)}: the phrase names no one day, so tick it only if that is "
+        "the date it meant"
+    )
+
+
+def replaced_unsure_dates(old: str, new: str, day: datetime.date) -> str:
+    """Why a model's rewrite of a memory (`old` → `new`, the file written on `day`) is left for
+    a person to tick: it drops relative date phrases that recur ("at the end of the week") or
+    name no one day ("next month"), which the model may have pinned to a date it guessed; ""
+    when it drops none."""
+    _, rewrites = make_dates_absolute(old, day)
+    folded = new.casefold()
+    gone = dict.fromkeys(
+        f"“{r.expression}”"
+        for r in rewrites
+        if not (r.replacement and r.one_day) and r.expression.casefold() not in folded
+    )
+    if not gone:
+        return ""
+    return (
+        f"replaces {', '.join(gone)}, which recurs or names no one day: tick it only if it "
+        "meant one date"
+    )
+
+
 def offline_consolidation(
     *,
     scope: str,
@@ -562,9 +599,11 @@ def offline_consolidation(
     """The consolidation rules can decide without a model: relative dates in the `dated`
     memories made absolute against their day; the index repaired (entries of missing files,
     duplicates, over-long lines, unlisted files) and pruned within `caps`; near-duplicate
-    descriptions listed for a person to merge."""
+    descriptions listed for a person to merge. A date fix pinning a phrase that names no one
+    day ("next month", "in two weeks") is listed in `unsure`, to be ticked by a person only."""
     changes: list[ProposedChange] = []
     unresolved: list[tuple[str, str]] = []
+    unsure: dict[str, str] = {}
     topics = dict(files)
     for memory in dated:
         description, first = make_dates_absolute(memory.description, memory.day)
@@ -573,6 +612,8 @@ def offline_consolidation(
         unresolved += [(memory.key, r.expression) for r in rewrites if r.replacement is None]
         if description == memory.description and body == memory.body:
             continue
+        if guessed := _guessed_dates(rewrites):
+            unsure[memory.key] = guessed
         changes.append(
             ProposedChange(
                 "update",
@@ -598,7 +639,7 @@ def offline_consolidation(
     duplicates = near_duplicates(
         [(key, topic.description) for key, topic in sorted(topics.items())], DUPLICATE_THRESHOLD
     )
-    return OfflineResult(changes, plan, duplicates, unresolved)
+    return OfflineResult(changes, plan, duplicates, unresolved, unsure=unsure)
 
 
 _WHY = re.compile(r"\s*\b(?:\*\*)?why(?:\*\*)?\s*:\s*", re.IGNORECASE)
@@ -642,13 +683,15 @@ def offline_distillation(
     when untagged), relative dates made absolute against the log's day, a **Why:** taken from
     a `Why:` in the entry. An entry that an existing memory (`existing`: key, description) or
     an earlier entry already says is skipped and listed. `name_file(name, type)` gives each
-    new memory its file; the index gets a line for each, within `caps`."""
+    new memory its file; the index gets a line for each, within `caps`. A memory whose dates
+    were pinned from a phrase naming no one day is listed in `unsure`."""
     changes: list[ProposedChange] = []
     skipped: list[tuple[str, str]] = []
+    unsure: dict[str, str] = {}
     said = list(existing)
     topics = dict(files)
     for entry in entries:
-        text, _ = make_dates_absolute(entry.text, entry.day)
+        text, rewrites = make_dates_absolute(entry.text, entry.day)
         main = _partition(_WHY, text)[0].strip()
         similar = similar_to(main, said, DUPLICATE_THRESHOLD)
         shown = f"{entry.key}:{entry.number}"
@@ -660,6 +703,8 @@ def offline_distillation(
         name = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
         description = _shorten(main.rstrip(".") + ".", HOOK_CHARS)
         key = name_file(name, memory_type)
+        if guessed := _guessed_dates(rewrites):
+            unsure[key] = guessed
         changes.append(
             ProposedChange(
                 "create",
@@ -681,7 +726,7 @@ def offline_distillation(
         changes.append(
             ProposedChange("update", scope, INDEX_FILENAME, body=plan.text, reason=plan.reason())
         )
-    return OfflineResult(changes, plan if created else None, skipped=skipped)
+    return OfflineResult(changes, plan if created else None, skipped=skipped, unsure=unsure)
 
 
 def _noon_ms(day: datetime.date) -> int:

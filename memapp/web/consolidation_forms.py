@@ -25,7 +25,8 @@ class StoreDecisionForm(DecisionForm):
         super().__init__(*args, pending=pending, **kwargs)
         for change in self.pending:
             if change.key == INDEX_KEY:
-                del self.fields[f"name-{change.pk}"], self.fields[f"description-{change.pk}"]
+                for name in ("name", "description", "type"):
+                    del self.fields[f"{name}-{change.pk}"]
                 body = self.fields[f"body-{change.pk}"]
                 body.widget.attrs["rows"] = 16
                 body.initial = proposed_index(change, index_now)  # as the review shows it

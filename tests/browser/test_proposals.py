@@ -224,3 +224,93 @@ def test_sessions_and_search_in_the_browser(live_server, page, screenshot, alice
     page.click("button.danger")
     page.wait_for_selector(".message.success")
     assert not Session.objects.exists()
+
+
+REVIEW_INDEX = (
+    "- [Alpha](alpha.md) — a\n- [Beta](beta.md) — b\n- [Gamma](gamma.md) — c\n"
+    "- [Delta](delta.md) — d\n"
+)
+WHY_HOW = "Zeta first.\n\n**Why:** the outage.\n**How to apply:** every deploy.\n"
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_the_review_after_unticking_and_editing_is_what_approving_writes(
+    live_server, page, screenshot, alice, screen
+):
+    from memapp.lifecycle.models import ProposalChange
+    from tests.browser.accessibility import check_accessibility
+
+    store = resolve_store(alice, "acme/widgets", "private")
+    root = Path(store.path)
+    for name in ("alpha", "beta", "gamma", "delta"):
+        write_memory(root, f"{name}.md", name.title(), f"All about {name}", "user", f"{name}\n")
+    (root / "MEMORY.md").write_text(REVIEW_INDEX)
+    rescan_store(store)
+    proposal = do_propose_changes(
+        "consolidation",
+        store,
+        alice,
+        [
+            ProposedChange(
+                "update", "private", "alpha.md", "Alpha", "All about alpha", "user", "α\n"
+            ),
+            ProposedChange(
+                "create",
+                "private",
+                "epsilon.md",
+                "Epsilon",
+                "All about epsilon",
+                "feedback",
+                "E.\n",
+            ),
+            ProposedChange(
+                "update",
+                "private",
+                "MEMORY.md",
+                body=REVIEW_INDEX + "- [Epsilon](epsilon.md) — All about epsilon\n",
+            ),
+        ],
+    )
+    ProposalChange.objects.filter(key="MEMORY.md").update(base_text=REVIEW_INDEX)
+    epsilon = proposal.changes.get(key="epsilon.md").pk
+    page.set_viewport_size(DESKTOP if screen == "desktop" else PHONE)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
+    after = page.locator("#after-lines .value")
+    assert after.inner_text().startswith("5 / 200")
+
+    page.uncheck(f"input[name=changes][value='{epsilon}']")  # htmx redraws the index in place
+    page.wait_for_function(
+        "document.querySelector('#after-lines .value').textContent.startsWith('4 /')"
+    )
+    assert "epsilon.md" not in page.locator("#index-review").inner_text()
+    assert "epsilon.md" not in page.locator("#index-change-diff").inner_text()
+    screenshot(f"proposal-review-{screen}-1-unticked")
+    page.check(f"input[name=changes][value='{epsilon}']")
+    page.wait_for_function(
+        "document.querySelector('#after-lines .value').textContent.startsWith('5 /')"
+    )
+
+    card = page.locator(f"#change-{epsilon}")
+    assert "missing Why and How to apply" in card.inner_text()
+    card.locator("summary").click()
+    card.locator(f"#id_name-{epsilon}").fill("Zeta rule")
+    card.locator(f"#id_description-{epsilon}").fill("Zeta is how we deploy")
+    card.locator(f"#id_type-{epsilon}").select_option("project")
+    card.locator(f"#id_body-{epsilon}").fill(WHY_HOW)
+    page.click("button[value=preview]")
+    page.wait_for_selector(f"#change-{epsilon}[data-key='project_zeta_rule.md']")
+    card = page.locator(f"#change-{epsilon}")
+    assert "missing Why" not in card.inner_text()
+    assert "project_zeta_rule.md" in card.locator("header").inner_text()
+    shown = page.locator("#index-after").text_content()
+    assert shown == REVIEW_INDEX + "- [Zeta rule](project_zeta_rule.md) — Zeta is how we deploy\n"
+    screenshot(f"proposal-review-{screen}-2-edited")
+    check_accessibility(page, "the proposal review after an edit")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+    page.click("button[value=approve]")
+    page.wait_for_selector("text=Applied 3 changes")
+    assert (root / "MEMORY.md").read_text() == shown
+    assert "name: Zeta rule" in (root / "project_zeta_rule.md").read_text()
+    assert not (root / "epsilon.md").exists()

@@ -15,7 +15,7 @@ import pytest
 
 from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.store_changes import do_apply_store_proposal
+from memapp.lifecycle.store_changes import do_apply_store_proposal, needs_tick
 from memapp.memdir.consolidate_lock import LOCK_NAME, read_lock
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
@@ -38,7 +38,9 @@ def only_proposal(kind: str = "consolidation") -> Proposal:
     return proposals[0]
 
 
-def test_offline_one_approved_proposal_leaves_a_tidy_index_and_absolute_dates(alice, untidy):
+def test_offline_one_approved_proposal_leaves_a_tidy_index_and_dates_it_can_be_sure_of(
+    alice, untidy
+):
     root = Path(untidy.path)
     before = index_problems(root)
     assert before["over_lines"] and before["over_bytes"]
@@ -54,6 +56,11 @@ def test_offline_one_approved_proposal_leaves_a_tidy_index_and_absolute_dates(al
     duplicates = run.findings["consolidation"]["duplicates"]
     assert [pair[:2] for pair in duplicates] == [["feedback_db.md", "feedback_db_again.md"]]
 
+    # "the end of the month" may be every month's: left as written, for a person to settle.
+    assert run.findings["consolidation"]["unresolved"] == [
+        ["project_freeze.md", "end of the month"]
+    ]
+
     result = do_apply_store_proposal(proposal, alice)
     assert result.applied == keys
     assert index_problems(root) == {
@@ -61,11 +68,11 @@ def test_offline_one_approved_proposal_leaves_a_tidy_index_and_absolute_dates(al
         "over_bytes": False,
         "dangling": [],
         "doubled": [],
-        "relative_dates": [],
+        "relative_dates": ["project_freeze.md"],
     }
     freeze = (root / "project_freeze.md").read_text()
-    assert "starts Tuesday 2026-03-10 and lasts until 2026-03-31" in freeze
-    assert untidy.files.get(path="project_freeze.md").relative_dates == []
+    assert "starts Tuesday 2026-03-10 and lasts until the end of the month" in freeze
+    assert untidy.files.get(path="project_freeze.md").relative_dates == ["end of the month"]
     proposal.refresh_from_db()
     assert proposal.status == "applied"
 
@@ -143,7 +150,9 @@ def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_appl
     proposal = only_proposal()
     index = proposal.changes.get(key="MEMORY.md")
     assert "memhub adjusted it" in index.reason
-    do_apply_store_proposal(proposal, alice)
+    freeze = proposal.changes.get(key="project_freeze.md")  # "the end of the month": a guess
+    assert [c["code"] for c in freeze.checks] == ["date_fix"] and needs_tick(freeze)
+    do_apply_store_proposal(proposal, alice, [c.pk for c in proposal.changes.all()])
     assert not (root / "feedback_db_again.md").exists()
     assert "March incident" in (root / "feedback_db.md").read_text()
     assert index_problems(root) == {

@@ -141,13 +141,13 @@ def test_approving_the_ticked_changes_with_an_edit(alice, proposal):
         },
     )
     assert response.status_code == 302
-    written = (Path(proposal.store.path) / "project_deploys.md").read_text()
+    written = (Path(proposal.store.path) / "project_release_day.md").read_text()
     assert "name: Release day" in written
     assert "Releases go out on Fridays (2026-03-06 was the first).\n" in written
     update.refresh_from_db()
     assert update.status == "skipped"
     page = text(client.get(url))
-    assert "Applied: project_deploys.md." in page
+    assert "Applied: project_release_day.md." in page
 
 
 def test_approving_nothing_ticked_asks_for_a_tick(alice, proposal):

@@ -127,10 +127,14 @@ def test_edits_before_approving_are_what_is_written(proposal, store, alice):
     create = proposal.changes.get(action="create")
     edits = {create.pk: {"name": "Release day", "description": "Releases go out on Fridays\n"}}
     do_apply_proposal(proposal, alice, [create.pk], edits)
-    assert "name: Release day" in text(store, "project_deploys.md")
-    assert "description: Releases go out on Fridays" in text(store, "project_deploys.md")
+    assert not (Path(store.path) / "project_deploys.md").exists()  # the name chose the file
+    assert "name: Release day" in text(store, "project_release_day.md")
+    assert "description: Releases go out on Fridays" in text(store, "project_release_day.md")
+    assert "[Release day](project_release_day.md) — Releases go out on Fridays" in text(
+        store, "MEMORY.md"
+    )
     create.refresh_from_db()
-    assert create.edited
+    assert create.edited and create.key == "project_release_day.md"
 
 
 def test_a_file_changed_since_the_proposal_is_a_conflict_with_both_versions(proposal, store, alice):

@@ -30,11 +30,10 @@ THURSDAY = datetime.date(2026, 3, 5)
         ("a week from tomorrow", "on 2026-03-13"),
         ("in two weeks", "on 2026-03-19"),
         ("in 3 months", "on 2026-06-05"),
-        ("end of the week", "Friday 2026-03-06"),
+        ("end of this week", "Friday 2026-03-06"),
         ("start of next week", "Monday 2026-03-09"),
         ("end of next month", "2026-04-30"),
-        ("end of the quarter", "2026-03-31"),
-        ("end of day", "end of 2026-03-05"),
+        ("end of this quarter", "2026-03-31"),
         ("next Tuesday", "Tuesday 2026-03-10"),
         ("last Friday evening", "Friday 2026-02-27 (evening)"),
         ("this Monday", "Monday 2026-03-02"),
@@ -68,6 +67,56 @@ def test_vague_expressions_are_left_and_reported(vague):
     assert [(r.expression, r.replacement) for r in rewrites] == [(vague, None)]
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "On-call coverage is thin at the end of the week.",
+        "On-call coverage is thin at end of week.",
+        "Invoices go out at the start of the month.",
+        "Demo every Friday, so Friday afternoon is quiet.",
+        "Each sprint ends with a review on Friday.",
+        "We deploy on Mondays, so nothing merges the night before: Sunday evening.",
+        "Weekly sync on Tuesday.",
+        "The backup runs every night, tomorrow included.",
+        "Releases usually slip to next week.",
+        "Standups happen once a week, on Thursday.",
+        "Triage is per sprint: the end of next month at most.",
+    ],
+)
+def test_a_recurring_phrase_is_never_pinned_to_one_date(sentence):
+    text, rewrites = make_dates_absolute(sentence, THURSDAY)
+    assert text == sentence
+    assert rewrites and all(r.replacement is None and r.recurring for r in rewrites)
+
+
+@pytest.mark.parametrize(
+    ("written", "one_day"),
+    [
+        ("tomorrow", True),
+        ("yesterday evening", True),
+        ("next Tuesday", True),
+        ("Thursday", True),
+        ("two days ago", True),
+        ("3 hours ago", True),
+        ("next week", False),
+        ("in two weeks", False),
+        ("end of next month", False),
+        ("end of this week", False),
+        ("next month", False),
+        ("EOW", False),
+    ],
+)
+def test_only_a_phrase_naming_one_day_is_sure_of_its_date(written, one_day):
+    _, [rewrite] = make_dates_absolute(f"The freeze starts {written}.", THURSDAY)
+    assert rewrite.replacement is not None
+    assert rewrite.one_day is one_day
+
+
+def test_a_habit_in_one_sentence_leaves_the_next_sentence_resolved():
+    text, _ = make_dates_absolute("We deploy every Friday. The freeze is next Tuesday.", THURSDAY)
+    assert text == "We deploy every Friday. The freeze is Tuesday 2026-03-10."
+
+
 def test_code_habits_and_absolute_dates_are_left_alone():
     text = (
         "Run `deploy --at tomorrow` every Monday.\n```\nsleep until next week\n```\n"
@@ -93,7 +142,7 @@ EXPRESSIONS = [
     "last week",
     "two days ago",
     "in 4 weeks",
-    "end of the month",
+    "end of this month",
     "next month",
     "Sunday",
 ]
@@ -109,5 +158,5 @@ def test_resolvable_expressions_never_leave_a_relative_date(words, on):
 
 
 def test_the_article_of_a_period_goes_with_it():
-    text, _ = make_dates_absolute("Until the end of the month, then the next week.", THURSDAY)
+    text, _ = make_dates_absolute("Until the end of this month, then the next week.", THURSDAY)
     assert text == "Until 2026-03-31, then the week of 2026-03-09."

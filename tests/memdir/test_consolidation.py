@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from memapp.memdir.consolidation import (
     offline_consolidation,
     offline_distillation,
     plan_index,
+    replaced_unsure_dates,
     store_risks,
     take_index_change,
 )
@@ -182,8 +184,10 @@ def test_offline_consolidation_fixes_dates_repairs_the_index_and_flags_duplicate
     update, index_change = result.changes
     assert (update.action, update.file) == ("update", "project_freeze.md")
     assert update.description == "Code freeze starts Tuesday 2026-03-10"
-    assert update.body == "Freeze from Tuesday 2026-03-10 until 2026-03-31.\n"
+    assert update.body == "Freeze from Tuesday 2026-03-10 until the end of the month.\n"
     assert "the file was written on 2026-03-05" in update.reason
+    assert result.unresolved == [("project_freeze.md", "end of the month")]
+    assert result.unsure == {}  # "next Tuesday" names one day
     assert index_change.file == "MEMORY.md"
     assert entries_of(index_change.body) == [
         "project_freeze.md",
@@ -193,6 +197,35 @@ def test_offline_consolidation_fixes_dates_repairs_the_index_and_flags_duplicate
     assert relative_dates(index_change.body) == []
     assert "Code freeze starts Tuesday 2026-03-10" in index_change.body
     assert [(a, b) for a, b, _ in result.duplicates] == [("feedback_db.md", "feedback_db_again.md")]
+
+
+@pytest.mark.parametrize(
+    ("body", "fixed", "unsure"),
+    [
+        ("On-call coverage is thin at the end of the week.\n", None, False),
+        ("Deploys go out every Friday; nobody deploys that evening.\n", None, False),
+        ("We deploy on Mondays, never on Friday afternoon.\n", None, False),
+        ("Retro each sprint, demo on Thursday.\n", None, False),
+        ("Weekly sync on Tuesday.\n", None, False),
+        ("Launch is tomorrow.\n", "Launch is 2026-03-06.\n", False),
+        ("Launch is next Tuesday.\n", "Launch is Tuesday 2026-03-10.\n", False),
+        ("Launch is next month.\n", "Launch is April 2026.\n", True),
+        ("Launch is in two weeks.\n", "Launch is on 2026-03-19.\n", True),
+    ],
+)
+def test_offline_date_fixes_never_pin_a_habit_and_tick_only_one_named_day(body, fixed, unsure):
+    files = {"project_oncall.md": topic("project_oncall.md", "On-call", 0, "On-call")}
+    dated = [DatedMemory("project_oncall.md", "On-call", "On-call", "project", body, DAY)]
+    result = offline_consolidation(
+        scope="private",
+        index="- [On-call](project_oncall.md) — On-call\n",
+        files=files,
+        dated=dated,
+        caps=(200, 25_000),
+    )
+    updates = [c for c in result.changes if c.file == "project_oncall.md"]
+    assert [c.body for c in updates] == ([] if fixed is None else [fixed])
+    assert ("project_oncall.md" in result.unsure) is unsure
 
 
 def test_a_store_in_good_order_gets_no_offline_changes():
@@ -240,6 +273,23 @@ def test_offline_distillation_turns_new_entries_into_memories_and_index_lines():
     assert "(From the daily log of 2026-03-05 09:05.)" in freeze.body
     assert result.skipped == [("logs/2026/03/2026-03-05.md:4", "already said by feedback_1.md")]
     assert entries_of(index.body) == ["user_role.md", *[c.file for c in creates]]
+    assert result.unsure == {}  # "next Tuesday" names one day
+
+
+def test_offline_distillation_leaves_a_date_it_guessed_for_a_person_to_tick():
+    log = "- 09:05 [project] Billing moves to the new cluster next month.\n"
+    result = offline_distillation(
+        scope="private",
+        entries=parse_log(log, "logs/2026/03/2026-03-05.md"),
+        existing=[],
+        index="",
+        files={},
+        name_file=lambda name, memory_type: "project_billing.md",
+        caps=(200, 25_000),
+        today=DAY,
+    )
+    assert "April 2026" in result.changes[0].description
+    assert "“next month” as April 2026" in result.unsure["project_billing.md"]
 
 
 def test_the_consolidation_request_follows_the_four_phases():
@@ -269,3 +319,18 @@ def test_the_consolidation_request_follows_the_four_phases():
     ]
     positions = [text.index(part) for part in order]
     assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "unsure"),
+    [
+        ("Thin at the end of the week.", "Thin at Friday 2026-11-27.", "“end of the week”"),
+        ("Launch next month.", "Launch in April 2026.", "“next month”"),
+        ("Deploy every Friday, Friday evening.", "Deploy 2026-03-06 evening.", "“Friday evening”"),
+        ("Launch tomorrow.", "Launch 2026-03-06.", ""),
+        ("Thin at the end of the week.", "Thin at the end of the week; more staff.", ""),
+    ],
+)
+def test_a_models_rewrite_that_drops_an_unsure_date_is_left_to_tick(old, new, unsure):
+    why = replaced_unsure_dates(old, new, DAY)
+    assert (unsure in why) if unsure else why == ""

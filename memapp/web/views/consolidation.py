@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.daily_logs import has_logs, store_logs
 from memapp.lifecycle.models import ConsolidationRun, Proposal, ProposalChange
-from memapp.lifecycle.proposals import ProposalClosed, do_reject_proposal
+from memapp.lifecycle.proposals import AccessLost, ProposalClosed, do_reject_proposal
 from memapp.lifecycle.status import consolidation_status
 from memapp.lifecycle.store_changes import (
     ApplyRefused,
@@ -79,8 +79,11 @@ def daily_logs(request: HttpRequest, store_id: int) -> HttpResponse:
 
 def _decide(request: HttpRequest, proposal: Proposal, form: StoreDecisionForm) -> bool:
     """Carry out the person's decision; whether it is done (else the form says why)."""
+    decision = request.POST.get("decision")
+    if decision not in ("approve", "reject"):
+        return False  # "Update preview": the page again, with the ticks and edits kept
     try:
-        if request.POST.get("decision") == "reject":
+        if decision == "reject":
             do_reject_proposal(proposal, request.user)
             messages.success(request, "Rejected: nothing was written.")
             return True
@@ -121,14 +124,24 @@ def store_proposal_detail(request: HttpRequest, proposal: Proposal) -> HttpRespo
     pending = list(proposal.changes.filter(status=ProposalChange.Status.PENDING))
     ticked = [str(pk) for pk in default_selection(pending)]
     index_now = index_text(proposal.store)
-    form = StoreDecisionForm(pending=pending, index_now=index_now, initial={"changes": ticked})
-    selected = None
+    form = StoreDecisionForm(
+        pending=pending, index_now=index_now, store=proposal.store, initial={"changes": ticked}
+    )
+    selected, edits = None, None
     if request.method == "POST":
-        form = StoreDecisionForm(request.POST, pending=pending, index_now=index_now)
-        if _decide(request, proposal, form):
-            return redirect("proposal", proposal_id=proposal.pk)
+        form = StoreDecisionForm(
+            request.POST, pending=pending, index_now=index_now, store=proposal.store
+        )
+        try:
+            if _decide(request, proposal, form):
+                return redirect("proposal", proposal_id=proposal.pk)
+        except AccessLost as exc:
+            messages.error(request, f"Not approved: {exc}.")
+            return redirect("proposals")
         selected = [int(pk) for pk in form["changes"].value() or [] if str(pk).isdigit()]
-    review = review_store_proposal(proposal, selected)
+        form.is_valid()  # the edits without an error are shown, whatever went wrong
+        edits = form.edits(unticked=True)
+    review = review_store_proposal(proposal, selected, edits, request.user)
     run = proposal.consolidation_runs.first()
     context = {
         "proposal": proposal,

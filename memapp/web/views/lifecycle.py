@@ -18,12 +18,15 @@ from memapp.lifecycle.access import (
 )
 from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
 from memapp.lifecycle.proposals import (
+    AccessLost,
     ApplyResult,
+    EditRefused,
     ProposalClosed,
     change_diff,
     do_apply_proposal,
     do_rebase_change,
     do_reject_proposal,
+    revise_change,
 )
 from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session
@@ -84,6 +87,23 @@ def _result_message(request: HttpRequest, result: ApplyResult) -> None:
         messages.error(request, f"Refused: {', '.join(result.refused)} (see below).")
 
 
+def _previewed(request: HttpRequest, proposal: Proposal, form: DecisionForm) -> dict:
+    """Each pending change as the person's edits leave it (nothing saved): change id → the
+    store it goes to; an edit that cannot be written is a form error instead."""
+    stores = {}
+    if not form.is_bound:
+        return stores
+    form.is_valid()  # the edits without an error are shown, whatever went wrong
+    edits = form.edits(unticked=True)
+    for change in form.pending:
+        edit = edits.get(change.pk, {})
+        try:
+            stores[change.pk] = revise_change(proposal.store, request.user, change, edit).store
+        except EditRefused as exc:
+            form.add_error(None, f"{change.key}: {exc}")
+    return stores
+
+
 @login_required
 def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     proposal = get_proposal_for_user(request.user, proposal_id)
@@ -91,17 +111,21 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
         return store_proposal_detail(request, proposal)
     changes = list(proposal.changes.all())
     pending = [c for c in changes if c.status == ProposalChange.Status.PENDING]
-    form = DecisionForm(pending=pending, initial={"changes": [str(c.pk) for c in pending]})
+    store = proposal.store
+    form = DecisionForm(
+        pending=pending, store=store, initial={"changes": [str(c.pk) for c in pending]}
+    )
+    decision = request.POST.get("decision", "preview")
     if request.method == "POST":
-        form = DecisionForm(request.POST, pending=pending)
+        form = DecisionForm(request.POST, pending=pending, store=store)
         try:
-            if request.POST.get("decision") == "reject":
+            if decision == "reject":
                 do_reject_proposal(proposal, request.user)
                 messages.success(request, "Rejected: nothing was written.")
                 return redirect("proposals")
-            if form.is_valid() and not form.cleaned_data["changes"]:
+            if decision == "approve" and form.is_valid() and not form.cleaned_data["changes"]:
                 form.add_error("changes", "Tick the changes to approve.")
-            if form.is_valid():
+            if decision == "approve" and form.is_valid():
                 result = do_apply_proposal(
                     proposal, request.user, form.cleaned_data["changes"], form.edits()
                 )
@@ -110,10 +134,18 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
         except ProposalClosed as exc:
             messages.error(request, str(exc))
             return redirect("proposal", proposal_id=proposal.pk)
+        except AccessLost as exc:
+            messages.error(request, f"Not approved: {exc}.")
+            return redirect("proposals")
+    moved = _previewed(request, proposal, form)
     context = {
         "proposal": proposal,
         "diffs": [
-            (change_diff(change), form.bound_fields(change) if change in pending else {})
+            (
+                change_diff(change, moved.get(change.pk)),
+                form.bound_fields(change) if change in pending else {},
+                moved[change.pk] if moved.get(change.pk, store) != store else None,
+            )
             for change in changes
         ],
         "form": form,
