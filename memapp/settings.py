@@ -126,6 +126,8 @@ MIDDLEWARE = [
     "memapp.api.middleware.api_body_limit",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memapp.web.middleware.security_headers",
+    "memapp.web.middleware.upload_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -227,7 +229,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["memapp.api.auth.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE},
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memapp.api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "memapp.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -270,6 +272,16 @@ CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Behind a TLS proxy (docs/design.md §25): cookies sent over HTTPS only, HSTS, and the proxy's
+# X-Forwarded-Proto and X-Forwarded-For believed. Trusting them is only safe when the proxy
+# sets both (overwriting what a client sent) and memhub is reachable through it alone.
+MEMHUB_SECURE_COOKIES = env_bool("MEMHUB_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = MEMHUB_SECURE_COOKIES
+# Django sends HSTS only on requests it sees as HTTPS: behind a proxy, with MEMHUB_TRUST_PROXY.
+SECURE_HSTS_SECONDS = env_int("MEMHUB_HSTS_SECONDS", 0, minimum=0)
+MEMHUB_TRUST_PROXY = env_bool("MEMHUB_TRUST_PROXY", False)
+if MEMHUB_TRUST_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

@@ -24,8 +24,11 @@ from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
     check_entry,
+    check_key_neighbours,
     checksum,
     entry_path,
+    normalize_key,
+    walk_store,
 )
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
@@ -207,13 +210,18 @@ def do_put_files(
     index: dict[str, str] | None = None,
     note: str = "",
 ) -> dict[str, list[str]]:
-    """Write several files at once: all are checked first (keys, sizes, UTF-8, secrets,
-    preconditions) and nothing is written unless every one passes. Files whose content is
+    """Write several files at once: all are checked first (keys, NFC on the way in and no
+    look-alike of a key beside them, sizes, UTF-8, secrets, preconditions) and nothing is
+    written unless every one passes. Files whose content is
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
     written keys; deleted files go to the trash, replaced bytes stay in their history."""
-    if_match = if_match or {}
-    index = index or {}
+    files = {normalize_key(key): text for key, text in files.items()}
+    delete = tuple(normalize_key(key) for key in delete)
+    if_match = {normalize_key(key): sum_ for key, sum_ in (if_match or {}).items()}
+    index = {normalize_key(key): line for key, line in (index or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
+    kept = {f.key for f in walk_store(store.path, store.exclude)} - set(delete)
+    check_key_neighbours(files, kept)
     encoded = {
         key: text.encode("utf-8")
         for key, text in check_entries(files, exclude=store.exclude).items()

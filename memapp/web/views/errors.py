@@ -8,6 +8,8 @@ import logging
 from django.http import HttpRequest, HttpResponse
 from django.template import loader
 
+from memapp.stores.transfer import MAX_UPLOAD_BYTES
+
 logger = logging.getLogger(__name__)
 
 PAGES = {
@@ -19,6 +21,11 @@ PAGES = {
         "Nothing here",
         "This page does not exist, or it is not yours to see. Memories of other people "
         "and of projects you are not a member of are not shown.",
+    ),
+    413: (
+        "This upload is too large",
+        f"At most {MAX_UPLOAD_BYTES // 2**20} MB are accepted; nothing was uploaded or kept. "
+        "Export fewer memories, or leave out what is not memory, and send it again.",
     ),
     "csrf": (
         "This form has expired",
