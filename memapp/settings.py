@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -120,6 +121,7 @@ INSTALLED_APPS = [
     "teamsync",
     "snapshots",
     "memapp.lifecycle",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -135,6 +137,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a refused login into the page that says how long to wait.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memapp.urls"
@@ -203,6 +207,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes, docs/design.md §25): MEMHUB_LOGIN_FAILURES failed logins for
+# one username or from one address, then a wait of MEMHUB_LOGIN_LOCKOUT_MINUTES (each further
+# try restarts it). Staff unlock from the admin's "Access attempts" or `manage.py axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "memapp.web.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("MEMHUB_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMHUB_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "memapp.web.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "memapp.web.login_throttle.locked_out"
+# Failures are kept (to count them); successful logins are not logged, so no table grows with
+# every login.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False  # its start-up banner would land in every command's output
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -350,7 +350,11 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
                 assert len(contrasts) >= 8, contrasts  # admin.css's chart classes were found
                 if faint := {c: round(r, 2) for c, r in contrasts.items() if r < 3}:
                     problems.append(f"chart colours under 3:1 in {scheme} mode: {faint}")
-        if refused := [text for text in console if "Content Security Policy" in text]:
+        # The API docs' policy refuses Redoc's logo from its vendor's CDN on purpose.
+        refused = [text for text in console if "Content Security Policy" in text]
+        if name == "api_docs":
+            refused = [text for text in refused if "cdn.redoc.ly" not in text]
+        if refused:
             problems.append(f"{name} broke the Content-Security-Policy: {refused}")
         if not fits_the_screen(page):
             problems.append(f"{name} is wider than the {screen} screen")
