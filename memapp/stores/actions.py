@@ -3,6 +3,7 @@ mirror, then an event. Views and the API only call these."""
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import replace
@@ -17,6 +18,7 @@ from memapp.memdir.index import (
     index_health,
     write_index_entry,
 )
+from memapp.memdir.keys import fold_key
 from memapp.memdir.scan import detect_type_form
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -68,15 +70,17 @@ def _slug(text: str, sep: str) -> str:
 
 def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -> str:
     """A file name in the directory's own style: `<slug>.md` for newer clients (type under
-    `metadata:`), `<type>_<words>.md` otherwise; never an existing file."""
+    `metadata:`), `<type>_<words>.md` otherwise; never an existing file nor its look-alike."""
     if form == "metadata":
         stem = _slug(name, "-")
     else:
         stem = _slug(name, "_")
         if memory_type:
             stem = f"{memory_type}_{stem}"
+    # Taken also when only case or width differ: macOS and Windows would see one file (§4).
+    taken = {fold_key(entry.name) for entry in os.scandir(root)} if root.is_dir() else set()
     candidate, n = f"{stem}.md", 2
-    while (root / candidate).exists():
+    while fold_key(candidate) in taken:
         candidate, n = f"{stem}-{n}.md", n + 1
     return candidate
 
@@ -127,6 +131,9 @@ def do_save_memory(
         if path is None:
             form = detect_type_form(str(root))
             path = new_memory_path(root, name, memory_type, form)
+        if created:
+            path = normalize_key(path)
+            check_key_neighbours([path], {f.key for f in walk_store(root, store.exclude)})
         target = store_file_path(store, path)
         if created:
             if target.exists():

@@ -96,3 +96,11 @@ def test_the_team_protocol_refuses_a_look_alike(alice, alice_api):
     assert response.json()["error"]["code"] == "invalid_key"
     both = alice_api.put(url, {"entries": {"a.md": "x\n", "A.md": "y\n"}}, format="json")
     assert both.status_code == 400
+
+
+def test_remember_names_a_new_memory_beside_its_look_alike(alice_api, store):
+    assert put(alice_api, store, "Project_Deploy.md").status_code == 201
+    body = {"store": store.pk, "name": "Deploy", "description": "d", "type": "project"}
+    response = alice_api.post("/api/v1/remember", body, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["key"] == "project_deploy-2.md"
