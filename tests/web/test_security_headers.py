@@ -64,7 +64,7 @@ class Unreadable:
     readline = read
 
 
-def test_an_upload_over_the_limit_is_refused_from_its_content_length_unread(client, alice):
+def test_an_upload_over_the_limit_is_refused_from_its_content_length_unread(client, alice, caplog):
     client.login(username="alice", password=PASSWORD)
     store = resolve_store(alice, "acme/app", "private")
     url = reverse("store_import", args=[store.pk])
@@ -80,6 +80,7 @@ def test_an_upload_over_the_limit_is_refused_from_its_content_length_unread(clie
     assert response.status_code == 413
     assert f"At most {MAX_UPLOAD_BYTES // 2**20} MB are accepted" in response.content.decode()
     assert response["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # a refusal, not a fault
 
 
 def settings_of(tmp_path, **variables: str) -> list[str]:

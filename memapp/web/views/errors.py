@@ -44,6 +44,9 @@ def error_page(request: HttpRequest, status: int, page: int | str | None = None)
     heading, explanation = PAGES[page or status]
     context = {"status": status, "heading": heading, "explanation": explanation}
     template = loader.get_template("error.html")
+    if not hasattr(request, "user"):
+        # Refused before the session was read (an upload over the limit): nobody to show.
+        return HttpResponse(template.render(context), status=status)
     try:
         body = template.render(context, request)
     except Exception:
