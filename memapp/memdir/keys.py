@@ -141,10 +141,6 @@ def _check_syntax(key: str) -> None:
         raise PathTraversalError("empty-segment", key)
     if any(len(s.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES for s in segments):
         raise PathTraversalError("name-too-long", key)
-    if any(unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in key):
-        raise PathTraversalError("invisible-character", key)
-    if any(s != INDEX_NAME and fold_key(s) == _INDEX_FOLDED for s in segments):
-        raise PathTraversalError("index-lookalike", key)
 
 
 def normalize_key(key: str) -> str:
@@ -160,6 +156,17 @@ def fold_key(key: str) -> str:
 
 
 _INDEX_FOLDED = fold_key(INDEX_NAME)
+
+
+def check_key_name(key: str) -> None:
+    """The rules a key must meet to be written (docs/design.md §4), on top of `check_key`'s:
+    no character a reader cannot see (`invisible-character`) and no name that is MEMORY.md
+    once folded without being spelt so (`index-lookalike`). A file already named so can still
+    be read and removed, so a person can clean it up."""
+    if any(unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in key):
+        raise PathTraversalError("invisible-character", key)
+    if any(s != INDEX_NAME and fold_key(s) == _INDEX_FOLDED for s in key.split("/")):
+        raise PathTraversalError("index-lookalike", key)
 
 
 def check_new_keys(keys: Iterable[str], existing: Iterable[str]) -> None:

@@ -26,6 +26,7 @@ from memapp.memdir.atomic import write_atomic_files
 from memapp.memdir.keys import (
     PathTraversalError,
     check_key,
+    check_key_name,
     check_new_keys,
     normalize_key,
     validate_key,
@@ -319,9 +320,11 @@ class FileRejected(ValueError):
         self.details: dict[str, Any] = dict(details or {})
 
 
-def _check_key(key: str, exclude: Collection[str]) -> None:
+def _check_key(key: str, exclude: Collection[str], written: bool = False) -> None:
     try:
         check_key(key)
+        if written:
+            check_key_name(key)
     except PathTraversalError as exc:
         raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
     kind = classify(key, exclude)
@@ -373,8 +376,9 @@ def check_entry(
     """The text of a memory file that may be written or sent, or :class:`FileRejected`: a key
     that is no memory file, content that is not UTF-8 (``invalid_utf8``) or larger than
     `max_bytes` (``entry_too_large``), holds NUL (``binary_content``) or, with `secrets`, what
-    the fast secret rules flag (``secret_detected``, `details["entries"]` by rule and line)."""
-    _check_key(key, exclude)
+    the fast secret rules flag (``secret_detected``, `details["entries"]` by rule and line).
+    The key must also meet the naming rules of what is written (``check_key_name``)."""
+    _check_key(key, exclude, written=True)
     if isinstance(content, str):
         text = content
         try:

@@ -104,3 +104,13 @@ def test_remember_names_a_new_memory_beside_its_look_alike(alice_api, store):
     response = alice_api.post("/api/v1/remember", body, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["key"] == "project_deploy-2.md"
+
+
+def test_a_file_already_named_so_can_still_be_read_and_removed(alice_api, store):
+    Path(store.path).mkdir(parents=True, exist_ok=True)
+    Path(store.path, "\u202edm.exe.md").write_text("found on disk\n")
+    url = f"/api/v1/stores/{store.pk}/files/\u202edm.exe.md"
+    assert alice_api.get(url).json()["content"] == "found on disk\n"
+    assert refusal(put(alice_api, store, "\u202edm.exe.md", "y\n")) == "invisible-character"
+    assert alice_api.delete(url).status_code == 204
+    assert os.listdir(store.path) == []

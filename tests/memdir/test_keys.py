@@ -16,7 +16,7 @@ from memapp.memdir import keys
 from memapp.memdir.keys import (
     RULES,
     PathTraversalError,
-    check_key,
+    check_key_name,
     check_new_keys,
     fold_key,
     memory_dir_override_problem,
@@ -81,6 +81,10 @@ ATTACKS = [
     # longer than a file name can be, even where the folder does not exist yet
     ("x" * 253 + ".md", "name-too-long"),
     ("new/" + "é" * 127 + ".md", "name-too-long"),  # 257 bytes in 130 characters
+]
+
+# Keys no new file may have, though one already named so can be read and removed (check_key_name).
+NAMING_ATTACKS = [
     # what a reader cannot see: shown right to left, "\u202edm.exe.md" reads "dm.exe.md"
     ("\u202edm.exe.md", "invisible-character"),
     ("team/\u2066x\u2069.md", "invisible-character"),
@@ -391,9 +395,8 @@ def test_any_plain_nested_key_is_accepted(trap_store, segments):
     try:
         result = validate_key(trap_store, key)
     except PathTraversalError as exc:
-        # Only compatibility characters whose NFKC form holds a traversal token may fail, and
-        # a name that folds to MEMORY.md without being spelt so.
-        assert exc.rule in ("encoded-traversal", "index-lookalike")
+        # Only compatibility characters whose NFKC form holds a traversal token may fail.
+        assert exc.rule == "encoded-traversal"
         return
     assert result == trap_store / key
 
@@ -504,12 +507,34 @@ SPELLINGS = [
 ]
 
 
+@pytest.mark.parametrize(("key", "rule"), NAMING_ATTACKS)
+def test_it_refuses_new_keys_a_reader_would_misread_naming_the_rule(tmp_path, key, rule):
+    with pytest.raises(PathTraversalError) as caught:
+        check_key_name(key)
+    assert caught.value.rule == rule
+    assert f"[{rule}]" in str(caught.value)
+    assert validate_key(tmp_path, key) == tmp_path / key  # an existing one can be removed
+
+
 @settings(max_examples=200)
 @given(before=NAME, mark=INVISIBLE, after=NAME)
 def test_any_key_holding_an_invisible_or_bidirectional_character_is_refused(before, mark, after):
     with pytest.raises(PathTraversalError) as caught:
-        check_key(f"{before}{mark}{after}.md")
-    assert caught.value.rule in ("invisible-character", "encoded-traversal")
+        check_key_name(f"{before}{mark}{after}.md")
+    assert caught.value.rule == "invisible-character"
+
+
+@settings(max_examples=200)
+@given(
+    name=st.sampled_from(["memory", "Memory", "mEmOrY", "ＭＥＭＯＲＹ", "ｍｅｍｏｒｙ"]),
+    folder=NAME,
+)
+def test_any_spelling_of_the_index_but_its_own_is_refused(name, folder):
+    for key in (f"{name}.md", f"{folder}/{name}.md"):
+        with pytest.raises(PathTraversalError) as caught:
+            check_key_name(key)
+        assert caught.value.rule == "index-lookalike"
+    check_key_name(f"{folder}/MEMORY.md")
 
 
 @settings(max_examples=300)
