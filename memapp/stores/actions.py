@@ -77,7 +77,8 @@ def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -
         stem = _slug(name, "_")
         if memory_type:
             stem = f"{memory_type}_{stem}"
-    # Taken also when only case or width differ: macOS and Windows would see one file (§4).
+    # Taken also when only case or width differ: macOS and Windows would see one file
+    # (docs/design.md §4).
     taken = {fold_key(entry.name) for entry in os.scandir(root)} if root.is_dir() else set()
     candidate, n = f"{stem}.md", 2
     while fold_key(candidate) in taken:
