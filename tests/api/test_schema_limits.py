@@ -132,3 +132,12 @@ def test_a_key_whose_folder_is_a_file_is_refused_by_the_team_protocol(alice, cli
     nested = client.put(url, {"entries": {"a.md/x.md": "y\n"}}, format="json")
     assert nested.status_code == 400, nested.content
     assert nested.json()["error"]["code"] == "invalid_key"
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [(b"[]", 1), (b"[][][]", 1), (b"[[],[[]]]", 3), (b'{"a": [{}, {"b": {}}]}', 4), (b"1", 0)],
+)
+def test_depth_is_the_deepest_nesting(text, depth):
+    assert json_depth(text) == depth
+    assert json_depth(b"[" * 1000 + b"]" * 1000) == MAX_JSON_DEPTH + 1  # counted no further
