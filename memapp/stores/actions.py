@@ -223,13 +223,17 @@ def do_put_files(
     written unless every one passes. Files whose content is
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
     written keys; deleted files go to the trash, replaced bytes stay in their history."""
-    files = {normalize_key(key): text for key, text in files.items()}
-    delete = tuple(normalize_key(key) for key in delete)
-    if_match = {normalize_key(key): sum_ for key, sum_ in (if_match or {}).items()}
-    index = {normalize_key(key): line for key, line in (index or {}).items()}
+    on_disk = {f.key for f in walk_store(store.path, store.exclude)}
+
+    def normal(key: str) -> str:  # NFC, but a file already on disk keeps its own spelling
+        return key if key in on_disk else normalize_key(key)
+
+    files = {normal(key): text for key, text in files.items()}
+    delete = tuple(normal(key) for key in delete)
+    if_match = {normal(key): sum_ for key, sum_ in (if_match or {}).items()}
+    index = {normal(key): line for key, line in (index or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
-    kept = {f.key for f in walk_store(store.path, store.exclude)} - set(delete)
-    check_key_neighbours(files, kept)
+    check_key_neighbours(files, on_disk - set(delete))
     encoded = {
         key: text.encode("utf-8")
         for key, text in check_entries(files, exclude=store.exclude).items()

@@ -70,6 +70,9 @@ def test_a_file_already_on_disk_in_nfd_is_not_joined_by_its_nfc_twin(alice_api, 
     Path(store.path, NFD).write_text("from a Mac\n")
     assert refusal(put(alice_api, store, NFC)) == "lookalike-duplicate"
     assert os.listdir(store.path) == [NFD]
+    assert put(alice_api, store, NFD, "edited\n").status_code == 201  # its own spelling
+    assert os.listdir(store.path) == [NFD]
+    assert Path(store.path, NFD).read_text() == "edited\n"
 
 
 @pytest.mark.parametrize(
