@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -120,12 +121,15 @@ INSTALLED_APPS = [
     "teamsync",
     "snapshots",
     "memapp.lifecycle",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "memapp.api.middleware.api_body_limit",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memapp.web.middleware.security_headers",
+    "memapp.web.middleware.upload_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -133,6 +137,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a refused login into the page that says how long to wait.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memapp.urls"
@@ -201,6 +207,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes, docs/design.md §25): MEMHUB_LOGIN_FAILURES failed logins for
+# one username or from one address, then a wait of MEMHUB_LOGIN_LOCKOUT_MINUTES (each further
+# try restarts it). Staff unlock from the admin's "Access attempts" or `manage.py axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "memapp.web.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("MEMHUB_LOGIN_FAILURES", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMHUB_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "memapp.web.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "memapp.web.login_throttle.locked_out"
+# Failures are kept (to count them); successful logins are not logged, so no table grows with
+# every login.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False  # its start-up banner would land in every command's output
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -227,7 +251,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["memapp.api.auth.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE},
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memapp.api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "memapp.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -270,6 +294,16 @@ CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Behind a TLS proxy (docs/design.md §25): cookies sent over HTTPS only, HSTS, and the proxy's
+# X-Forwarded-Proto and X-Forwarded-For believed. Trusting them is only safe when the proxy
+# sets both (overwriting what a client sent) and memhub is reachable through it alone.
+MEMHUB_SECURE_COOKIES = env_bool("MEMHUB_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = MEMHUB_SECURE_COOKIES
+# Django sends HSTS only on requests it sees as HTTPS: behind a proxy, with MEMHUB_TRUST_PROXY.
+SECURE_HSTS_SECONDS = env_int("MEMHUB_HSTS_SECONDS", 0, minimum=0)
+MEMHUB_TRUST_PROXY = env_bool("MEMHUB_TRUST_PROXY", False)
+if MEMHUB_TRUST_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

@@ -84,6 +84,11 @@ BAD_SETTINGS = [
     ("MEMHUB_TASKS", "celery", "database, rq, immediate"),
     ("MEMHUB_RESCAN_SECONDS", "1", "at least 5"),
     ("MEMHUB_LOG_LEVEL", "loud", "DEBUG, INFO"),
+    ("MEMHUB_LOGIN_FAILURES", "0", "at least 1"),
+    ("MEMHUB_LOGIN_LOCKOUT_MINUTES", "a while", "not an integer"),
+    ("MEMHUB_SECURE_COOKIES", "https", "true/false"),
+    ("MEMHUB_HSTS_SECONDS", "-1", "at least 0"),
+    ("MEMHUB_TRUST_PROXY", "nginx", "true/false"),
 ]
 
 

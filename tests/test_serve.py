@@ -2,19 +2,23 @@
 background process, on a fresh data dir and a Claude Code memory base in temp dirs.
 
 What it must do: discover at start; show a project Claude Code starts later by itself; hold a
-token to its rate across both workers (the throttle's state is in the shared cache); stop every
-process it started."""
+token to its rate across both workers (the throttle's state is in the shared cache); hold a
+login throttle across both (its attempts are rows in the database); stop every process it
+started."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -227,3 +231,42 @@ def test_a_session_budget_holds_across_both_workers(server):
     assert len(paths) == len(set(paths))  # never the same memory twice in one session
     used = sum(len(memory["content"].encode()) for memory in shown)
     assert 50_000 < used <= 60 * 1024  # the whole budget is used, and not a byte more
+
+
+def log_in_over_http(server: Server, username: str, password: str) -> str:
+    """Send the login form as a browser does (its CSRF cookie and token): `in` when it logged
+    in, `refused` when the password did not match, `wait` when the login is locked."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(server.url + "/login/", timeout=10) as response:
+        form = response.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)[1]
+    fields = {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    request = urllib.request.Request(
+        server.url + "/login/",
+        data=urllib.parse.urlencode(fields).encode(),
+        headers={"Referer": server.url + "/login/"},
+    )
+    try:
+        with opener.open(request, timeout=10) as response:
+            page = response.read().decode()
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 429, exc.code
+        assert "Too many failed logins" in exc.read().decode()
+        return "wait"
+    return "refused" if "didn't match" in page else "in"
+
+
+def test_the_login_throttle_holds_across_both_workers(serve):
+    """Failed logins sent two at a time (so both workers answer) add up to one count: the fifth
+    locks the account for every worker, the right password included."""
+    server = serve()
+    password = server.env["MEMHUB_ADMIN_PASSWORD"]
+    with ThreadPoolExecutor(2) as pool:
+        wrong = list(pool.map(lambda _: log_in_over_http(server, "admin", "nope"), range(4)))
+        assert wrong == ["refused"] * 4
+        assert log_in_over_http(server, "admin", "nope") == "wait"
+        right = list(pool.map(lambda _: log_in_over_http(server, "admin", password), range(6)))
+    assert right == ["wait"] * 6
+    server.manage("axes_reset")  # what staff run to unlock at once
+    assert log_in_over_http(server, "admin", password) == "in"

@@ -95,6 +95,10 @@ def file_on_disk(store: Store, key: str) -> bytes | None:
         return store_file_path(store, key).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+    except FileRejected as exc:
+        if exc.details.get("rule") in ("parent-is-file", "key-is-folder"):
+            return None  # no file can be read there; writing one is refused with the rule
+        raise
 
 
 def disk_checksum(data: bytes | None) -> str:

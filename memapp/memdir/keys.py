@@ -13,7 +13,7 @@ import errno
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -30,6 +30,12 @@ RULES: dict[str, str] = {
     "dot-segment": "the key has a '.' segment",
     "empty-segment": "the key has an empty segment ('//' or a trailing '/')",
     "name-too-long": "a segment of the key is over 255 bytes, longer than a file name can be",
+    "invisible-character": "the key contains a bidirectional or invisible control character",
+    "index-lookalike": "a name in the key looks like MEMORY.md but is not spelt MEMORY.md",
+    "lookalike-duplicate": "the key differs from another key of the store only in case, width "
+    "or Unicode form (macOS and Windows would see one file)",
+    "parent-is-file": "a folder of the key is a file",
+    "key-is-folder": "the key names a folder, not a file",
     "outside-root": "the key resolves outside the store root",
     "symlink-escape": "a symlink takes the key outside the store root",
     "dangling-symlink": "the key goes through a dangling symlink",
@@ -39,6 +45,11 @@ RULES: dict[str, str] = {
 }
 
 _DRIVE = re.compile(r"[A-Za-z]:")
+# Unicode categories no file name needs and a reader cannot see: controls (Cc), format
+# characters (Cf: the bidirectional overrides and isolates, zero-width spaces and joiners, BOM)
+# and line or paragraph separators. `\u202edm.exe.md` shows as `dm.exe.md` read right to left.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+INDEX_NAME = "MEMORY.md"
 _UNC_PREFIXES = ("\\\\", "//")
 # Tokens that URL-decoding or NFKC must not introduce into a key.
 _TRAVERSAL_TOKENS = ("..", "/", "\\", "\0")
@@ -132,6 +143,54 @@ def _check_syntax(key: str) -> None:
         raise PathTraversalError("name-too-long", key)
 
 
+def normalize_key(key: str) -> str:
+    """The form a key is stored under: NFC, as macOS's NFD names and typed names agree on."""
+    return unicodedata.normalize("NFC", key)
+
+
+def fold_key(key: str) -> str:
+    """What two keys share when a case- or width-insensitive file system (macOS, Windows) or a
+    reader would take them for one file: NFKC (full-width `ｍ` is `m`, `é` in NFC or NFD is one
+    character), then case folded."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
+
+
+_INDEX_FOLDED = fold_key(INDEX_NAME)
+
+
+def check_key_name(key: str) -> None:
+    """The rules a key must meet to be written (docs/design.md §4), on top of `check_key`'s:
+    no character a reader cannot see (`invisible-character`) and no name that is MEMORY.md
+    once folded without being spelt so (`index-lookalike`). A file already named so can still
+    be read and removed, so a person can clean it up."""
+    if any(unicodedata.category(char) in _INVISIBLE_CATEGORIES for char in key):
+        raise PathTraversalError("invisible-character", key)
+    if any(s != INDEX_NAME and fold_key(s) == _INDEX_FOLDED for s in key.split("/")):
+        raise PathTraversalError("index-lookalike", key)
+
+
+def check_new_keys(keys: Iterable[str], existing: Iterable[str]) -> None:
+    """`PathTraversalError` when a key to be written would sit beside another as one file on
+    macOS or Windows (`lookalike-duplicate`: `café.md` in NFC beside its NFD spelling,
+    `Notes.md` beside `notes.md`), or a key's folder is another key (`parent-is-file`).
+    `existing` are the store's keys that stay; `keys` the ones written (already NFC)."""
+    wanted = list(keys)
+    kept = set(existing)
+    taken: dict[str, str] = {fold_key(key): key for key in kept}
+    for key in wanted:
+        if key in kept:
+            continue  # an existing file rewritten: its neighbours were there before
+        other = taken.setdefault(fold_key(key), key)
+        if other != key:
+            raise PathTraversalError("lookalike-duplicate", key, f"beside {other!r}")
+    files = set(wanted) | kept
+    for key in wanted:
+        parts = key.split("/")
+        for depth in range(1, len(parts)):
+            if "/".join(parts[:depth]) in files:
+                raise PathTraversalError("parent-is-file", key)
+
+
 def _is_inside(path: str, root: str) -> bool:
     """Strictly below `root`; the trailing separator keeps `/x/team-evil` out of `/x/team`."""
     return path.startswith(root if root.endswith(os.sep) else root + os.sep)
@@ -156,7 +215,9 @@ def _real_path(path: str, key: object) -> str:
         try:
             os.lstat(existing)
             break
-        except (FileNotFoundError, NotADirectoryError):
+        except NotADirectoryError as exc:
+            raise PathTraversalError("parent-is-file", key, str(exc)) from exc
+        except FileNotFoundError:
             parent, name = os.path.split(existing)
             if parent == existing:  # pragma: no cover - "/" always exists
                 break

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from memapp.memdir.atomic import write_atomic_files
-from memapp.memdir.keys import PathTraversalError, check_key, validate_key
+from memapp.memdir.keys import (
+    PathTraversalError,
+    check_key,
+    check_key_name,
+    check_new_keys,
+    normalize_key,
+    validate_key,
+)
 from memapp.memdir.secret_rules import scan_text
 
 __all__ = [
@@ -38,12 +45,14 @@ __all__ = [
     "StoreFile",
     "check_entries",
     "check_entry",
+    "check_key_neighbours",
     "checksum",
     "classify",
     "entry_path",
     "is_conflict_copy",
     "is_index_key",
     "is_store_key",
+    "normalize_key",
     "read_store",
     "read_store_file",
     "settled_signature",
@@ -311,9 +320,11 @@ class FileRejected(ValueError):
         self.details: dict[str, Any] = dict(details or {})
 
 
-def _check_key(key: str, exclude: Collection[str]) -> None:
+def _check_key(key: str, exclude: Collection[str], written: bool = False) -> None:
     try:
         check_key(key)
+        if written:
+            check_key_name(key)
     except PathTraversalError as exc:
         raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
     kind = classify(key, exclude)
@@ -329,9 +340,21 @@ def entry_path(root: str | os.PathLike[str], key: str, exclude: Collection[str] 
     :class:`FileRejected` with code ``invalid_key``."""
     _check_key(key, exclude)
     try:
-        return validate_key(Path(root), key)
+        path = validate_key(Path(root), key)
+        if path.is_dir():
+            raise PathTraversalError("key-is-folder", key)
     except PathTraversalError as exc:
         raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
+    return path
+
+
+def check_key_neighbours(keys: Iterable[str], existing: Iterable[str]) -> None:
+    """:class:`FileRejected` (``invalid_key``) when a key to be written would be one file with
+    another on macOS or Windows, or lie under a file (``check_new_keys``, docs/design.md §4)."""
+    try:
+        check_new_keys(keys, existing)
+    except PathTraversalError as exc:
+        raise FileRejected("invalid_key", str(exc), {"key": exc.key, "rule": exc.rule}) from None
 
 
 def secret_hits(key: str, text: str) -> list[dict[str, Any]]:
@@ -353,8 +376,9 @@ def check_entry(
     """The text of a memory file that may be written or sent, or :class:`FileRejected`: a key
     that is no memory file, content that is not UTF-8 (``invalid_utf8``) or larger than
     `max_bytes` (``entry_too_large``), holds NUL (``binary_content``) or, with `secrets`, what
-    the fast secret rules flag (``secret_detected``, `details["entries"]` by rule and line)."""
-    _check_key(key, exclude)
+    the fast secret rules flag (``secret_detected``, `details["entries"]` by rule and line).
+    The key must also meet the naming rules of what is written (``check_key_name``)."""
+    _check_key(key, exclude, written=True)
     if isinstance(content, str):
         text = content
         try:

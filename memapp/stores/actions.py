@@ -3,6 +3,7 @@ mirror, then an event. Views and the API only call these."""
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import replace
@@ -17,6 +18,7 @@ from memapp.memdir.index import (
     index_health,
     write_index_entry,
 )
+from memapp.memdir.keys import fold_key
 from memapp.memdir.scan import detect_type_form
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -24,8 +26,11 @@ from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
     check_entry,
+    check_key_neighbours,
     checksum,
     entry_path,
+    normalize_key,
+    walk_store,
 )
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
@@ -65,15 +70,18 @@ def _slug(text: str, sep: str) -> str:
 
 def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -> str:
     """A file name in the directory's own style: `<slug>.md` for newer clients (type under
-    `metadata:`), `<type>_<words>.md` otherwise; never an existing file."""
+    `metadata:`), `<type>_<words>.md` otherwise; never an existing file nor its look-alike."""
     if form == "metadata":
         stem = _slug(name, "-")
     else:
         stem = _slug(name, "_")
         if memory_type:
             stem = f"{memory_type}_{stem}"
+    # Taken also when only case or width differ: macOS and Windows would see one file
+    # (docs/design.md §4).
+    taken = {fold_key(entry.name) for entry in os.scandir(root)} if root.is_dir() else set()
     candidate, n = f"{stem}.md", 2
-    while (root / candidate).exists():
+    while fold_key(candidate) in taken:
         candidate, n = f"{stem}-{n}.md", n + 1
     return candidate
 
@@ -124,6 +132,9 @@ def do_save_memory(
         if path is None:
             form = detect_type_form(str(root))
             path = new_memory_path(root, name, memory_type, form)
+        if created:
+            path = normalize_key(path)
+            check_key_neighbours([path], {f.key for f in walk_store(root, store.exclude)})
         target = store_file_path(store, path)
         if created:
             if target.exists():
@@ -207,13 +218,22 @@ def do_put_files(
     index: dict[str, str] | None = None,
     note: str = "",
 ) -> dict[str, list[str]]:
-    """Write several files at once: all are checked first (keys, sizes, UTF-8, secrets,
-    preconditions) and nothing is written unless every one passes. Files whose content is
+    """Write several files at once: all are checked first (keys, NFC on the way in and no
+    look-alike of a key beside them, sizes, UTF-8, secrets, preconditions) and nothing is
+    written unless every one passes. Files whose content is
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
     written keys; deleted files go to the trash, replaced bytes stay in their history."""
-    if_match = if_match or {}
-    index = index or {}
+    on_disk = {f.key for f in walk_store(store.path, store.exclude)}
+
+    def normal(key: str) -> str:  # NFC, but a file already on disk keeps its own spelling
+        return key if key in on_disk else normalize_key(key)
+
+    files = {normal(key): text for key, text in files.items()}
+    delete = tuple(normal(key) for key in delete)
+    if_match = {normal(key): sum_ for key, sum_ in (if_match or {}).items()}
+    index = {normal(key): line for key, line in (index or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
+    check_key_neighbours(files, on_disk - set(delete))
     encoded = {
         key: text.encode("utf-8")
         for key, text in check_entries(files, exclude=store.exclude).items()

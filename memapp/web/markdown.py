@@ -103,7 +103,17 @@ def _make_parser() -> MarkdownIt:
     md.disable("image")
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
     md.add_render_rule("wikilink", _render_wikilink)
+    md.core.ruler.push("alignment_classes", _alignment_classes)
     return md
+
+
+def _alignment_classes(state) -> None:
+    """A table column's alignment as a class (`align-right`): markdown-it writes a style
+    attribute, which the Content-Security-Policy would refuse."""
+    for token in state.tokens:
+        if token.type in ("th_open", "td_open") and token.attrs.get("style"):
+            side = str(token.attrs.pop("style")).removeprefix("text-align:")
+            token.attrSet("class", f"align-{side}")
 
 
 _MD = _make_parser()
@@ -118,11 +128,13 @@ _CLEANER = nh3.Cleaner(
         "a": {"href", "title"},
         "span": {"title"},
         "ol": {"start"},
-        "th": {"style"},
-        "td": {"style"},
     },
-    allowed_classes={"a": {"wikilink"}, "span": {"wikilink", "missing"}},
-    filter_style_properties={"text-align"},
+    allowed_classes={
+        "a": {"wikilink"},
+        "span": {"wikilink", "missing"},
+        "th": {"align-left", "align-center", "align-right"},
+        "td": {"align-left", "align-center", "align-right"},
+    },
     url_schemes={"http", "https", "mailto"},
     link_rel=LINK_REL,
     strip_comments=True,

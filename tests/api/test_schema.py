@@ -1,4 +1,6 @@
-"""Fuzzing every operation of the OpenAPI schema at `/api/schema/` with schemathesis: no 5xx.
+"""Fuzzing every operation of the OpenAPI schema at `/api/schema/` with schemathesis: no 5xx,
+also with the keys of each case put under a file (test_schema_limits.py sends JSON nested 1,000
+deep to every operation that takes a body).
 
 Requests go through the WSGI app in-process (same database as the test), with a valid token.
 Store ids (in paths and bodies) are pointed at the caller's own store, so file operations run
@@ -74,6 +76,16 @@ def test_no_operation_answers_with_a_server_error(case, auth):
     for fields in (case.body, case.query):
         if isinstance(fields, dict) and isinstance(fields.get("store"), int):
             fields["store"] = store.pk
+    response = case.call(headers=headers)
+    assert response.status_code < 500, (case.as_curl_command(headers), response.text[:500])
+    # The same request with its keys under a file the store has (`feedback_db.md/…`).
+    params = case.path_parameters or {}
+    if isinstance(params.get("key"), str):
+        params["key"] = f"feedback_db.md/{params['key']}"
+    elif isinstance(case.body, dict) and isinstance(case.body.get("files"), dict):
+        case.body["files"] = {f"feedback_db.md/{k}": v for k, v in case.body["files"].items()}
+    else:
+        return
     response = case.call(headers=headers)
     assert response.status_code < 500, (case.as_curl_command(headers), response.text[:500])
 

@@ -1,5 +1,7 @@
 """Every page of the site, as its owner would see it, in light and dark mode, on a desktop and
-on a 390 px phone: axe finds no critical or serious violation (in dark mode, of the rules the
+on a 390 px phone: the security headers are there (a strict Content-Security-Policy the page
+keeps to, no console saying otherwise, and `Cache-Control: no-store`), axe finds no critical
+or serious violation (in dark mode, of the rules the
 colours decide: the markup and layout are those checked in light mode), nothing is wider than
 the screen (nor than a 360 px one), and a screenshot of each in each mode is saved for a person
 to look at.
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 from django.urls import URLPattern, reverse
 
+from memapp.api.docs import CONTENT_SECURITY_POLICY as API_DOCS_POLICY
 from memapp.lifecycle.models import Proposal, Session
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
@@ -25,6 +28,7 @@ from memapp.stores.flags import set_flag
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
+from memapp.web.middleware import CONTENT_SECURITY_POLICY
 from snapshots.actions import do_register_checkout
 from snapshots.models import Checkout
 from teamsync.models import BlockedFile, TeamConflict
@@ -285,6 +289,22 @@ def test_every_page_is_listed_here():
     assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
 
 
+def header_problems(name: str, headers: dict[str, str]) -> list[str]:
+    """What a page's headers lack (docs/design.md §25): the site's strict policy (the API docs
+    their own), and `no-store` on every page of a signed-in person."""
+    problems = []
+    policy = headers.get("content-security-policy", "")
+    expected = API_DOCS_POLICY if name == "api_docs" else CONTENT_SECURITY_POLICY
+    if policy != expected:
+        problems.append(f"{name}: Content-Security-Policy {policy!r}")
+    if name != "login" and headers.get("cache-control") != "no-store":
+        problems.append(f"{name}: Cache-Control {headers.get('cache-control')!r}")
+    for header, value in (("x-frame-options", "DENY"), ("x-content-type-options", "nosniff")):
+        if headers.get(header) != value:
+            problems.append(f"{name}: {header} {headers.get(header)!r}")
+    return problems
+
+
 def fits_the_screen(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -299,12 +319,19 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
     urls |= {"api_docs": reverse("api_docs"), "not_found": "/stores/999999/", "login": login}
     ARTIFACTS.mkdir(exist_ok=True)
     problems = []
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
     for name, url in urls.items():
         if name == "login":
             page.context.clear_cookies()
         page.emulate_media(color_scheme="light")
+        console.clear()
         response = page.goto(f"{live_server.url}{url}")
         assert response.status == (404 if name == "not_found" else 200), name
+        problems += header_problems(name, response.all_headers())
+        if name != "api_docs":
+            # htmx runs under the policy: it loaded, and added no <style> the policy refused.
+            assert page.evaluate("typeof htmx") == "object", name
         if name == "api_docs":
             page.wait_for_selector("h1")
         if name == "home":
@@ -323,6 +350,12 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
                 assert len(contrasts) >= 8, contrasts  # admin.css's chart classes were found
                 if faint := {c: round(r, 2) for c, r in contrasts.items() if r < 3}:
                     problems.append(f"chart colours under 3:1 in {scheme} mode: {faint}")
+        # The API docs' policy refuses Redoc's logo from its vendor's CDN on purpose.
+        refused = [text for text in console if "Content Security Policy" in text]
+        if name == "api_docs":
+            refused = [text for text in refused if "cdn.redoc.ly" not in text]
+        if refused:
+            problems.append(f"{name} broke the Content-Security-Policy: {refused}")
         if not fits_the_screen(page):
             problems.append(f"{name} is wider than the {screen} screen")
         if screen == "phone":  # the narrowest phones in use

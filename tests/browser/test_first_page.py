@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.browser.accessibility import accessibility_violations, preload_axe
 from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,3 +29,28 @@ def test_a_new_user_logs_in_and_sees_their_memory_directories(
     assert rows.nth(0).locator("td.num").inner_text() == "2"
     assert rows.nth(2).locator("td").first.inner_text() == "AGENT agent code-reviewer (user scope)"
     screenshot("first-page-home")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_too_many_failed_logins_get_a_sentence_saying_how_long_to_wait(
+    live_server, page, screenshot, alice, width
+):
+    page.set_viewport_size({"width": width, "height": 800})
+    preload_axe(page.context)
+    page.goto(f"{live_server.url}/login/")
+    for attempt in range(5):
+        page.fill("#id_username", "alice")
+        page.fill("#id_password", f"guess {attempt}")
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+    alert = page.get_by_role("alert")
+    assert alert.inner_text() == (
+        "Too many failed logins for this username or from this address: wait 15 minutes and "
+        "try again, or ask a staff member to unlock it."
+    )
+    assert not accessibility_violations(page)
+    screenshot(f"login-locked-{width}")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    assert page.get_by_role("alert").is_visible()  # the right password waits too

@@ -26,6 +26,7 @@ from memapp.lifecycle.store_changes import (
 )
 from memapp.memdir.consolidate_lock import LOCK_NAME
 from memapp.memdir.index import parse_index_entries
+from memapp.stores import actions
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
 from tests.api.conftest import api_client
@@ -84,7 +85,9 @@ def disk(store) -> dict[str, bytes]:
     }
 
 
-def test_a_failure_halfway_puts_every_file_back_and_restores_the_lock(alice, store, model):
+def test_a_failure_halfway_puts_every_file_back_and_restores_the_lock(
+    alice, store, model, monkeypatch
+):
     proposal = propose(
         model,
         store,
@@ -105,7 +108,16 @@ def test_a_failure_halfway_puts_every_file_back_and_restores_the_lock(alice, sto
         ],
     )
     root = Path(store.path)
-    (root / "notes").write_text("a file where the new memory's folder must go")
+    write_atomic = actions.write_atomic
+
+    def and_then_a_file_appears(path, text):
+        # Another process puts a file where the new memory's folder must go, after the checks
+        # (which refuse a key under a file) and the first writes.
+        write_atomic(path, text)
+        if path.name == "beta.md":
+            (root / "notes").write_text("a file where the new memory's folder must go")
+
+    monkeypatch.setattr(actions, "write_atomic", and_then_a_file_appears)
     lock = root / LOCK_NAME
     os.utime(lock, (1_700_000_000, 1_700_000_000))
     before = disk(store)
@@ -114,7 +126,8 @@ def test_a_failure_halfway_puts_every_file_back_and_restores_the_lock(alice, sto
     with pytest.raises(ApplyFailed, match="put back"):
         do_apply_store_proposal(proposal, alice)
 
-    assert disk(store) == before
+    # As it was, with the other process's file left alone.
+    assert disk(store) == {**before, "notes": b"a file where the new memory's folder must go"}
     assert (root / "alpha.md").stat().st_mtime_ns != written_at  # written, then put back
     assert lock.stat().st_mtime == 1_700_000_000
     assert store.files.get(path="alpha.md").description == "All about alpha"
@@ -379,3 +392,30 @@ def test_a_merge_that_puts_the_index_over_its_caps_needs_the_tick(alice):
     assert disk(store) == before
     do_apply_store_proposal(proposals["consolidation"], alice, confirm=True)
     assert created in (Path(store.path) / "MEMORY.md").read_text()
+
+
+def test_a_new_memory_under_a_file_is_refused_before_anything_is_written(alice, store, model):
+    proposal = propose(
+        model,
+        store,
+        alice,
+        [
+            update("alpha.md", "alpha, corrected\n"),
+            {
+                "action": "create",
+                "scope": "private",
+                "file": "notes/deploys.md",
+                "name": "Deploys",
+                "description": "How deploys go",
+                "type": "project",
+                "body": "Through the pipeline.\n\n**Why:** x\n**How to apply:** y\n",
+                "reason": "new",
+            },
+        ],
+    )
+    root = Path(store.path)
+    (root / "notes").write_text("a file where the new memory's folder must go")
+    before = disk(store)
+    with pytest.raises(ApplyRefused, match=r"\[parent-is-file\]"):
+        do_apply_store_proposal(proposal, alice)
+    assert disk(store) == before

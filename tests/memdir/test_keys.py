@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import pwd
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,11 @@ from memapp.memdir import keys
 from memapp.memdir.keys import (
     RULES,
     PathTraversalError,
+    check_key_name,
+    check_new_keys,
+    fold_key,
     memory_dir_override_problem,
+    normalize_key,
     validate_key,
     validate_memory_dir_override,
 )
@@ -76,6 +81,21 @@ ATTACKS = [
     # longer than a file name can be, even where the folder does not exist yet
     ("x" * 253 + ".md", "name-too-long"),
     ("new/" + "é" * 127 + ".md", "name-too-long"),  # 257 bytes in 130 characters
+]
+
+# Keys no new file may have, though one already named so can be read and removed (check_key_name).
+NAMING_ATTACKS = [
+    # what a reader cannot see: shown right to left, "\u202edm.exe.md" reads "dm.exe.md"
+    ("\u202edm.exe.md", "invisible-character"),
+    ("team/\u2066x\u2069.md", "invisible-character"),
+    ("a\u200b.md", "invisible-character"),
+    ("\ufeffa.md", "invisible-character"),
+    ("a\x1b[31m.md", "invisible-character"),
+    ("a\u2028b.md", "invisible-character"),
+    # the index's look-alikes: one file with MEMORY.md on macOS and Windows
+    ("memory.md", "index-lookalike"),
+    ("team/Memory.md", "index-lookalike"),
+    ("ＭＥＭＯＲＹ.md", "index-lookalike"),
 ]
 
 LEGITIMATE = [
@@ -161,10 +181,11 @@ def test_it_accepts_keys_in_a_store_that_does_not_exist_yet(tmp_path):
     assert not (tmp_path / "not").exists()
 
 
-def test_it_accepts_a_path_below_a_regular_file(tmp_path):
-    # Not an escape; the file operation itself will fail.
+def test_it_refuses_a_path_below_a_regular_file(tmp_path):
+    # Not an escape, but no file can be there: the rule says so, where the write would fail.
     (tmp_path / "a.md").write_text("x")
-    assert validate_key(tmp_path, "a.md/b.md") == tmp_path / "a.md" / "b.md"
+    assert _rule(tmp_path, "a.md/b.md") == "parent-is-file"
+    assert _rule(tmp_path, "a.md/deeper/b.md") == "parent-is-file"
 
 
 def test_the_lexical_root_check_stands_even_without_the_syntax_rules(tmp_path, monkeypatch):
@@ -464,3 +485,102 @@ def test_it_refuses_a_home_or_parent_written_out_when_home_is_deep():
     assert validate_memory_dir_override("/home/ana", env) is None
     assert validate_memory_dir_override("/home/ana/work", env) is None
     assert validate_memory_dir_override("/home/ana/work2", env) == Path("/home/ana/work2")
+
+
+# --- look-alikes: keys one file system would take for one file ---------------------------------
+
+NAME = st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=10)
+INVISIBLE = st.characters(categories=["Cc", "Cf", "Zl", "Zp"], exclude_characters="\0")
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+SPELLINGS = [
+    str.upper,
+    str.lower,
+    str.swapcase,
+    lambda text: unicodedata.normalize("NFD", text),
+    lambda text: unicodedata.normalize("NFC", text),
+    _fullwidth,
+]
+
+
+@pytest.mark.parametrize(("key", "rule"), NAMING_ATTACKS)
+def test_it_refuses_new_keys_a_reader_would_misread_naming_the_rule(tmp_path, key, rule):
+    with pytest.raises(PathTraversalError) as caught:
+        check_key_name(key)
+    assert caught.value.rule == rule
+    assert f"[{rule}]" in str(caught.value)
+    assert validate_key(tmp_path, key) == tmp_path / key  # an existing one can be removed
+
+
+@settings(max_examples=200)
+@given(before=NAME, mark=INVISIBLE, after=NAME)
+def test_any_key_holding_an_invisible_or_bidirectional_character_is_refused(before, mark, after):
+    with pytest.raises(PathTraversalError) as caught:
+        check_key_name(f"{before}{mark}{after}.md")
+    assert caught.value.rule == "invisible-character"
+
+
+@settings(max_examples=200)
+@given(
+    name=st.sampled_from(["memory", "Memory", "mEmOrY", "ＭＥＭＯＲＹ", "ｍｅｍｏｒｙ"]),
+    folder=NAME,
+)
+def test_any_spelling_of_the_index_but_its_own_is_refused(name, folder):
+    for key in (f"{name}.md", f"{folder}/{name}.md"):
+        with pytest.raises(PathTraversalError) as caught:
+            check_key_name(key)
+        assert caught.value.rule == "index-lookalike"
+    check_key_name(f"{folder}/MEMORY.md")
+
+
+@settings(max_examples=300)
+@given(name=NAME, spelling=st.sampled_from(SPELLINGS), folder=st.sampled_from(["", "team/"]))
+def test_a_key_spelt_differently_beside_an_existing_one_is_refused(name, spelling, folder):
+    existing = f"{folder}{name}.md"
+    new = normalize_key(f"{folder}{spelling(name)}.md")
+    assume(fold_key(new) == fold_key(existing))
+    if new == existing:
+        check_new_keys([new], [existing])  # the same file rewritten
+        return
+    with pytest.raises(PathTraversalError) as caught:
+        check_new_keys([new], [existing])
+    assert caught.value.rule == "lookalike-duplicate"
+    assert caught.value.key == new
+    with pytest.raises(PathTraversalError):  # two of them in one write as well
+        check_new_keys([existing, new], [])
+
+
+@settings(max_examples=200)
+@given(names=st.lists(NAME, min_size=1, max_size=6, unique_by=fold_key))
+def test_keys_that_differ_once_folded_may_stand_together(names):
+    keys_ = [normalize_key(f"{name}.md") for name in names]
+    check_new_keys(keys_, [])
+    check_new_keys(keys_, keys_)  # rewriting every one of them
+
+
+@settings(max_examples=200)
+@given(name=NAME)
+def test_normalising_on_the_way_in_makes_nfd_and_nfc_one_key(name):
+    decomposed = unicodedata.normalize("NFD", f"{name}.md")
+    assert normalize_key(decomposed) == normalize_key(unicodedata.normalize("NFC", decomposed))
+
+
+@pytest.mark.parametrize(
+    ("new", "existing"),
+    [("café.md", "cafe\u0301.md"), ("ｍ.md", "m.md"), ("Notes.md", "notes.md")],
+)
+def test_the_look_alikes_of_the_issue_are_refused(new, existing):
+    with pytest.raises(PathTraversalError) as caught:
+        check_new_keys([new], [existing])
+    assert "[lookalike-duplicate]" in str(caught.value)
+
+
+def test_a_key_under_another_key_of_the_same_write_is_refused():
+    with pytest.raises(PathTraversalError) as caught:
+        check_new_keys(["a.md", "a.md/b.md"], [])
+    assert caught.value.rule == "parent-is-file"
+    check_new_keys(["a/b.md", "a/c.md"], ["a/d.md"])

@@ -8,6 +8,8 @@ import logging
 from django.http import HttpRequest, HttpResponse
 from django.template import loader
 
+from memapp.stores.transfer import MAX_UPLOAD_BYTES
+
 logger = logging.getLogger(__name__)
 
 PAGES = {
@@ -19,6 +21,11 @@ PAGES = {
         "Nothing here",
         "This page does not exist, or it is not yours to see. Memories of other people "
         "and of projects you are not a member of are not shown.",
+    ),
+    413: (
+        "This upload is too large",
+        f"At most {MAX_UPLOAD_BYTES // 2**20} MB are accepted; nothing was uploaded or kept. "
+        "Export fewer memories, or leave out what is not memory, and send it again.",
     ),
     "csrf": (
         "This form has expired",
@@ -37,6 +44,9 @@ def error_page(request: HttpRequest, status: int, page: int | str | None = None)
     heading, explanation = PAGES[page or status]
     context = {"status": status, "heading": heading, "explanation": explanation}
     template = loader.get_template("error.html")
+    if not hasattr(request, "user"):
+        # Refused before the session was read (an upload over the limit): nobody to show.
+        return HttpResponse(template.render(context), status=status)
     try:
         body = template.render(context, request)
     except Exception:
