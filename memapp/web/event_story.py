@@ -170,7 +170,10 @@ def sentence(event: Event, kept: dict | None = None) -> tuple[str, str]:
     if kind == "proposal_decided":
         applied = f.get("applied") or 0
         decision = {"auto": "applied automatically"}.get(f.get("decision"), f.get("decision"))
-        return f"A {f.get('proposal_kind')} proposal was {decision}: {applied} written", ""
+        kind_name = f.get("proposal_kind") or "memory"
+        article = "An" if kind_name[:1] in "aeiou" else "A"
+        written = f"{applied} change{'' if applied == 1 else 's'} written"
+        return f"{article} {kind_name} proposal was {decision}: {written}", ""
     if kind in ("member_added", "member_removed"):
         joined = "joined" if kind == "member_added" else "left"
         return f"{f.get('member')} {joined} the project{where}", ""

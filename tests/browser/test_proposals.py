@@ -11,9 +11,11 @@ and the session view and search, at desktop width and at 390 px.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from memapp.lifecycle.models import Proposal, Session
 from memapp.lifecycle.proposals import do_propose_changes
@@ -280,16 +282,12 @@ def test_the_review_after_unticking_and_editing_is_what_approving_writes(
     assert after.inner_text().startswith("5 / 200")
 
     page.uncheck(f"input[name=changes][value='{epsilon}']")  # htmx redraws the index in place
-    page.wait_for_function(
-        "document.querySelector('#after-lines .value').textContent.startsWith('4 /')"
-    )
+    expect(after).to_have_text(re.compile(r"^4 /"))
     assert "epsilon.md" not in page.locator("#index-review").inner_text()
     assert "epsilon.md" not in page.locator("#index-change-diff").inner_text()
     screenshot(f"proposal-review-{screen}-1-unticked")
     page.check(f"input[name=changes][value='{epsilon}']")
-    page.wait_for_function(
-        "document.querySelector('#after-lines .value').textContent.startsWith('5 /')"
-    )
+    expect(after).to_have_text(re.compile(r"^5 /"))
 
     card = page.locator(f"#change-{epsilon}")
     assert "missing Why and How to apply" in card.inner_text()

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
@@ -83,15 +84,15 @@ def test_reviewing_a_store_end_to_end(live_server, page, screenshot, private_dir
     mark_document(page)
     page.select_option("select[name=type]", "feedback")
     page.wait_for_url("**type=feedback**")
-    page.wait_for_function("document.querySelectorAll('#memory-list a.title').length === 2")
+    expect(page.locator("#memory-list a.title")).to_have_count(2)
     assert sorted(listed(page)) == ["Real DB", "Small pull requests"]
     assert same_document(page)
     screenshot("review-02-filter-type")
 
     page.select_option("select[name=type]", "")
-    page.wait_for_function("document.querySelectorAll('#memory-list a.title').length === 5")
+    expect(page.locator("#memory-list a.title")).to_have_count(5)
     page.locator("input[name=q]").press_sequentially("runbooks", delay=40)
-    page.wait_for_function("document.querySelectorAll('#memory-list a.title').length === 1")
+    expect(page.locator("#memory-list a.title")).to_have_count(1)
     assert listed(page) == ["Team wiki"]  # found by a word of its body
     assert page.locator("#memory-list .summary").inner_text() == "1 memory"
     assert same_document(page)

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Project, Store
@@ -130,9 +131,7 @@ def test_search_ranks_like_recall_and_marks_the_words(live_server, page, both, p
     log_in(page, live_server)
     page.goto(f"{live_server.url}/search/")
     page.locator("input[name=q]").press_sequentially("flaky tests", delay=30)
-    page.wait_for_function(
-        "document.querySelector('#memory-list a.title')?.innerText === 'Flaky CI job'"
-    )
+    expect(page.locator("#memory-list a.title").first).to_have_text("Flaky CI job")
     assert page.locator("#memory-list a.title").first.inner_text() == "Flaky CI job"
     marks = page.locator("#memory-list tr:first-child mark.hit").all_inner_texts()
     assert marks[:2] == ["Flaky", "now and then"]
