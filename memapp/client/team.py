@@ -413,8 +413,7 @@ class TeamSync:
         self.base[key] = checksum(incoming.encode("utf-8"))
         self.index_texts[key] = incoming
         report.notes.append(
-            f"{key}: changed here and on the server; merged line by line (every entry of "
-            "both kept)"
+            f"{key}: changed here and on the server; merged line by line (every entry of both kept)"
         )
         if merged != ours:
             report.pulled.append(key)
