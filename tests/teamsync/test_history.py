@@ -66,3 +66,13 @@ def test_settling_a_conflict_keeps_both_sides_in_the_history(
         assert versions[1].note == "their side of a team sync conflict, not kept"
     else:
         assert TrashItem.objects.get(path=conflict.key).sha256 == sha256_hex(conflict.ours.encode())
+
+
+def test_a_pulled_index_is_a_version_naming_the_teammate_who_wrote_it(team_store, dora, remote):
+    dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
+    dora.write("MEMORY.md", "- [On-call](reference_oncall.md) — who carries the pager\n")
+    dora.sync()
+    sync_team()
+    latest = timeline(team_store, "MEMORY.md").first()
+    assert (latest.via, latest.user, latest.note) == ("team_sync", None, "from dora")
+    assert text_of(latest) == "- [On-call](reference_oncall.md) — who carries the pager\n"
