@@ -23,7 +23,9 @@ from memapp.stores.actions import do_put_files
 from memapp.stores.models import Project, Store
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import StoreSyncState, TeamConflict
+from teamsync.service import sync_team
 from tests.client.conftest import AGENT, SLUG, Machine, Server, git_checkout, topic
+from tests.teamsync.gitutil import tip_files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -222,7 +224,7 @@ TEAM_INDEX = (
 
 
 def test_a_member_s_one_line_index_joins_the_team_s_entries_nothing_lost(
-    laptop, desktop, bob, puts
+    laptop, desktop, bob, puts, data_dir
 ):
     """The replay: the team index has three entries; bob, who never synced, has a one-line
     index of his own; his sync keeps every entry of the team's and adds his."""
@@ -244,6 +246,11 @@ def test_a_member_s_one_line_index_joins_the_team_s_entries_nothing_lost(
     assert all(p["if_match"] for p in puts)  # sent knowing the team's index: taken as it is
     assert team_sync(laptop).returncode == 0
     assert files(team_dir(laptop)) == files(team_dir(desktop)) == on_server()
+    # …and in git: the server's team sync publishes the store, every memory and line in it.
+    assert sync_team().error is None
+    in_git = tip_files(data_dir / "team-remote.git", SLUG)
+    assert in_git == on_server()
+    assert in_git["MEMORY.md"] == merged
 
 
 def test_an_index_changed_on_both_sides_merges_from_the_last_synced_text(laptop, desktop, bob):
