@@ -23,11 +23,12 @@ from memapp.memdir.agent_snapshots import (
     replace_from_snapshot,
 )
 from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.index import INDEX_FILENAME
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir, canonical_git_root, repo_slug_for, sanitize_path
 from memapp.memdir.secret_rules import scan_text
 from memapp.stores.events import record_event
-from memapp.stores.history import record_changes
+from memapp.stores.history import record_changes, record_index
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project, Store, Via
 from memapp.stores.projects import find_project
@@ -241,6 +242,8 @@ def do_decide_snapshot(
         if store is not None:
             rescan_store(store)  # local changes not yet seen go into the history first
         before = _top_level_memories(target.memory_dir)
+        index_path = target.memory_dir / INDEX_FILENAME
+        index_before = index_path.read_bytes() if index_path.is_file() else None
         try:
             done = _apply(target, decision, approved)
         except (SnapshotError, PathTraversalError, OSError) as exc:
@@ -255,14 +258,9 @@ def do_decide_snapshot(
         store = ensure_agent_store(checkout, target.agent_type, target.scope, target.memory_dir)
         written = {name: (target.memory_dir / name).read_bytes() for name in done.written}
         removed = {name: before.get(name) for name in done.removed}
-        record_changes(
-            store,
-            written,
-            removed,
-            via=Via.SNAPSHOT,
-            user=user,
-            note=f"{decision} from the snapshot of {status.updated_at}",
-        )
+        note = f"{decision} from the snapshot of {status.updated_at}"
+        record_changes(store, written, removed, via=Via.SNAPSHOT, user=user, note=note)
+        record_index(store, index_before, via=Via.SNAPSHOT, user=user, note=note)
         rescan_store(store)
     row = SnapshotDecision.objects.create(
         checkout=checkout,

@@ -13,8 +13,10 @@ it each side's changes are known:
 Integration is `git merge` of the remote branch, so git does the three-way merge of commits.
 Overlapping edits are not resolved by guessing: the shared repository keeps the remote version
 (never conflict markers), the local version stays in the store, and the conflict is returned
-for a person to resolve. `MEMORY.md` is merged with git's union driver and then cleaned of
-entries whose file is gone. All git work runs through the git command (`repo.git`), under one
+for a person to resolve. `MEMORY.md` is merged line by line (`merge_index`, the rule proposals
+use: an entry is the file it links, nothing either side added is lost, a line either side
+removed goes) and then cleaned of entries whose file is gone; git's union driver only keeps the
+merge itself from stopping on it. All git work runs through the git command (`repo.git`), under one
 lock per clone that a crashed process cannot leave held (an `flock` dies with its holder).
 """
 
@@ -32,7 +34,7 @@ from git import GitCommandError, Repo
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.filelock import file_lock
-from memapp.memdir.index import parse_index_entries
+from memapp.memdir.index import merge_index, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.store_files import (
     INDEX_FILENAME,
@@ -167,6 +169,20 @@ def with_local_entries(
     head = incoming or b""
     head = head if not head or head.endswith(b"\n") else head + b"\n"
     return head + "\n".join(extra).encode("utf-8") + b"\n"
+
+
+def _merge_indexes(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
+    """Two changed versions of one index merged line by line (docs/design.md §5)."""
+    texts = [(v or b"").decode("utf-8", "surrogateescape") for v in (base, ours, theirs)]
+    return merge_index(*texts).encode("utf-8", "surrogateescape")
+
+
+def _show(repo: Repo, spec: str) -> bytes | None:
+    """A file of a commit (`rev:path`) as bytes; None when it has none."""
+    try:
+        return repo.git.show(spec, stdout_as_string=False, strip_newline_in_stdout=False)
+    except GitCommandError:
+        return None
 
 
 def _write_clone(path: Path, data: bytes) -> None:
@@ -392,23 +408,16 @@ class TeamClone:
             base = self._find_version(repo, path, spec.base.get(key))
             index = is_index_key(key)
             merged = None
-            if ours is not None and theirs is not None and (base is not None or index):
-                merged = self._merge_file(repo, ours, base or b"", theirs, union=index)
+            if ours is not None and theirs is not None and index:
+                merged = _merge_indexes(base, ours, theirs)
+            elif ours is not None and theirs is not None and base is not None:
+                merged = self._merge_file(repo, ours, base, theirs)
         if merged is None:
             shown = (base, full if full is not None else ours, theirs)
             text = [v if v is None else v.decode("utf-8", "replace") for v in shown]
             kind = "edit" if ours is not None and theirs is not None else "edit_delete"
             result.conflicts.append(Conflict(path, kind, *text))
             return
-        if index:  # both sides' entries, each once
-            seen: set[bytes] = set()
-            kept = []
-            for line in merged.splitlines(keepends=True):
-                if line.strip() and line in seen:
-                    continue
-                seen.add(line)
-                kept.append(line)
-            merged = b"".join(kept)
         _write_clone(self._target(self.clone_dir / spec.folder, key), merged)
         result.committed.append(key)
         result.base[key] = checksum(ours)  # so the next apply writes the merge to the store
@@ -430,9 +439,7 @@ class TeamClone:
         return None
 
     @staticmethod
-    def _merge_file(
-        repo: Repo, ours: bytes, base: bytes, theirs: bytes, *, union: bool
-    ) -> bytes | None:
+    def _merge_file(repo: Repo, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
         """`git merge-file` of three versions; None when the edits overlap."""
         with tempfile.TemporaryDirectory() as tmp:
             names = []
@@ -442,7 +449,6 @@ class TeamClone:
             try:
                 return repo.git.merge_file(
                     "-p",
-                    *(["--union"] if union else []),
                     *names,
                     stdout_as_string=False,
                     strip_newline_in_stdout=False,
@@ -537,10 +543,11 @@ class TeamClone:
             return None
 
     def _clean_indexes(self, repo: Repo) -> None:
-        """After a union merge, drop index entries whose file either side deleted, and lines
-        the union doubled.
+        """After a merge, each index both sides changed is merged line by line (`merge_index`,
+        the remote's order), then entries whose file either side deleted are dropped, and
+        lines doubled.
 
-        The union may equal our own index (their side only removed a line next to one we
+        The merge may equal our own index (their side only removed a line next to one we
         added), so the indexes above every deleted file are checked, not only changed ones.
         Entries of files that were never in the repository (blocked here or there) stay.
         """
@@ -553,11 +560,23 @@ class TeamClone:
         for path in gone:
             indexes.update(str(d / INDEX_FILENAME) for d in PurePosixPath(path).parents)
         touched = False
+        try:
+            base_commit = repo.git.merge_base("HEAD^1", "HEAD^2")
+        except GitCommandError:  # unrelated histories: no common version
+            base_commit = None
         for path in sorted(indexes):
             index = self.clone_dir / path
             if not index.is_file():
                 continue
-            text = index.read_text(encoding="utf-8", errors="replace")
+            ours, theirs = (_show(repo, f"{parent}:{path}") for parent in ("HEAD^1", "HEAD^2"))
+            if ours is not None and theirs is not None and ours != theirs:
+                base = _show(repo, f"{base_commit}:{path}") if base_commit else None
+                merged = _merge_indexes(base, ours, theirs)
+                if merged != index.read_bytes():
+                    _write_clone(index, merged)
+                    repo.git.add("--", path)
+                    touched = True
+            text = index.read_bytes().decode("utf-8", "replace")  # CRLF line ends kept
             folder = PurePosixPath(path).parent
             lines = text.splitlines(keepends=True)
             drop = {

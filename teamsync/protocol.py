@@ -6,7 +6,8 @@ becomes a commit authored by the token's user). Everything a PUT could be refuse
 before anything is written, the project it may create included. A key deleted in memhub and
 uploaded again is held as a conflict for review instead of coming back to life: the protocol
 client never deletes, so even one that has just fetched the current checksum re-uploads what it
-still has.
+still has. A `MEMORY.md` sent without `If-Match` (by a client that has not seen the team's) is
+merged line by line into the store's instead of replacing it (docs/design.md §10).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from django.http import Http404
 
+from memapp.memdir.index import merge_index
 from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
@@ -134,6 +136,8 @@ def do_put_team_memory(
         tombstoned = list(Tombstone.objects.filter(store=store, key__in=list(uploaded)))
         held = {tomb.key for tomb in tombstoned}
         upserts = {k: v for k, v in uploaded.items() if k not in held}
+        if if_match is None:
+            upserts = _with_team_lines(store, upserts)
         # Per-key preconditions too, checked under the store's own lock: a UI or API write
         # that lands after the snapshot is not overwritten.
         expected = {k: sums[k] for k in upserts if k in sums}
@@ -143,6 +147,22 @@ def do_put_team_memory(
             raise _as_protocol_refusal(exc, store) from None
         _hold_resurrections(store, user, tombstoned, uploaded)
         return PutOutcome(team_memory_meta(store, entry_checksums(store)), sorted(held))
+
+
+def _with_team_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
+    """`upserts` with each index merged into the store's by `merge_index`: a client that sent
+    no `If-Match` has not seen the team's index, so its file adds its lines (and nothing it
+    lacks is taken away); an index it sent knowing the current one is taken as it is."""
+    merged = dict(upserts)
+    for key, text in upserts.items():
+        if not is_index_key(key):
+            continue
+        try:
+            current = (Path(store.path) / key).read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            continue
+        merged[key] = merge_index("", text, current)
+    return merged
 
 
 def _stale(store: Store) -> FileRejected:

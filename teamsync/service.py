@@ -18,13 +18,19 @@ from django.utils import timezone
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.frontmatter import parse_memory
+from memapp.memdir.index import merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
-from memapp.stores.history import capture_before_write, is_topic, record_changes
+from memapp.stores.history import (
+    capture_before_write,
+    is_topic,
+    is_versioned,
+    record_changes,
+)
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store, Via
@@ -263,7 +269,7 @@ def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport
     """Each file a pull wrote or deleted is a version by team sync, noting who made it."""
     folder = folder_for(store)
     keys = [*applied.written, *applied.deleted]
-    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_topic(key)])
+    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_versioned(key)])
     by_author: dict[str, tuple[dict, dict]] = {}
     for key in keys:
         author = authors.get(f"{folder}/{key}", "")
@@ -384,38 +390,80 @@ def request_sync() -> None:
     TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(requested_at=timezone.now())
 
 
+class AlreadyResolved(Exception):
+    """The conflict was resolved meanwhile (another tab, another person): nothing was done."""
+
+    def __init__(self, conflict: TeamConflict) -> None:
+        who = conflict.resolved_by or "someone"
+        when = timezone.localtime(conflict.resolved_at)
+        super().__init__(
+            f"{conflict.key} was already resolved by {who} at {when:%Y-%m-%d %H:%M}: kept "
+            f"{conflict.resolution}. Your choice was not applied; nothing was lost, both sides "
+            "are in the memory's history."
+        )
+
+
+def current_text(conflict: TeamConflict) -> str | None:
+    """What the store holds now for the conflict's key (None: no such file): "ours" is this,
+    not the text the conflict was recorded with, which later edits may have overtaken."""
+    try:
+        data = validate_key(Path(conflict.store.path), conflict.key).read_bytes()
+    except FileNotFoundError:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def suggested_merge(conflict: TeamConflict) -> str | None:
+    """For an index, the two sides merged line by line (docs/design.md §5): what "Save the
+    merge" offers to start from. None for a topic file (a person merges prose)."""
+    ours = current_text(conflict)
+    if Path(conflict.key).name != INDEX_FILENAME or ours is None or conflict.theirs is None:
+        return None
+    return merge_index(conflict.base or "", ours, conflict.theirs)
+
+
 def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None = None) -> None:
-    """Settle a conflict: keep our version, theirs, a merged text, or delete the file; the
-    result is committed like any other change and published by the next push."""
-    versions = {"ours": conflict.ours, "theirs": conflict.theirs, "merged": text, "delete": None}
-    if choice not in versions or (choice == "merged" and text is None):
+    """Settle a conflict: keep the store's current text ("ours"), theirs, a merged text, or
+    delete the file; the result is committed like any other change and published by the next
+    push. The side not kept is recorded in the memory's history first, so it stays restorable.
+    Raises AlreadyResolved when it was settled meanwhile (nothing is done then)."""
+    if choice not in ("ours", "theirs", "merged", "delete") or (
+        choice == "merged" and text is None
+    ):
         raise ValueError(f"unknown resolution {choice!r}")
-    content = versions[choice]
     store = conflict.store
     clone = team_clone()
     with clone.locked():
         clone.ensure()
         with store_lock(store):
+            conflict.refresh_from_db()
+            if conflict.resolved_at is not None:
+                raise AlreadyResolved(conflict)
             target = validate_key(Path(store.path), conflict.key)
             capture_before_write(store, [conflict.key])
-            if Path(conflict.key).name == INDEX_FILENAME:  # the versions are the shared form
-                in_repo = set(clone.folder_files(folder_for(store)))
-                chosen = None if content is None else content.encode("utf-8")
-                current = target.read_bytes() if target.is_file() else None
-                kept = with_local_entries(conflict.key, chosen, current, in_repo)
-                content = None if kept is None else kept.decode("utf-8", "replace")
+            current = target.read_bytes() if target.is_file() else None
+            versions = {"ours": current, "theirs": conflict.theirs, "merged": text, "delete": None}
+            chosen = versions[choice]
+            content = chosen.encode("utf-8") if isinstance(chosen, str) else chosen
+            if Path(conflict.key).name == INDEX_FILENAME and choice != "ours":
+                in_repo = set(clone.folder_files(folder_for(store)))  # the shared form
+                content = with_local_entries(conflict.key, content, current, in_repo)
             note = f"resolved a team sync conflict: kept {choice}"
+            theirs = None if conflict.theirs is None else conflict.theirs.encode("utf-8")
+            if theirs is not None and theirs != content and (content or current) is not None:
+                their_note = "their side of a team sync conflict, not kept"
+                record_changes(store, {conflict.key: theirs}, via=Via.TEAM_SYNC, note=their_note)
             if content is None:
-                old = target.read_bytes() if target.is_file() else None
                 delete_file(target, missing_ok=True)
-                if old is not None:
-                    record_changes(store, {}, {conflict.key: old}, via=Via.UI, user=user, note=note)
+                if current is not None:
+                    record_changes(
+                        store, {}, {conflict.key: current}, via=Via.UI, user=user, note=note
+                    )
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic_bytes(target, content.encode("utf-8"))
-                record_changes(
-                    store, {conflict.key: content.encode("utf-8")}, via=Via.UI, user=user, note=note
-                )
+                if content != current:
+                    write_atomic_bytes(target, content)
+                record_changes(store, {conflict.key: content}, via=Via.UI, user=user, note=note)
             conflict.resolved_at, conflict.resolved_by = timezone.now(), user
             conflict.resolution = choice
             conflict.save(update_fields=["resolved_at", "resolved_by", "resolution"])

@@ -18,6 +18,9 @@ Which side changed is known from the checksum each key had at the last sync (kep
 dir), so an edit made here is never overwritten by a pull and an edit made there is never
 overwritten by a push. When both changed, the local version is kept and uploaded: the server
 commits every version to git, so the other one stays in its history, and the run reports it.
+A `MEMORY.md` changed on both sides is merged line by line instead (`merge_index`, from the
+text it had at the last sync, also kept in the config dir): the merge is written here and
+uploaded, so the team's entries and this member's all stay.
 
 Like Claude Code's client, this one cannot delete anything on the server (memhub's own files
 API and review UI do that). A key the server no longer has but that is unchanged here since
@@ -57,12 +60,14 @@ from memapp.client.config import config_dir, private_dir, read_json, write_priva
 from memapp.client.http import DEFAULT_BACKOFF, ApiError, Client, Unreachable
 from memapp.client.sync import exclusive, local_checksum, read_refusal
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
+from memapp.memdir.index import merge_index
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
     MAX_BATCH_BYTES,
     FileRejected,
     check_entry,
     checksum,
+    is_index_key,
     is_store_key,
     read_store_file,
     split_batches,
@@ -221,6 +226,7 @@ class TeamSync:
         }
         self.remote = _Remote()
         self.base: dict[str, str] = {}
+        self.index_texts: dict[str, str] = {}  # each index's text at the last sync
         # The top-level checksum of the last server state fully applied here (what a 304 to
         # `If-None-Match` may stand for); a push moves it on only from that very state.
         self.pulled: str | None = None
@@ -236,20 +242,47 @@ class TeamSync:
         files = state.get("files")
         if isinstance(files, dict):
             self.base = {k: v for k, v in files.items() if isinstance(v, str)}
+        indexes = state.get("indexes")
+        if isinstance(indexes, dict):
+            self.index_texts = {k: v for k, v in indexes.items() if isinstance(v, str)}
         if isinstance(state.get("pulled"), str):
             self.pulled = state["pulled"]
         if isinstance(state.get("server_version"), int):
             self.remote.version = state["server_version"]
 
     def save(self) -> None:
+        self._remember_indexes()
         body = {
             **self.identity,
             "pulled": self.pulled,
             "server_version": self.remote.version,
             "files": dict(sorted(self.base.items())),
+            "indexes": dict(sorted(self.index_texts.items())),
         }
         private_dir(self.state_path.parent)
         write_private(self.state_path, (json.dumps(body, indent=1) + "\n").encode())
+
+    def _remember_indexes(self) -> None:
+        """Keep the text of each index that is here as it was last synced: the base of the
+        next line-by-line merge."""
+        for key, synced in self.base.items():
+            if not is_index_key(key):
+                continue
+            try:
+                data = validate_key(self.team_dir, key).read_bytes()
+            except (OSError, PathTraversalError):
+                continue
+            if checksum(data) == synced:
+                self.index_texts[key] = data.decode("utf-8", "surrogateescape")
+        for key in [k for k in self.index_texts if k not in self.base]:
+            del self.index_texts[key]
+
+    def _index_base(self, key: str) -> str:
+        text = self.index_texts.get(key)
+        synced = self.base.get(key)
+        if text is None or synced != checksum(text.encode("utf-8", "surrogateescape")):
+            return ""  # never synced here: the merge then adds this side's lines to theirs
+        return text
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -343,6 +376,8 @@ class TeamSync:
             self.base[key] = incoming
             return True
         if current is not None and current != base:
+            if incoming != base and is_index_key(key):
+                return self._merge_index(key, path, text, local[key], report)
             if incoming != base:  # changed on both sides: ours is kept and pushed
                 report.conflicts.append(
                     f"{key}: changed here and on the server; kept yours (the server's "
@@ -361,6 +396,27 @@ class TeamSync:
         write_atomic(path, text)
         self.base[key] = incoming
         report.pulled.append(key)
+        return True
+
+    def _merge_index(
+        self, key: str, path: Path, incoming: str, data: bytes, report: TeamReport
+    ) -> bool:
+        """An index changed here and on the server: both merged line by line, written here
+        (the push then uploads it); False when the file changed during the run."""
+        ours = data.decode("utf-8", "surrogateescape")
+        merged = merge_index(self._index_base(key), ours, incoming)
+        if local_checksum(path) != checksum(data):
+            report.notes.append(f"{key}: changed during the sync; left for the next run")
+            return False
+        if merged != ours:
+            write_atomic(path, merged)
+        self.base[key] = checksum(incoming.encode("utf-8"))
+        self.index_texts[key] = incoming
+        report.notes.append(
+            f"{key}: changed here and on the server; merged line by line (every entry of both kept)"
+        )
+        if merged != ours:
+            report.pulled.append(key)
         return True
 
     def _path(self, key: str, report: TeamReport) -> Path | None:

@@ -16,6 +16,7 @@ from memapp.memdir.index import (
     delete_index_entry,
     format_index_entry,
     index_health,
+    with_index_entry,
     write_index_entry,
 )
 from memapp.memdir.keys import fold_key
@@ -35,7 +36,14 @@ from memapp.memdir.store_files import (
 from memapp.stores.changes import announce_change
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flags
-from memapp.stores.history import blob_bytes, capture_before_write, index_lines, record_changes
+from memapp.stores.history import (
+    blob_bytes,
+    capture_before_write,
+    index_lines,
+    read_index_bytes,
+    record_changes,
+    record_index,
+)
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, MemoryVersion, Store, TrashItem, Via
@@ -117,9 +125,12 @@ def do_save_memory(
     path: str | None = None,
     base_sha256: str | None = None,
     via: str = Via.UI,
+    index_line: str | None = None,
 ) -> MemoryFile:
     """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
-    update a topic file and its MEMORY.md line.
+    update a topic file and its MEMORY.md line: `index_line` as given (a line that is already
+    there leaves MEMORY.md byte for byte), else one written from `name` and `description`.
+    A line that does not link to the file raises ValueError before anything is written.
 
     An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
     matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
@@ -149,13 +160,15 @@ def do_save_memory(
             previous = parse_memory(data, path=path)
         rendered = edited_text(previous, path, name, description, memory_type, body)
         text = check_entry(path, rendered, exclude=store.exclude)
-        if not created:
-            capture_before_write(store, [path])
+        line = index_line if index_line is not None else format_index_entry(name, path, description)
+        with_index_entry("", path, line)  # a line of another file: refused before any write
+        capture_before_write(store, [path, INDEX_FILENAME] if not created else [INDEX_FILENAME])
+        index_before = read_index_bytes(store)
         write_atomic(target, text)
-        line = format_index_entry(name, path, description)
         data = {path: text.encode("utf-8")}
         record_changes(store, data, via=via, user=user, index_lines={path: line})
         write_index_entry(root, path, line)
+        record_index(store, index_before, via=via, user=user, note=f"the line of {path}")
         rescan_store(store)
     announce_change(store, user, {path, INDEX_FILENAME})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
@@ -174,7 +187,8 @@ def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) 
     targets = {path: store_file_path(store, path) for path in paths}
     forgotten: dict[str, bytes] = {}
     with store_lock(store):
-        capture_before_write(store, targets)
+        capture_before_write(store, [*targets, INDEX_FILENAME])
+        index_before = read_index_bytes(store)
         lines = index_lines(root, targets)
         for path, target in targets.items():
             try:
@@ -184,6 +198,7 @@ def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) 
             delete_file(target, missing_ok=True)
             delete_index_entry(root, path)
         record_changes(store, {}, forgotten, via=via, user=user, index_lines=lines)
+        record_index(store, index_before, via=via, user=user, note="lines of forgotten memories")
         rescan_store(store)
     announce_change(store, user, {*targets, INDEX_FILENAME})
     for path in forgotten:
@@ -195,6 +210,8 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
     """Add a MEMORY.md line for each topic file missing from it; existing lines stay as they are."""
     root = Path(store.path)
     with store_lock(store):
+        capture_before_write(store, [INDEX_FILENAME])
+        index_before = read_index_bytes(store)
         health = index_health(root, exclude=tuple(store.exclude))
         files = {f.path: f for f in store.files.filter(path__in=health.unindexed)}
         for path in health.unindexed:
@@ -202,6 +219,8 @@ def do_rebuild_index_entries(store: Store, user) -> list[str]:
             title = file.title if file else path.removesuffix(".md")
             hook = file.description if file else ""
             write_index_entry(root, path, format_index_entry(title, path, hook))
+        note = "rebuilt index entries"
+        record_index(store, index_before, via=Via.UI, user=user, note=note)
         rescan_store(store)
     announce_change(store, user, {INDEX_FILENAME})
     return list(health.unindexed)
@@ -222,7 +241,8 @@ def do_put_files(
     look-alike of a key beside them, sizes, UTF-8, secrets, preconditions) and nothing is
     written unless every one passes. Files whose content is
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
-    written keys; deleted files go to the trash, replaced bytes stay in their history."""
+    written keys; deleted files go to the trash, replaced bytes stay in their history, and so
+    do MEMORY.md's, however it changed (a key of its own or a line)."""
     on_disk = {f.key for f in walk_store(store.path, store.exclude)}
 
     def normal(key: str) -> str:  # NFC, but a file already on disk keeps its own spelling
@@ -249,7 +269,8 @@ def do_put_files(
                     {"key": key, "checksum": current},
                 )
         created = set()
-        capture_before_write(store, [*encoded, *delete])
+        capture_before_write(store, [*encoded, *delete, INDEX_FILENAME])
+        index_before = read_index_bytes(store)
         lines = index_lines(Path(store.path), delete) if delete else {}
         gone: dict[str, bytes] = {}
         for key, data in encoded.items():
@@ -273,9 +294,11 @@ def do_put_files(
             if key in result["written"]:
                 write_index_entry(Path(store.path), key, line)
         if result["written"] or result["deleted"]:
-            written = {key: encoded[key] for key in result["written"]}
+            written = {k: encoded[k] for k in result["written"] if k != INDEX_FILENAME}
+            gone.pop(INDEX_FILENAME, None)
             lines.update(index_lines(Path(store.path), written))
             record_changes(store, written, gone, via=via, user=user, note=note, index_lines=lines)
+            record_index(store, index_before, via=via, user=user, note=note)
             rescan_store(store)
     if result["written"] or result["deleted"]:
         touched = set(result["written"] + result["deleted"])
@@ -323,9 +346,11 @@ def do_restore_version(
     path = version.path
     text = data.decode("utf-8", "surrogateescape")
     root = Path(store.path)
-    listed = path in index_lines(root, [path])
-    line = version.index_line or _entry_for(text, path)
-    index = {path: line} if listed or not (root / path).exists() else {}
+    index: dict[str, str] = {}
+    if path != INDEX_FILENAME:  # the index itself is restored whole, as any memory
+        listed = path in index_lines(root, [path])
+        line = version.index_line or _entry_for(text, path)
+        index = {path: line} if listed or not (root / path).exists() else {}
     if_match = None if base_checksum is None else {path: base_checksum or None}
     if base_checksum == "" and (root / path).exists():
         raise FileRejected(

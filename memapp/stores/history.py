@@ -1,7 +1,8 @@
 """Every version of every memory, and the trash (docs/design.md §23).
 
-A version is recorded by whoever changes a topic file: memhub's own writes (`actions.py`, team
-sync's pull, snapshot decisions), with who and through what, before the mirror is rescanned; and
+A version is recorded by whoever changes a topic file or the store's MEMORY.md: memhub's own
+writes (`actions.py`, team sync's pull and conflict resolutions, snapshot decisions), with who and
+through what, before the mirror is rescanned; and
 the mirror itself for what it finds changed on disk. The mirror records only what no writer
 recorded first: a file whose checksum differs from its latest version. Bytes are kept once per
 distinct checksum (`Blob`).
@@ -21,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.frontmatter import parse_memory
-from memapp.memdir.index import parse_index_entries, read_index
+from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.store_files import FileKind, classify
 from memapp.stores.models import Blob, MemoryVersion, Store, TrashItem, Via
@@ -36,9 +37,15 @@ def sha256_hex(data: bytes) -> str:
 
 
 def is_topic(path: str) -> bool:
-    """Versions are kept of topic files (the file rule's, docs/design.md §6a); a MEMORY.md
-    index is not a memory."""
+    """A topic file (the file rule's, docs/design.md §6a), not an index."""
     return classify(path) is FileKind.TOPIC
+
+
+def is_versioned(path: str) -> bool:
+    """Versions are kept of topic files and of the store's own MEMORY.md, which agents load
+    every session: it is a memory like any other (docs/design.md §23). Indexes of
+    subdirectories are not the store's index."""
+    return path == INDEX_FILENAME or is_topic(path)
 
 
 def _chunks(items: list, size: int = BATCH):
@@ -99,8 +106,8 @@ def record_changes(
     latest version, when there is one). `index_lines` are the files' MEMORY.md lines, kept
     with the version (and the trash item) so a restore brings its line back too."""
     index_lines = index_lines or {}
-    written = {p: d for p, d in written.items() if is_topic(p)}
-    deleted = {p: d for p, d in (deleted or {}).items() if is_topic(p)}
+    written = {p: d for p, d in written.items() if is_versioned(p)}
+    deleted = {p: d for p, d in (deleted or {}).items() if is_versioned(p)}
     if not written and not deleted:
         return
     _save_blobs([*written.values(), *(d for d in deleted.values() if d is not None)])
@@ -128,8 +135,8 @@ def _trash(store, path, sha, data, *, via, user, note, line) -> None:
     version = MemoryVersion.objects.create(
         store=store, path=path, sha256="", via=via, user=user, note=note[:300]
     )
-    if not sha:
-        return  # never seen with content: nothing to restore
+    if not sha or path == INDEX_FILENAME:
+        return  # never seen with content; an index is restored from its history, not the trash
     blob = Blob.objects.filter(sha256=sha).first()
     if blob is None:
         return
@@ -168,8 +175,8 @@ def record_found_on_disk(store: Store, seen: Mapping[str, bytes], gone: Iterable
     """The mirror's part: a version for each file whose bytes differ from its latest version
     (its first version when it has none), and a deletion for each file gone from disk whose
     latest version is not one already. Returns how many versions were recorded."""
-    gone = [p for p in gone if is_topic(p)]
-    seen = {p: d for p, d in seen.items() if is_topic(p)}
+    gone = [p for p in gone if is_versioned(p)]
+    seen = {p: d for p, d in seen.items() if is_versioned(p)}
     latest = latest_checksums(store, [*seen, *gone])
     removed = {p: None for p in gone if latest.get(p)}
     if removed:
@@ -195,7 +202,7 @@ def capture_before_write(store: Store, paths: Iterable[str]) -> None:
     version has them yet (an agent wrote them since the last rescan): nothing is lost."""
     seen = {}
     for path in paths:
-        if not is_topic(path):
+        if not is_versioned(path):
             continue
         try:
             seen[path] = validate_key(Path(store.path), path).read_bytes()
@@ -203,6 +210,27 @@ def capture_before_write(store: Store, paths: Iterable[str]) -> None:
             continue
     if seen:
         _record_disk(store, seen, latest_checksums(store, seen))
+
+
+def read_index_bytes(store: Store) -> bytes | None:
+    try:
+        return (Path(store.path) / INDEX_FILENAME).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def record_index(
+    store: Store, before: bytes | None, *, via: str, user=None, note: str = ""
+) -> None:
+    """Record the store's MEMORY.md as a writer left it, when it is not `before` (its bytes
+    before the write, `capture_before_write` having kept them): who changed the index and how."""
+    after = read_index_bytes(store)
+    if after == before:
+        return
+    if after is None:
+        record_changes(store, {}, {INDEX_FILENAME: before}, via=via, user=user, note=note)
+    else:
+        record_changes(store, {INDEX_FILENAME: after}, via=via, user=user, note=note)
 
 
 def blob_bytes(sha256: str) -> bytes | None:

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.frontmatter import parse_memory
-from memapp.memdir.index import index_health
+from memapp.memdir.index import INDEX_FILENAME, index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, scan_memory_files
 from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
@@ -115,7 +115,14 @@ def rescan_store(store: Store) -> RescanResult:
         if gone:
             MemoryFile.objects.filter(pk__in=gone).delete()
         MemoryFile.objects.bulk_create(added + changed, batch_size=500)
-        record_found_on_disk(store, contents, list(existing))
+        gone_paths = list(existing)
+        if store.index_stats.get("signature") != signature:  # MEMORY.md changed: a version too
+            index = _read_index(root)
+            if index is None:
+                gone_paths.append(INDEX_FILENAME)
+            else:
+                contents[INDEX_FILENAME] = index
+        record_found_on_disk(store, contents, gone_paths)
         _refresh_cross_file_flags(store, indexed)
         store.file_count = len(headers)
         store.scanned_at = timezone.now()
@@ -149,10 +156,17 @@ def _touch(store: Store, stamps: tuple, unchanged: int) -> RescanResult:
     return RescanResult(0, 0, 0, unchanged)
 
 
+def _read_index(root: Path) -> bytes | None:
+    try:
+        return (root / INDEX_FILENAME).read_bytes()
+    except OSError:
+        return None
+
+
 def _index_signature(root: Path) -> list[int] | None:
     """MEMORY.md's mtime and size: when they and the files are unchanged, so are the flags."""
     try:
-        st = (root / "MEMORY.md").stat()
+        st = (root / INDEX_FILENAME).stat()
     except OSError:
         return None
     return [st.st_mtime_ns, st.st_size]

@@ -24,6 +24,16 @@ class MemoryForm(forms.Form):
     )
     type = forms.ChoiceField(choices=TYPE_CHOICES, required=False)
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), required=False, strip=False)
+    index_line = forms.CharField(
+        label="Index line",
+        max_length=1000,
+        required=False,
+        strip=False,
+        validators=[one_line],
+        help_text="This memory's line in MEMORY.md, which agents load every session. It stays "
+        "exactly as it is unless you change it here; empty writes it from the name and "
+        "description.",
+    )
     base_sha256 = forms.CharField(widget=forms.HiddenInput, required=False)
 
     def clean_type(self) -> str | None:

@@ -230,6 +230,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "past_context": reverse("past_context") + "?q=deploy",
         "memory_history": reverse("memory_history", args=[private.pk, "reference_wiki.md"])
         + f"?a={versions[1].pk}&b={versions[0].pk}",
+        "index_history": reverse("memory_history", args=[private.pk, "MEMORY.md"]),
         "memory_version": reverse(
             "memory_version", args=[private.pk, "reference_wiki.md", versions[0].pk]
         ),

@@ -111,6 +111,10 @@ def test_reviewing_a_store_end_to_end(live_server, page, screenshot, private_dir
 
     page.click("a.button:has-text('Edit')")
     page.wait_for_url("**/m/reference_wiki.md/edit/")
+    index_before = (private_dir / "MEMORY.md").read_bytes()
+    assert page.get_by_label("Index line").input_value() == (
+        "- [Team wiki](reference_wiki.md) — where docs live"
+    )
     page.fill("#id_description", "The team wiki moved to docs.example.com")
     page.fill("#id_body", "Runbooks are under **Ops**.\nSee [[Real DB]].\n")
     screenshot("review-05-edit")
@@ -121,11 +125,8 @@ def test_reviewing_a_store_end_to_end(live_server, page, screenshot, private_dir
         "---\nname: Team wiki\ndescription: The team wiki moved to docs.example.com\n"
         "type: reference\n---\nRunbooks are under **Ops**.\nSee [[Real DB]].\n"
     )
-    assert (
-        (private_dir / "MEMORY.md")
-        .read_text()
-        .endswith("- [Team wiki](reference_wiki.md) — The team wiki moved to docs.example.com\n")
-    )
+    # The curated index line was not touched on the form: MEMORY.md is byte for byte the same.
+    assert (private_dir / "MEMORY.md").read_bytes() == index_before
     screenshot("review-06-saved")
 
     page.click("a.button:has-text('Forget')")

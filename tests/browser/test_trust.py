@@ -155,12 +155,14 @@ def test_what_would_my_agent_recall(live_server, page, both, private_dir, alice)
 def test_what_waits_for_you_and_a_conflict_as_a_diff(live_server, page, both, private_dir, alice):
     team = Store.objects.get(kind="team")
     base = "---\nname: Release\ndescription: Freeze\ntype: project\n---\nFreeze on 2026-03-05.\n"
+    ours = base.replace("2026-03-05", "2026-03-06")
+    (Path(team.path) / "project_release.md").write_text(ours)  # what the store holds: "ours"
     TeamConflict.objects.create(
         store=team,
         key="project_release.md",
         kind="edit",
         base=base,
-        ours=base.replace("2026-03-05", "2026-03-06"),
+        ours=ours,
         theirs=base.replace("2026-03-05", "2026-03-12") + "Ask Dora first.\n",
     )
     BlockedFile.objects.create(

@@ -17,7 +17,7 @@ from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.store_changes import do_apply_store_proposal, needs_tick
 from memapp.memdir.consolidate_lock import LOCK_NAME, read_lock
-from memapp.stores.models import Event
+from memapp.stores.models import Blob, Event
 from memapp.stores.projects import resolve_store
 from tests.lifecycle.conftest import PROJECT, consolidate_now
 from tests.lifecycle.untidy import index_problems, make_untidy
@@ -75,6 +75,10 @@ def test_offline_one_approved_proposal_leaves_a_tidy_index_and_dates_it_can_be_s
     assert untidy.files.get(path="project_freeze.md").relative_dates == ["end of the month"]
     proposal.refresh_from_db()
     assert proposal.status == "applied"
+    # The index it rewrote is a version in MEMORY.md's history, by the approver, via proposal.
+    latest = untidy.versions.filter(path="MEMORY.md").first()
+    assert (latest.user, latest.via) == (alice, "proposal")
+    assert bytes(Blob.objects.get(sha256=latest.sha256).data) == (root / "MEMORY.md").read_bytes()
 
 
 def test_the_model_gets_the_four_phases_in_one_forced_call_and_its_merge_is_applied(

@@ -23,7 +23,9 @@ from memapp.stores.actions import do_put_files
 from memapp.stores.models import Project, Store
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import StoreSyncState, TeamConflict
+from teamsync.service import sync_team
 from tests.client.conftest import AGENT, SLUG, Machine, Server, git_checkout, topic
+from tests.teamsync.gitutil import tip_files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -212,6 +214,92 @@ def test_an_edit_here_is_not_overwritten_by_a_pull_nor_theirs_by_a_push(laptop, 
     assert on_server()["feedback_db.md"] == "bob's edit\n"
     assert on_server()["project_freeze.md"] == "alice's edit\n"
     assert files(team_dir(laptop)) == on_server()
+
+
+TEAM_INDEX = (
+    "- [Real DB](feedback_db.md) — no mocks\n"
+    "- [Freeze](project_freeze.md) — release freeze\n"
+    "- [CI](reference_ci.md) — where CI runs\n"
+)
+
+
+def test_a_member_s_one_line_index_joins_the_team_s_entries_nothing_lost(
+    laptop, desktop, bob, puts, data_dir
+):
+    """The replay: the team index has three entries; bob, who never synced, has a one-line
+    index of his own; his sync keeps every entry of the team's and adds his."""
+    seed(laptop, bob)
+    write(laptop, "reference_ci.md", topic("CI", "CI runs on every push", "reference"))
+    write(laptop, "MEMORY.md", TEAM_INDEX)
+    team_sync(laptop)
+    write(desktop, "project_mine.md", topic("Mine", "bob's own", "project"))
+    write(desktop, "MEMORY.md", "- [Mine](project_mine.md) — bob's\n")
+    puts.clear()
+
+    result = team_sync(desktop)
+
+    merged = "- [Mine](project_mine.md) — bob's\n" + TEAM_INDEX
+    assert "MEMORY.md: changed here and on the server; merged line by line" in result.stderr
+    assert "kept yours" not in result.stderr
+    assert (team_dir(desktop) / "MEMORY.md").read_text() == merged
+    assert on_server()["MEMORY.md"] == merged
+    assert all(p["if_match"] for p in puts)  # sent knowing the team's index: taken as it is
+    assert team_sync(laptop).returncode == 0
+    assert files(team_dir(laptop)) == files(team_dir(desktop)) == on_server()
+    # …and in git: the server's team sync publishes the store, every memory and line in it.
+    assert sync_team().error is None
+    in_git = tip_files(data_dir / "team-remote.git", SLUG)
+    assert in_git == on_server()
+    assert in_git["MEMORY.md"] == merged
+
+
+def test_an_index_changed_on_both_sides_merges_from_the_last_synced_text(laptop, desktop, bob):
+    seed(laptop, bob)
+    write(laptop, "reference_ci.md", topic("CI", "CI runs on every push", "reference"))
+    write(laptop, "MEMORY.md", TEAM_INDEX)
+    team_sync(laptop)
+    team_sync(desktop)
+    # alice rewords Real DB's line and drops Freeze's; bob adds a line after Freeze's.
+    write(
+        laptop,
+        "MEMORY.md",
+        TEAM_INDEX.replace("— no mocks", "— never mock the DB").replace(
+            "- [Freeze](project_freeze.md) — release freeze\n", ""
+        ),
+    )
+    team_sync(laptop)
+    write(desktop, "project_mine.md", topic("Mine", "bob's own", "project"))
+    write(
+        desktop,
+        "MEMORY.md",
+        TEAM_INDEX.replace("freeze\n", "freeze\n- [Mine](project_mine.md) — bob's\n"),
+    )
+
+    assert team_sync(desktop).returncode == 0
+
+    expected = (
+        "- [Real DB](feedback_db.md) — never mock the DB\n"
+        "- [Mine](project_mine.md) — bob's\n"
+        "- [CI](reference_ci.md) — where CI runs\n"
+    )
+    assert (team_dir(desktop) / "MEMORY.md").read_text() == expected
+    assert on_server()["MEMORY.md"] == expected
+
+
+def test_a_crlf_team_index_without_a_final_newline_keeps_its_form(laptop, desktop, bob):
+    seed(laptop, bob)
+    crlf = TEAM_INDEX.replace("\n", "\r\n").removesuffix("\r\n")
+    write(laptop, "reference_ci.md", topic("CI", "CI runs on every push", "reference"))
+    (team_dir(laptop) / "MEMORY.md").write_bytes(crlf.encode())
+    team_sync(laptop)
+    write(desktop, "project_mine.md", topic("Mine", "bob's own", "project"))
+    write(desktop, "MEMORY.md", "- [Mine](project_mine.md) — bob's\n")
+
+    team_sync(desktop)
+
+    expected = ("- [Mine](project_mine.md) — bob's\r\n" + crlf).encode()
+    assert (team_dir(desktop) / "MEMORY.md").read_bytes() == expected
+    assert (Path(team_store().path) / "MEMORY.md").read_bytes() == expected
 
 
 def test_entries_over_200000_bytes_go_in_several_puts(laptop, puts):

@@ -539,3 +539,50 @@ def test_a_put_racing_another_waits_for_it_and_then_gets_412(alice, bob, project
 
     assert results == {"first": 200, "second": 412}
     assert "first.md" in on_disk() and "second.md" not in on_disk()
+
+
+# --- MEMORY.md ------------------------------------------------------------------------------
+
+TEAM_INDEX = (
+    "- [Real DB](feedback_db.md) — no mocks\n"
+    "- [Freeze](notes/project_freeze.md) — release freeze\n"
+    "- [CI](reference_ci.md) — where CI runs\n"
+)
+
+
+def test_an_index_sent_without_if_match_is_merged_line_by_line_into_the_team_s(
+    alice_api, bob_api, filled
+):
+    put(alice_api, {"MEMORY.md": TEAM_INDEX, "reference_ci.md": "CI.\n"})
+    # bob's client has never pulled: his one-line index is all he knows.
+    response = put(
+        bob_api, {"MEMORY.md": "- [Mine](project_mine.md) — hers\n", "project_mine.md": "M.\n"}
+    )
+    assert response.status_code == 200
+    merged = "- [Mine](project_mine.md) — hers\n" + TEAM_INDEX
+    assert on_disk()["MEMORY.md"] == merged
+    assert response.json()["checksum"] == store_checksum({**on_disk()})
+    # The index's history says who changed it and how; the team's version is one step back.
+    latest, previous = team_store().versions.filter(path="MEMORY.md")[:2]
+    assert (latest.user.username, latest.via) == ("bob", "protocol")
+    assert (previous.user.username, previous.via) == ("alice", "protocol")
+
+
+def test_an_index_sent_with_the_current_if_match_is_taken_as_it_is(alice_api, filled):
+    put(alice_api, {"MEMORY.md": TEAM_INDEX, "reference_ci.md": "CI.\n"})
+    current = store_checksum(on_disk())
+    curated = "- [Real DB](feedback_db.md) — curated\n"  # the client saw all three lines
+    response = put(alice_api, {"MEMORY.md": curated}, HTTP_IF_MATCH=f'"{current}"')
+    assert response.status_code == 200
+    assert on_disk()["MEMORY.md"] == curated
+
+
+def test_a_crlf_team_index_without_a_final_newline_keeps_its_form_when_merged(
+    alice_api, bob_api, filled
+):
+    crlf = TEAM_INDEX.replace("\n", "\r\n").removesuffix("\r\n")
+    current = f'"{store_checksum(filled)}"'
+    put(alice_api, {"MEMORY.md": crlf, "reference_ci.md": "CI.\n"}, HTTP_IF_MATCH=current)
+    put(bob_api, {"MEMORY.md": "- [Mine](project_mine.md) — hers\n", "project_mine.md": "M.\n"})
+    data = (Path(team_store().path) / "MEMORY.md").read_bytes()
+    assert data == ("- [Mine](project_mine.md) — hers\r\n" + crlf).encode()

@@ -15,6 +15,7 @@ from memapp.memdir.store_files import FileRejected
 from memapp.stores.actions import (
     do_forget_memory,
     do_put_files,
+    do_rebuild_index_entries,
     do_restore_from_trash,
     do_restore_version,
     do_save_memory,
@@ -62,7 +63,7 @@ def content(version: MemoryVersion) -> str:
 def test_the_first_rescan_records_every_file_as_its_first_version(store):
     assert steps(store, "user_role.md") == [("disk", "", "first seen")]
     assert steps(store, "feedback_tests.md") == [("disk", "", "first seen")]
-    assert not store.versions.filter(path="MEMORY.md").exists()  # an index is not a memory
+    assert steps(store, "MEMORY.md") == [("disk", "", "first seen")]  # a memory like any other
     version = timeline(store, "user_role.md").get()
     assert (
         version.sha256 == hashlib.sha256(Path(store.path, "user_role.md").read_bytes()).hexdigest()
@@ -73,8 +74,13 @@ def test_identical_files_are_stored_once(store):
     root = Path(store.path)
     (root / "copy.md").write_bytes((root / "user_role.md").read_bytes())
     rescan_store(store)
-    assert store.versions.count() == 3
-    assert Blob.objects.count() == 2
+    assert store.versions.exclude(path="MEMORY.md").count() == 3
+    assert (
+        Blob.objects.exclude(
+            sha256__in=store.versions.filter(path="MEMORY.md").values("sha256")
+        ).count()
+        == 2
+    )
 
 
 def test_an_edit_in_memhub_is_one_version_with_who_and_via_what(store, alice):
@@ -214,3 +220,103 @@ def test_pruning_empties_old_trash_with_its_history_and_keeps_the_rest(store, al
     assert not store.versions.filter(path="user_role.md").exists()
     assert store.versions.filter(path="feedback_tests.md").count() == 2
     assert not Blob.objects.filter(sha256=old.sha256).exists()
+
+
+def index_steps(store: Store) -> list[tuple[str, str, str]]:
+    return steps(store, "MEMORY.md")
+
+
+def index_text(version: MemoryVersion) -> str:
+    return content(version) if version.sha256 else ""
+
+
+def test_every_writer_of_memory_md_leaves_a_version_with_who_and_how(store, alice):
+    root = Path(store.path)
+    do_save_memory(
+        store,
+        alice,
+        name="Role",
+        description="Alice leads the backend team",
+        memory_type="user",
+        body="Body.\n",
+        path="user_role.md",
+    )
+    do_forget_memory(store, alice, "feedback_tests.md")
+    write_memory(root, "project_x.md", "X", "Project X", "project")
+    rescan_store(store)
+    do_rebuild_index_entries(store, alice)
+    do_put_files(
+        store,
+        alice,
+        {"reference_y.md": "---\nname: Y\n---\nY.\n"},
+        via="agent_sync",
+        index={"reference_y.md": "- [Y](reference_y.md) — the Y dashboard"},
+    )
+    (root / "MEMORY.md").write_text((root / "MEMORY.md").read_text() + "A note by hand.\n")
+    later(root / "MEMORY.md")
+    rescan_store(store)
+    assert index_steps(store) == [
+        ("disk", "", "first seen"),
+        ("ui", "alice", "the line of user_role.md"),
+        ("ui", "alice", "lines of forgotten memories"),
+        ("ui", "alice", "rebuilt index entries"),
+        ("agent_sync", "alice", ""),
+        ("disk", "", ""),
+    ]
+    latest = timeline(store, "MEMORY.md").first()
+    assert content(latest) == (root / "MEMORY.md").read_text()
+    assert content(latest).endswith(
+        "- [X](project_x.md) — Project X\n- [Y](reference_y.md) — the Y dashboard\n"
+        "A note by hand.\n"
+    )
+
+
+def test_a_protocol_or_api_write_of_memory_md_itself_is_a_version(store, alice):
+    do_put_files(store, alice, {"MEMORY.md": "# Index\n"}, via="protocol")
+    assert index_steps(store)[-1] == ("protocol", "alice", "")
+    assert content(timeline(store, "MEMORY.md").first()) == "# Index\n"
+
+
+def test_restoring_a_version_of_memory_md_is_a_new_version_and_can_be_undone(store, alice):
+    root = Path(store.path)
+    do_save_memory(
+        store,
+        alice,
+        name="Role",
+        description="a wrong hook",
+        memory_type="user",
+        body="Body.\n",
+        path="user_role.md",
+    )
+    wrong = (root / "MEMORY.md").read_text()
+    first = timeline(store, "MEMORY.md").last()
+    do_restore_version(store, alice, first, base_checksum=sha(wrong))
+    assert (root / "MEMORY.md").read_text() == INDEX
+    assert index_steps(store)[-1] == (
+        "ui",
+        "alice",
+        f"restored the version of {first.created_at:%Y-%m-%d %H:%M:%S}",
+    )
+    assert not TrashItem.objects.filter(path="MEMORY.md").exists()
+    # Undone like any memory: the version it replaced is restored in turn.
+    replaced = timeline(store, "MEMORY.md")[1]
+    assert content(replaced) == wrong
+    do_restore_version(store, alice, replaced, base_checksum=sha(INDEX))
+    assert (root / "MEMORY.md").read_text() == wrong
+    with pytest.raises(FileRejected):  # the page was opened before that: refused
+        do_restore_version(store, alice, first, base_checksum=sha(INDEX))
+    assert (root / "MEMORY.md").read_text() == wrong
+
+
+def sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_deleted_memory_md_is_a_deletion_in_its_history_and_restorable(store, alice):
+    root = Path(store.path)
+    (root / "MEMORY.md").unlink()
+    rescan_store(store)
+    assert index_steps(store)[-1] == ("disk", "", "deleted on disk")
+    assert not TrashItem.objects.filter(path="MEMORY.md").exists()
+    do_restore_version(store, alice, timeline(store, "MEMORY.md").last(), base_checksum="")
+    assert (root / "MEMORY.md").read_text() == INDEX

@@ -181,7 +181,7 @@ def test_deletions_propagate_as_commits(ana, ben, remote):
     assert deleted_in.split() == ["ana"]
 
 
-def test_memory_md_is_union_merged_and_never_gets_markers(ana, ben, remote):
+def test_memory_md_keeps_both_sides_entries_and_never_gets_markers(ana, ben, remote):
     index = "# Team memory\n- [Deploy](project_deploy.md) — how we deploy\n"
     ana.write("project_deploy.md", TEN_LINES)
     _shared(ana, ben, INDEX_FILENAME, index)
@@ -204,6 +204,75 @@ def test_memory_md_is_union_merged_and_never_gets_markers(ana, ben, remote):
         assert member.read("project_a.md") and member.read("project_b.md")
     assert tip_files(remote, FOLDER)[INDEX_FILENAME] == ana.read(INDEX_FILENAME)
     _assert_no_markers(remote)
+
+
+def test_memory_md_is_merged_line_by_line_a_removal_and_a_rewording_hold(ana, ben, remote):
+    for name in ("a", "b", "c"):
+        ana.write(f"project_{name}.md", memory(name.upper(), f"{name}\n"))
+    index = "- [A](project_a.md) — a\n- [B](project_b.md) — b\n- [C](project_c.md) — c\n"
+    _shared(ana, ben, INDEX_FILENAME, index)
+    # ana rewords A and removes B; ben adds D right where ana changed: overlapping edits.
+    ana.delete("project_b.md")
+    ana.write(INDEX_FILENAME, "- [A](project_a.md) — a, reworded by ana\n- [C](project_c.md) — c\n")
+    ben.write("project_d.md", memory("D", "d\n"))
+    ben.write(INDEX_FILENAME, index.replace("— b\n", "— b\n- [D](project_d.md) — d by ben\n"))
+    ana.sync()
+    merged, _ = ben.sync()
+    ana.sync()
+    assert merged.conflicts == []
+    expected = (
+        "- [A](project_a.md) — a, reworded by ana\n"
+        "- [D](project_d.md) — d by ben\n"
+        "- [C](project_c.md) — c\n"
+    )
+    assert ana.read(INDEX_FILENAME) == ben.read(INDEX_FILENAME) == expected
+    assert tip_files(remote, FOLDER)[INDEX_FILENAME] == expected
+    _assert_no_markers(remote)
+
+
+TEAM_INDEX = (
+    "- [Deploy](project_deploy.md) — how we deploy\n"
+    "- [On-call](project_oncall.md) — who carries the pager\n"
+    "- [Owners](project_owners.md) — code owners\n"
+)
+
+
+def _team_of_three(ana: Member, index: str) -> None:
+    for name in ("deploy", "oncall", "owners"):
+        ana.write(f"project_{name}.md", memory(name, f"{name}\n"))
+    ana.write(INDEX_FILENAME, index)
+    ana.sync()
+
+
+def test_a_member_s_one_line_index_joins_the_team_s_three_entries(ana, ben, remote):
+    """The replay: the team index has three entries; a member who never synced (no base)
+    syncs her one-line index; every entry of the team's stays, and hers is added."""
+    _team_of_three(ana, TEAM_INDEX)
+    ben.write("project_mine.md", memory("Mine", "mine\n"))
+    ben.write(INDEX_FILENAME, "- [Mine](project_mine.md) — hers\n")
+    merged, _ = ben.sync()
+    ana.sync()
+    assert merged.conflicts == [] and ben.conflicts == []
+    expected = "- [Mine](project_mine.md) — hers\n" + TEAM_INDEX
+    assert ana.read(INDEX_FILENAME) == ben.read(INDEX_FILENAME) == expected
+    assert tip_files(remote, FOLDER)[INDEX_FILENAME] == expected
+    for name in ("deploy", "oncall", "owners", "mine"):
+        assert ana.read(f"project_{name}.md") and ben.read(f"project_{name}.md")
+
+
+def test_a_team_index_with_crlf_line_ends_and_no_final_newline_merges_in_its_own_form(
+    ana, ben, remote
+):
+    crlf = TEAM_INDEX.replace("\n", "\r\n").removesuffix("\r\n")
+    _team_of_three(ana, crlf)
+    ben.write("project_mine.md", memory("Mine", "mine\n"))
+    ben.write(INDEX_FILENAME, "- [Mine](project_mine.md) — hers\n")
+    ben.sync()
+    ana.sync()
+    expected = ("- [Mine](project_mine.md) — hers\r\n" + crlf).encode()
+    for member in (ana, ben):
+        assert (member.store / INDEX_FILENAME).read_bytes() == expected
+    assert (ana.clone.folder_files(FOLDER)[INDEX_FILENAME]) == expected
 
 
 def test_index_entries_of_files_deleted_on_the_other_side_are_dropped(ana, ben, remote):
@@ -474,7 +543,7 @@ def test_an_overlapping_local_edit_made_during_a_sync_becomes_a_conflict(ana, be
     _assert_no_markers(remote)
 
 
-def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remote):
+def test_a_local_index_change_made_during_a_sync_is_merged(ana, ben, remote):
     index = "- [Deploy](project_deploy.md) — how we deploy\n"
     ana.write("project_deploy.md", TEN_LINES)
     _shared(ana, ben, INDEX_FILENAME, index)
@@ -508,7 +577,7 @@ def test_a_local_index_change_made_during_a_sync_is_union_merged(ana, ben, remot
     _assert_no_markers(remote)
 
 
-def test_a_local_entry_for_a_shared_file_made_during_a_sync_is_union_merged(ana, ben, remote):
+def test_a_local_entry_for_a_shared_file_made_during_a_sync_is_merged(ana, ben, remote):
     index = "- [Deploy](project_deploy.md) — how we deploy\n"
     ana.write("project_deploy.md", TEN_LINES)
     ana.write("project_c.md", memory("C", "Shared without an entry.\n"))

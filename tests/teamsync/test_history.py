@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memapp.stores.actions import do_restore_from_trash
-from memapp.stores.history import timeline
+from memapp.stores.history import sha256_hex, timeline
 from memapp.stores.models import Blob, Event, TrashItem
 from teamsync.service import resolve_conflict, sync_team
 from tests.teamsync.gitutil import memory
@@ -45,8 +45,8 @@ def test_a_memory_a_teammate_deleted_waits_in_the_trash(team_store, alice, dora,
     assert "Ship on Tuesdays." in Path(team_store.path, file.path).read_text()
 
 
-@pytest.mark.parametrize("choice", ["theirs", "delete"])
-def test_settling_a_conflict_keeps_our_version_in_the_history(
+@pytest.mark.parametrize("choice", ["ours", "theirs", "delete"])
+def test_settling_a_conflict_keeps_both_sides_in_the_history(
     conflict,  # noqa: F811 (the fixture)
     team_store,
     bob,
@@ -56,8 +56,23 @@ def test_settling_a_conflict_keeps_our_version_in_the_history(
     versions = list(timeline(team_store, conflict.key))
     assert versions[0].note == f"resolved a team sync conflict: kept {choice}"
     assert versions[0].user == bob
-    assert any(text_of(v) == conflict.ours for v in versions[1:] if v.sha256)
+    texts = [text_of(v) for v in versions if v.sha256]
+    assert conflict.ours in texts
+    assert conflict.theirs in texts
     if choice == "theirs":
         assert text_of(versions[0]) == conflict.theirs
+    elif choice == "ours":
+        assert text_of(versions[0]) == conflict.ours
+        assert versions[1].note == "their side of a team sync conflict, not kept"
     else:
-        assert TrashItem.objects.get(path=conflict.key).sha256 == versions[1].sha256
+        assert TrashItem.objects.get(path=conflict.key).sha256 == sha256_hex(conflict.ours.encode())
+
+
+def test_a_pulled_index_is_a_version_naming_the_teammate_who_wrote_it(team_store, dora, remote):
+    dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
+    dora.write("MEMORY.md", "- [On-call](reference_oncall.md) — who carries the pager\n")
+    dora.sync()
+    sync_team()
+    latest = timeline(team_store, "MEMORY.md").first()
+    assert (latest.via, latest.user, latest.note) == ("team_sync", None, "from dora")
+    assert text_of(latest) == "- [On-call](reference_oncall.md) — who carries the pager\n"

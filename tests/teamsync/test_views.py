@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memapp.stores.actions import do_save_memory
 from teamsync.models import TeamConflict, TeamSyncStatus
-from teamsync.service import sync_team
+from teamsync.service import AlreadyResolved, resolve_conflict, sync_team
 from tests.memdir.test_secret_gate import detect_secrets_kinds
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import git, memory, tip_files
@@ -346,3 +346,82 @@ def test_a_merge_is_shown_as_what_it_changes_before_it_is_saved(client, conflict
     assert f'<input type="hidden" name="merged" value="{merged.replace("&", "&amp;")}' in html
     conflict.refresh_from_db()
     assert conflict.resolved_at is None
+
+
+def test_keep_ours_keeps_what_the_store_holds_now_and_their_side_stays_in_the_history(
+    client, conflict, alice, team_store, remote
+):
+    path = Path(team_store.path) / "project_deploy.md"
+    later = do_save_memory(  # after the conflict arose: "ours" is this now
+        team_store,
+        alice,
+        name="Deploy",
+        description="d",
+        memory_type="project",
+        body="Ship on Fridays only.\n",
+        path="project_deploy.md",
+    )
+    now = path.read_text()
+    assert now != conflict.ours
+    client.force_login(alice)
+    url = reverse("sync_conflict", args=[conflict.pk])
+    page = client.get(url)
+    assert "changed after this conflict arose" in text(page)
+    assert pre(page, "ours") == now
+    asked = text(client.post(url, {"choice": "ours"}))
+    assert "Your store already has this text: nothing in it changes." in asked
+    client.post(url, {"choice": "ours", "confirm": "yes"})
+    assert path.read_text() == now
+    sync_team()
+    assert tip_files(remote, "acme/app")["project_deploy.md"] == now
+    history = text(client.get(reverse("memory_history", args=[team_store.pk, later.path])))
+    assert "team sync · their side of a team sync conflict, not kept" in history
+    assert "alice · the web UI · resolved a team sync conflict: kept ours" in history
+
+
+def test_keep_ours_on_an_index_keeps_the_store_s_current_lines(client, team_store, alice, remote):
+    for name in ("Deploy", "On-call", "Owners"):
+        do_save_memory(
+            team_store, alice, name=name, description=name, memory_type="project", body="x\n"
+        )
+    index = Path(team_store.path) / "MEMORY.md"
+    three = index.read_text()
+    assert len(three.splitlines()) == 3
+    stale = "- [Deploy](project_deploy.md) — Deploy\n"
+    theirs = "- [Deploy](project_deploy.md) — Deploy\n- [Runbook](reference_runbook.md) — where\n"
+    conflict = TeamConflict.objects.create(
+        store=team_store, key="MEMORY.md", kind="edit", base=stale, ours=stale, theirs=theirs
+    )
+    client.force_login(alice)
+    url = reverse("sync_conflict", args=[conflict.pk])
+    page = client.get(url)
+    assert pre(page, "ours") == three
+    merge = re.search(
+        r'<textarea name="merged" id="id_merged"[^>]*>(.*?)</textarea>', page.content.decode(), re.S
+    )
+    # Both sides line by line, to start from: ours' lines after the line each follows.
+    assert unescape(merge.group(1)) == three + "- [Runbook](reference_runbook.md) — where\n"
+    assert "nothing in it changes" in text(client.post(url, {"choice": "ours"}))
+    client.post(url, {"choice": "ours", "confirm": "yes"})
+    assert index.read_text() == three
+    versions = text(client.get(reverse("memory_history", args=[team_store.pk, "MEMORY.md"])))
+    assert "their side of a team sync conflict, not kept" in versions
+
+
+def test_a_conflict_resolved_twice_from_two_tabs_is_said_so_and_loses_nothing(
+    client, conflict, alice, bob, team_store
+):
+    path = Path(team_store.path) / "project_deploy.md"
+    url = reverse("sync_conflict", args=[conflict.pk])
+    client.force_login(alice)
+    client.post(url, {"choice": "ours", "confirm": "yes"})  # the first tab
+    second = client.post(url, {"choice": "theirs", "confirm": "yes"}, follow=True)
+    page = text(second)
+    assert "project_deploy.md was already resolved by alice at" in page
+    assert "kept ours. Your choice was not applied; nothing was lost" in page
+    assert path.read_text() == conflict.ours
+    conflict.refresh_from_db()
+    assert conflict.resolution == "ours"
+    with pytest.raises(AlreadyResolved):  # a second request that got past the page's check
+        resolve_conflict(TeamConflict.objects.get(pk=conflict.pk), bob, "theirs")
+    assert path.read_text() == conflict.ours

@@ -166,3 +166,71 @@ def test_a_forgotten_memory_waits_in_the_trash_and_comes_back(client, stores, al
 def test_a_memory_with_no_history_has_no_history_page(client, stores, alice):
     client.force_login(alice)
     assert client.get(history_url(stores.private, path="never.md")).status_code == 404
+
+
+def test_memory_md_has_a_history_page_with_diffs_and_restore(client, stores, alice):
+    index = root(stores.private) / "MEMORY.md"
+    wrong_edit(stores.private, alice)  # rewrites Role's line from the new description
+    wrong = index.read_text()
+    client.force_login(alice)
+    store_page = client.get(url("store", stores.private)).content.decode()
+    assert f'href="{history_url(stores.private, "MEMORY.md")}" id="index-history"' in store_page
+    response = client.get(history_url(stores.private, "MEMORY.md"))
+    page = text(response)
+    assert "History of MEMORY.md" in page
+    assert "2 versions, newest first." in page
+    assert "current alice · the web UI · the line of user_role.md" in page
+    assert "found on disk · first seen" in page
+    assert "History of MEMORY.md · memhub" in page
+    new, old = timeline(stores.private, "MEMORY.md")
+    compared = client.get(history_url(stores.private, "MEMORY.md", a=old.pk, b=new.pk))
+    assert "1 line added · 1 line removed" in text(compared)
+    assert "[Role](user_role.md) — Alice is a frontend engineer" in text(compared)
+    forms = restore_forms(response)
+    assert forms == {str(old.pk): f"sha256:{new.sha256}"}
+    restore = reverse(
+        "memory_version_restore",
+        kwargs={"store_id": stores.private.pk, "path": "MEMORY.md", "version_id": old.pk},
+    )
+    done = client.post(restore, {"base": forms[str(old.pk)]}, follow=True)
+    assert done.redirect_chain == [(url("store", stores.private) + "#index", 302)]
+    assert "The version it replaced is kept in the history." in text(done)
+    assert index.read_text() == INDEX
+    # …and undone the same way: the replaced version is one Restore away.
+    again = client.get(history_url(stores.private, "MEMORY.md"))
+    forms = restore_forms(again)
+    replaced = timeline(stores.private, "MEMORY.md")[1]
+    client.post(
+        reverse(
+            "memory_version_restore",
+            kwargs={"store_id": stores.private.pk, "path": "MEMORY.md", "version_id": replaced.pk},
+        ),
+        {"base": forms[str(replaced.pk)]},
+    )
+    assert index.read_text() == wrong
+    assert len(timeline(stores.private, "MEMORY.md")) == 4
+
+
+def test_a_restore_of_memory_md_against_an_index_changed_meanwhile_writes_nothing(
+    client, stores, alice
+):
+    index = root(stores.private) / "MEMORY.md"
+    wrong_edit(stores.private, alice)
+    client.force_login(alice)
+    response = client.get(history_url(stores.private, "MEMORY.md"))
+    new, old = timeline(stores.private, "MEMORY.md")
+    index.write_text("# Changed by an agent meanwhile\n")
+    restore = reverse(
+        "memory_version_restore",
+        kwargs={"store_id": stores.private.pk, "path": "MEMORY.md", "version_id": old.pk},
+    )
+    done = client.post(restore, {"base": restore_forms(response)[str(old.pk)]}, follow=True)
+    assert "Nothing was restored: 'MEMORY.md' changed on the server" in text(done)
+    assert index.read_text() == "# Changed by an agent meanwhile\n"
+
+
+@pytest.mark.parametrize("who", ["bob", "charlie", "sam"])
+def test_nobody_else_sees_a_private_index_s_history(client, stores, alice, who, request):
+    wrong_edit(stores.private, alice)
+    client.force_login(request.getfixturevalue(who))
+    assert client.get(history_url(stores.private, "MEMORY.md")).status_code == 404

@@ -3,6 +3,9 @@ submits forms as a browser without JavaScript does."""
 
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pytest
 
 from memapp.stores.mirror import rescan_store
@@ -281,3 +284,87 @@ def test_live_warnings_come_back_as_a_fragment(client, stores, alice):
     )
     quiet = client.post(url("memory_lint", stores.private), {"type": "user", "description": "d"})
     assert text(quiet) == ""
+
+
+def form_fields(response) -> dict[str, str]:
+    """What a browser submits from the edit form as it was served (inputs, the selected type,
+    the body), so a test changes only what a person would type."""
+    html = response.content.decode()
+    fields = {
+        name: unescape(value)
+        for name, value in re.findall(
+            r'<input type="(?:text|hidden)" name="(\w+)" value="([^"]*)"', html
+        )
+    }
+    fields["save_anyway"] = "1"  # past the warnings, which other tests cover
+    fields["type"] = re.search(r'<option value="(\w*)" selected>', html).group(1)
+    fields["body"] = unescape(
+        re.search(r'name="body"[^>]*>\n(.*?)</textarea>', html, re.S).group(1)
+    )
+    return fields
+
+
+CURATED = "- [Real DB](feedback_tests.md)  —  curated: *never* mock the DB (see #412)"
+
+
+def test_the_edit_form_shows_the_memory_s_index_line_as_it_is(client, stores, alice):
+    index = root(stores.private) / "MEMORY.md"
+    index.write_bytes(INDEX.replace("- [Real DB](feedback_tests.md) — no mocks", CURATED).encode())
+    client.force_login(alice)
+    fields = form_fields(client.get(url("memory_edit", stores.private, "feedback_tests.md")))
+    assert fields["index_line"] == CURATED
+
+
+def test_an_edit_that_does_not_touch_the_index_line_leaves_memory_md_byte_for_byte(
+    client, stores, alice
+):
+    index = root(stores.private) / "MEMORY.md"
+    crlf = INDEX.replace("- [Real DB](feedback_tests.md) — no mocks", CURATED).replace("\n", "\r\n")
+    index.write_bytes(crlf.rstrip("\r\n").encode())  # CRLF line ends, no final newline
+    rescan_store(stores.private)
+    client.force_login(alice)
+    fields = form_fields(client.get(url("memory_edit", stores.private, "feedback_tests.md")))
+    fields.update(
+        body="Use the real database.\n\n**Why:** mocks hid a bug.\n**How to apply:** always.\n"
+    )
+    fields.update(description="Integration tests hit a real database")
+    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), fields)
+    assert response.status_code == 302
+    assert index.read_bytes() == crlf.rstrip("\r\n").encode()
+    assert "Integration tests" in (root(stores.private) / "feedback_tests.md").read_text()
+    # Its versions: first seen, then the CRLF one found on disk; the edit made none.
+    assert [v.via for v in stores.private.versions.filter(path="MEMORY.md")] == ["disk", "disk"]
+
+
+def test_an_index_line_edited_on_the_form_is_written_and_kept_in_the_history(client, stores, alice):
+    index = root(stores.private) / "MEMORY.md"
+    client.force_login(alice)
+    fields = form_fields(client.get(url("memory_edit", stores.private, "feedback_tests.md")))
+    fields.update(index_line=CURATED)
+    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), fields)
+    assert response.status_code == 302
+    assert index.read_text() == INDEX.replace("- [Real DB](feedback_tests.md) — no mocks", CURATED)
+    latest = stores.private.versions.filter(path="MEMORY.md").first()
+    assert (latest.user, latest.via, latest.note) == (alice, "ui", "the line of feedback_tests.md")
+
+
+def test_an_index_line_that_is_not_this_memory_s_is_refused_and_nothing_written(
+    client, stores, alice
+):
+    target = root(stores.private) / "feedback_tests.md"
+    before = target.read_bytes()
+    client.force_login(alice)
+    fields = form_fields(client.get(url("memory_edit", stores.private, "feedback_tests.md")))
+    fields.update(index_line="- [Role](user_role.md) — who Alice is", body="Changed.\n")
+    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), fields)
+    assert response.status_code == 200
+    assert (
+        "Nothing was saved: the index line must be one list item linking to feedback_tests.md"
+        in text(response)
+    )
+    assert target.read_bytes() == before
+    assert (root(stores.private) / "MEMORY.md").read_text() == INDEX
+    fields.update(index_line="two\nlines")
+    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), fields)
+    assert "Keep this to one line" in text(response)
+    assert target.read_bytes() == before

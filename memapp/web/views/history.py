@@ -10,9 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.store_files import checksum
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import FileRejected, do_restore_from_trash, do_restore_version
-from memapp.stores.history import blob_bytes, timeline, trash_expires_at
+from memapp.stores.history import blob_bytes, read_index_bytes, timeline, trash_expires_at
 from memapp.stores.models import MemoryVersion, Store
 from memapp.web.diff import diff_lines
 
@@ -32,8 +34,12 @@ def _versions(store: Store, path: str) -> list[MemoryVersion]:
 
 
 def _current_checksum(store: Store, path: str) -> str:
-    """What the history page was opened against: `sha256:…` of the mirrored file, or "" when
-    there is none (a restore then must not find one)."""
+    """What the history page was opened against: `sha256:…` of the mirrored file (of the file
+    on disk for MEMORY.md, which has no mirror row), or "" when there is none (a restore then
+    must not find one)."""
+    if path == INDEX_FILENAME:
+        data = read_index_bytes(store)
+        return "" if data is None else checksum(data)
     row = store.files.filter(path=path).values_list("sha256", flat=True).first()
     return f"sha256:{row}" if row else ""
 
@@ -58,7 +64,8 @@ def memory_history(request: HttpRequest, store_id: int, path: str) -> HttpRespon
     context = {
         "store": store,
         "path": path,
-        "title": path.rsplit("/", 1)[-1].removesuffix(".md"),
+        "title": path if path == INDEX_FILENAME else path.rsplit("/", 1)[-1].removesuffix(".md"),
+        "is_index": path == INDEX_FILENAME,
         "exists": bool(current),
         "versions": versions,
         "base": current,
@@ -108,6 +115,8 @@ def version_restore(
         f"Restored the version of {version.created_at:%Y-%m-%d %H:%M}. The version it replaced "
         "is kept in the history.",
     )
+    if path == INDEX_FILENAME:
+        return redirect(reverse("store", kwargs={"store_id": store.pk}) + "#index")
     return redirect(reverse("memory", kwargs={"store_id": store.pk, "path": path}))
 
 

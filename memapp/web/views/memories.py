@@ -14,7 +14,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from memapp.memdir.freshness import memory_age, memory_header, staleness_note
-from memapp.memdir.frontmatter import FrontmatterError, parse_memory
+from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory
+from memapp.memdir.index import format_index_entry
 from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import link_targets, memory_warnings
 from memapp.memdir.store_files import FileRejected, checksum
@@ -26,6 +27,7 @@ from memapp.stores.actions import (
     do_share_memories,
     edited_text,
 )
+from memapp.stores.history import index_lines
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
 from memapp.web.diff import diff_lines
@@ -102,6 +104,17 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     return render(request, "memapp/memory.html", context)
 
 
+def _index_line(store: Store, path: str, memory: Memory) -> str:
+    """The memory's MEMORY.md line as it is (byte for byte), or the one saving would write."""
+    line = index_lines(store.path, [path]).get(path)
+    if line is not None:
+        return line
+    try:
+        return format_index_entry(memory.name or "", path, memory.description or "")
+    except ValueError:  # a file name no index line can link to
+        return ""
+
+
 class _Saved(NamedTuple):
     """What saving a form led to: the answer to send (a redirect, the conflict page), or None
     to show the form again with its errors and the `warnings` to confirm."""
@@ -126,6 +139,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
             body=data["body"],
             path=path,
             base_sha256=data["base_sha256"] or None,
+            index_line=data["index_line"] or None,
         )
     except EditConflict as conflict:
         mine = form.cleaned_data
@@ -144,6 +158,14 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
         return _Saved(page, [])
     except (FrontmatterError, FileRejected) as exc:
         form.add_error(None, str(exc))
+        return _Saved(None, [])
+    except ValueError:  # an index line that is not this memory's
+        example = format_index_entry(data["name"], path or "file.md", data["description"])
+        form.add_error(
+            "index_line",
+            f"Nothing was saved: the index line must be one list item linking to "
+            f"{path or 'the file'}, such as {example}",
+        )
         return _Saved(None, [])
     messages.success(request, f"Saved {file.path}.")
     return _Saved(redirect(_memory_url(store, file.path)), [])
@@ -181,6 +203,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
                 "description": memory.description or "",
                 "type": memory.type or "",
                 "body": memory.body,
+                "index_line": _index_line(store, path, memory),
                 "base_sha256": checksum(data),
             }
         )

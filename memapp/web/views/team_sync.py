@@ -15,7 +15,15 @@ from memapp.stores.models import Event, Store
 from memapp.web.diff import diff_lines
 from memapp.web.sync_story import sync_story
 from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
-from teamsync.service import folder_for, request_sync, resolve_conflict, team_remote_display
+from teamsync.service import (
+    AlreadyResolved,
+    current_text,
+    folder_for,
+    request_sync,
+    resolve_conflict,
+    suggested_merge,
+    team_remote_display,
+)
 
 SYNC_EVENTS = [
     "sync_pull",
@@ -97,22 +105,30 @@ CHOICES = {
 }
 
 
-def _chosen(conflict: TeamConflict, choice: str, merged: str | None) -> str | None:
-    return {"ours": conflict.ours, "theirs": conflict.theirs, "merged": merged}.get(choice)
+def _chosen(conflict: TeamConflict, ours: str | None, choice: str, merged: str | None):
+    return {"ours": ours, "theirs": conflict.theirs, "merged": merged}.get(choice)
 
 
 @login_required
 def conflict_detail(request: HttpRequest, conflict_id: int) -> HttpResponse:
-    """The conflict as diffs; a choice is shown with what it changes in the store, then
-    carried out once confirmed (the replaced version stays in the memory's history)."""
+    """The conflict as diffs against what the store holds now ("ours" may have changed since
+    the conflict arose); a choice is shown with what it changes in the store, then carried
+    out once confirmed (the side not kept stays in the memory's history)."""
     conflict = _conflict_for(request.user, conflict_id)
+    ours = current_text(conflict)
+    suggestion = suggested_merge(conflict)
     context = {
         "conflict": conflict,
-        "between": diff_lines(conflict.ours, conflict.theirs),
-        "our_change": diff_lines(conflict.base, conflict.ours),
+        "ours": ours,
+        "changed_since": ours != conflict.ours,
+        "merge_start": suggestion if suggestion is not None else ours or conflict.theirs,
+        "between": diff_lines(ours, conflict.theirs),
+        "our_change": diff_lines(conflict.base, ours),
         "their_change": diff_lines(conflict.base, conflict.theirs),
     }
-    if request.method == "POST" and conflict.resolved_at is None:
+    if request.method == "POST" and conflict.resolved_at is not None:
+        messages.error(request, str(AlreadyResolved(conflict)))
+    elif request.method == "POST":
         choice = request.POST.get("choice", "")
         merged = request.POST.get("merged")
         if choice == "merged" and merged is not None:
@@ -124,10 +140,14 @@ def conflict_detail(request: HttpRequest, conflict_id: int) -> HttpResponse:
                 "choice": choice,
                 "label": CHOICES[choice],
                 "merged": merged,
-                "change": diff_lines(conflict.ours, _chosen(conflict, choice, merged)),
+                "change": diff_lines(ours, _chosen(conflict, ours, choice, merged)),
             }
         else:
-            resolve_conflict(conflict, request.user, choice, merged)
+            try:
+                resolve_conflict(conflict, request.user, choice, merged)
+            except AlreadyResolved as exc:
+                messages.error(request, str(exc))
+                return redirect("sync_conflict", conflict_id=conflict.pk)
             messages.success(request, f"Resolved {conflict.key}: kept {choice}.")
             return redirect("sync")
     return render(request, "teamsync/conflict.html", context)
