@@ -214,22 +214,31 @@ def redact_with_gate(text: str, filename: str = "transcript.md") -> tuple[str, l
     For what memhub stores but never shares as it came (session transcripts): the fast rules
     redact their matches; each detect-secrets finding then has its value replaced on its line,
     or, when the value cannot be found there (a transformer read the line differently), the
-    whole line. Hits are reported as :func:`scan_for_push` reports them.
+    whole line. detect-secrets reports one secret per line and plugin, so it runs again on
+    the result until it finds nothing more: every value on a line goes, not the first.
+    Hits are reported as :func:`scan_for_push` reports them.
     """
     redacted, hits = redact_text(text)
-    found = [s for s in _detect_secrets(redacted, filename) if not _is_documentation_example(s)]
-    if not found:
-        return redacted, hits
     lines = redacted.split("\n")
-    for secret in found:
-        number = secret.line_number
-        if not 1 <= number <= len(lines):
-            continue
-        line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
-        value = secret.secret_value or ""
-        if len(value) >= 4 and value in line:
-            lines[number - 1] = line.replace(value, label)
-        else:
-            lines[number - 1] = label
-        hits.append(SecretHit(DETECT_SECRETS_PREFIX + secret.type, secret.type, number))
+    for _ in range(_MAX_PASSES):
+        current = "\n".join(lines)
+        found = [s for s in _detect_secrets(current, filename) if not _is_documentation_example(s)]
+        for secret in found:
+            number = secret.line_number
+            if not 1 <= number <= len(lines):
+                continue
+            line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
+            value = secret.secret_value or ""
+            if len(value) >= 4 and value in line:
+                lines[number - 1] = line.replace(value, label)
+            else:
+                lines[number - 1] = label
+            hits.append(SecretHit(DETECT_SECRETS_PREFIX + secret.type, secret.type, number))
+        if "\n".join(lines) == current:
+            break
     return "\n".join(lines), sorted(set(hits), key=lambda hit: (hit.line, hit.rule_id))
+
+
+# Each pass redacts at least one value per flagged line; lines hold few. The bound keeps a
+# finding that cannot be removed from looping.
+_MAX_PASSES = 8

@@ -36,6 +36,7 @@ DESIGN_RULE_IDS = [
     "grafana-api-key", "grafana-cloud-api-token", "grafana-service-account-token",
     "sentry-user-token", "sentry-org-token", "stripe-access-token", "shopify-access-token",
     "shopify-shared-secret", "private-key", "url-query-credential", "quoted-password",
+    "secret-assignment", "command-line-password", "command-line-user-password",
 ]  # fmt: skip
 
 
@@ -126,6 +127,16 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         + digits(3)
         + pick(ALNUM + "!#&*", 6)
         + '"',
+        "secret-assignment": "DB_PASSWORD="
+        + pick(string.ascii_uppercase, 3)
+        + pick(string.ascii_lowercase, 6)
+        + digits(3)
+        + pick(ALNUM + "!$%", 6),
+        "command-line-password": "docker login -u deploy -p dckr_pat_" + pick(B64URL, 27),
+        "command-line-user-password": "curl -u deploy:"
+        + pick(string.ascii_lowercase, 4)
+        + digits(2)
+        + pick(ALNUM, 8),
     }
 
 
