@@ -186,7 +186,7 @@ _SECRET_NAME = (
     r"(?i:secret|password|passwd|passphrase|pwd|token|api[_-]?key|apikey"
     r"|access[_-]?key(?:[_-]?id)?"
     r"|private[_-]?key|auth[_-]?key)"
-    r"(?i:[_.-](?:key|base|value|token|access[_-]?key))?(?:[_-]?[0-9]{1,3})?"
+    r"(?i:[_.-](?:key|base|value|token|access[_-]?key)){0,2}(?:[_-]?[0-9]{1,3})?"
     r"(?![A-Za-z0-9_.-])"
 )
 # An unquoted (or singly quoted) value without spaces, brackets or braces (so code that reads a
@@ -484,22 +484,6 @@ _RULES: tuple[_Rule, ...] = (
         check=_quoted_password,
         group="value",
     ),
-    # A secret-named key given a value: `export DB_PASSWORD=…`, `AWS_SECRET_ACCESS_KEY=…` in a
-    # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`
-    # (memhub). Only the value counts, and only one that is neither code, nor a path, nor a
-    # placeholder (see `_assigned_secret`).
-    _rule(
-        "secret-assignment",
-        "Secret assigned to a secret-named key",
-        ("secret", "passw", "pwd", "token", "api", "access", "private", "auth"),
-        rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:)[ \t]{{0,20}}"
-        rf"(?P<q>[\"'`]?){_VALUE}(?P=q){_VALUE_END}",
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
-        anchored=True,
-    ),
     # A password or token given as an option: `--password …`, `--token=…`, `--api-key …`, and
     # `-p` after a user (`docker login -u deploy -p …`, `mysql -u root -p…`; alone, `-p` is a
     # port or `mkdir -p`) (memhub).
@@ -522,6 +506,22 @@ _RULES: tuple[_Rule, ...] = (
         r"|(?<![\w-])--(?:password|passwd|pass|token|auth-token|access-token|api-key|apikey"
         r"|secret|client-secret)(?:[ \t]+|=))"
         rf"(?P<q>[\"']?){_VALUE}(?P=q){_VALUE_END}",
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+        anchored=True,
+    ),
+    # A secret-named key given a value: `export DB_PASSWORD=…`, `AWS_SECRET_ACCESS_KEY=…` in a
+    # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`
+    # (memhub). Only the value counts, and only one that is neither code, nor a path, nor a
+    # placeholder (see `_assigned_secret`).
+    _rule(
+        "secret-assignment",
+        "Secret assigned to a secret-named key",
+        ("secret", "passw", "passp", "pwd", "token", "api", "access", "private", "auth"),
+        rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:)\*{{0,2}}[ \t]{{0,20}}"
+        rf"(?P<q>[\"'`]?){_VALUE}(?P=q){_VALUE_END}",
         min_entropy=2.5,
         check=_assigned_secret,
         group="value",
