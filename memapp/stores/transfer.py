@@ -64,9 +64,10 @@ def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
 
 
 def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
-    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason."""
+    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason. The
+    index's secrets are judged line by line (`_index_secrets`): one bad line loses no other."""
     try:
-        return None, check_entry(key, data, exclude=store.exclude)
+        return None, check_entry(key, data, exclude=store.exclude, secrets=key != INDEX_FILENAME)
     except FileRejected as exc:
         if exc.code == "secret_detected":
             found = ", ".join(f"{h['label']} on line {h['line']}" for h in exc.details["entries"])
