@@ -567,6 +567,8 @@ def _accepts(rule: _Rule, token: str) -> bool:
 
 def _matches(text: str) -> list[tuple[int, int, _Rule]]:
     """(start, end, rule) of every accepted secret in ``text``: the secret's own span."""
+    if len(text) < _SHORTEST:
+        return []  # a transcript entry is mostly ids, timestamps and names
     found = []
     lowered = None
     for rule in _RULES:
@@ -597,6 +599,8 @@ def _matches(text: str) -> list[tuple[int, int, _Rule]]:
     return kept
 
 
+# No rule matches fewer characters (`pwd=` and eight, `-u a:` and six, `AKIA` and sixteen).
+_SHORTEST = 10
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps offsets
 
 
