@@ -111,8 +111,10 @@ def _not_a_placeholder(value: str) -> bool:
     return len(set(value)) > 3
 
 
-_PLACEHOLDER_WORDS = ("your", "placeholder", "redacted", "changeme", "change_me", "xxx", "***")
-_PLACEHOLDER_WORDS += ("...", "\u2026", "1password")
+_PLACEHOLDER_WORDS = (
+    *("your", "placeholder", "redacted", "changeme", "change_me", "1password"),
+    *("xxx", "***", "...", "\u2026"),
+)
 
 
 def _classes(token: str) -> int:
