@@ -38,6 +38,8 @@ from detect_secrets.core.potential_secret import PotentialSecret
 # The line-based scan behind detect-secrets' scan_file (1.5.0); public scan_file needs a path,
 # and scan_line's eager mode floods prose with false positives.
 from detect_secrets.core.scan import _process_line_based_plugins
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.settings import get_plugins, get_settings
 from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
@@ -75,6 +77,8 @@ def _plugin_names(entropy: bool) -> set[str]:
 
 
 def _apply_settings(entropy: bool) -> None:
+    global _patterns
+    _patterns = ()
     settings = get_settings()
     settings.clear()
     settings.configure_plugins([{"name": name} for name in sorted(_plugin_names(entropy))])
@@ -113,7 +117,41 @@ def _detect_secrets(text: str, filename: str) -> list[PotentialSecret]:
             _entropy = False
         elif not _settings_intact(_entropy):  # something swapped the global settings object
             _apply_settings(_entropy)
+        if not _may_flag(text):
+            return []
         return _scan_like_scan_file(text, filename)
+
+
+def _may_flag(text: str) -> bool:
+    """Whether a plugin could flag anything in `text`, transformed or not: one of the keyword
+    plugin's stems, or a match of a provider plugin's pattern anywhere in the text (each is a
+    regex a line must match). Several times cheaper than asking every plugin about every line,
+    which is what a transcript's check spends its time on (docs/design.md §10a). With the
+    entropy plugins on, anything may be flagged."""
+    patterns = _prefilter()
+    if patterns is None:
+        return True
+    return bool(_KEYWORD_STEMS.search(text)) or any(p.search(text) for p in patterns)
+
+
+_patterns: tuple[list[re.Pattern[str]] | None, ...] = ()  # (patterns,) once computed
+
+
+def _prefilter() -> list[re.Pattern[str]] | None:
+    # Under _lock, after configuration: the provider plugins' patterns, or None when a plugin
+    # has none (the entropy plugins), so no text can be ruled out.
+    global _patterns
+    if not _patterns:
+        found: list[re.Pattern[str]] | None = []
+        for plugin in get_plugins():
+            if isinstance(plugin, KeywordDetector):
+                continue
+            if not isinstance(plugin, RegexBasedDetector) or found is None:
+                found = None
+                continue
+            found += [re.compile(r.pattern, r.flags | re.MULTILINE) for r in plugin.denylist]
+        _patterns = (found,)
+    return _patterns[0]
 
 
 def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:

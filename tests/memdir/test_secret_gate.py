@@ -249,6 +249,8 @@ def test_it_agrees_with_detect_secrets_scan_file(tmp_path):
         # nothing either
         "[cache]\nhost = redis.internal\nttl = 300\nowner: Q8zLm2Tv9Px4Rw7K\n",
         *clean_memory_files(30, seed=5),
+        # every provider shape: what the gate's prefilter lets through is what the plugins flag
+        "# tokens\n" + "\n".join(f"- {token}" for token in fake_tokens(8).values()) + "\n",
     ]
     for i, text in enumerate(texts):
         path = tmp_path / f"note{i}.md"
