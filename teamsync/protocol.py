@@ -20,6 +20,7 @@ from pathlib import Path
 from django.http import Http404
 
 from memapp.memdir.index import merge_index
+from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
@@ -207,6 +208,7 @@ def _check_put(
         )
     # Both layers of docs/design.md §10a: what the protocol accepts is served to every member at
     # once, so a file the push gate would quarantine must not get in either.
+    configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     blocked = scan_for_push(uploaded)
     if blocked:
         hits = [

@@ -14,6 +14,11 @@ keeps in that data dir. Targets (issue 5):
 - :func:`bench_secret_scan`: the fast rules alone over every file: ≥ 1,000 files/s; the push gate
   (fast rules + detect-secrets) on cold caches, and again on the unchanged files, which the
   content-hash cache answers without scanning.
+- :func:`bench_transcript_redaction` (issue 23): a 5,000-entry session with credentials in one
+  Bash call of 50, redacted by the fast rules (as the agent uploads and the server ingests):
+  ≤ 1 s; then by both layers (as the background task checks each stored entry), measured; no
+  planted value may be left.
+  The push gate above: ≥ 800 files/s per process on cold caches.
 - :func:`bench_sync`: ``sync_team()`` of a team store holding every file as new (secret gate on
   cold caches, commit, push): ≤ 10 s. Then a teammate with a plain git clone changes every
   file and pushes, and ``sync_team(push=False)`` pulls (fetch, merge, write to the store, mirror
@@ -33,6 +38,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memapp.bench.common import Corpus, Row, generate_corpus
@@ -42,6 +48,9 @@ PUSH_LIMIT = 10.0
 PULL_LIMIT = 2.0
 HASHES_LIMIT = 0.020
 MIN_FAST_RULE_RATE = 1_000.0
+MIN_GATE_RATE = 800.0
+REDACTION_LIMIT = 1.0
+TRANSCRIPT_ENTRIES = 5_000
 FOLDER = "acme/app"
 
 LEGEND = """\
@@ -49,8 +58,9 @@ team: a generated corpus pushed as new files into a bare repository on the same 
 commit_local + push (no secret scan) against plain `git add -A`, `git commit`, `git push` of the
 same files; whole push = sync_team() with the secret gate on cold caches; pull = sync_team(push=
 False) after a teammate's plain git clone changed every file; view=hashes = server time of the
-team memory protocol. Targets (issue 5): git work ≤ 3×, push ≤ 10 s, fast rules ≥ 1,000
-files/s, pull ≤ 2 s, view=hashes ≤ 20 ms."""
+team memory protocol; transcript redaction = a 5,000-entry session by the fast rules, then by
+both layers. Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules ≥ 1,000 files/s,
+push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 2 s, view=hashes ≤ 20 ms."""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -176,6 +186,7 @@ def bench_secret_scan(corpus: Corpus, runs: int) -> list[Row]:
             "secret scan, push gate (cold)",
             gate,
             rate=files / gate,
+            min_rate=MIN_GATE_RATE,
             note="fast rules + detect-secrets",
         ),
         Row(
@@ -184,6 +195,89 @@ def bench_secret_scan(corpus: Corpus, runs: int) -> list[Row]:
             cached,
             gate,
             note="answered by the content-hash cache",
+        ),
+    ]
+
+
+# -- transcript redaction ------------------------------------------------------------------------
+
+
+def _session_with_secrets(count: int) -> tuple[list[dict], list[str]]:
+    """A 5,000-entry session as Claude Code writes it: prompts, answers, Bash calls and their
+    output, one call in 50 with credentials in its environment and on its command line (the
+    shapes of issue 23). Returns the entries and the values that must not survive."""
+    import random
+
+    from memapp.bench.lifecycle import _entry, _sentence
+
+    rng = random.Random(23)
+    alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    clock = datetime(2026, 3, 5, 9, 0, tzinfo=UTC)
+    entries, values = [], []
+    for n in range(count):
+        if n % 4 == 0:
+            entries.append(_entry("bench", n, _sentence(rng), "user", clock))
+            continue
+        entry = _entry("bench", n, _sentence(rng), "assistant", clock)
+        command = f"pytest -x tests/{rng.choice(['api', 'web', 'stores'])} --durations=3"
+        if n % 50 == 1:
+            key_id = "AKIA" + "".join(rng.choice(alnum[:26] + "234567") for _ in range(16))
+            secret = "".join(rng.choice(alnum) for _ in range(40))
+            password = "Pa5" + "".join(rng.choice(alnum) for _ in range(13)) + "!"
+            command = (
+                f"AWS_ACCESS_KEY_ID={key_id} AWS_SECRET_ACCESS_KEY={secret} aws s3 ls && "
+                f"docker login -u deploy -p {password} registry.example.com"
+            )
+            values += [key_id, secret, password]
+        entry["message"]["content"].append(
+            {"type": "tool_use", "id": f"toolu_{n}", "name": "Bash", "input": {"command": command}}
+        )
+        entries.append(entry)
+    return entries, values
+
+
+def bench_transcript_redaction(corpus: Corpus, runs: int) -> list[Row]:
+    """Redaction of a 5,000-entry transcript: the fast rules on every entry (the agent's upload
+    and the server's ingest, `redact_entry`): ≤ 1 s; then both layers on each stored entry's
+    text (the background task's `redact_with_gate`, as `check_with_gate` runs them), measured
+    without a target: detect-secrets' plugins cost about 0.4 ms per entry."""
+    import json
+
+    from memapp.memdir.secret_gate import configure, redact_with_gate
+    from memapp.memdir.transcripts import parse_entry, redact_entry
+
+    entries, values = _session_with_secrets(TRANSCRIPT_ENTRIES)
+    redacted: list = []
+
+    def fast() -> None:
+        redacted[:] = [redact_entry(entry)[0] for entry in entries]
+
+    fast_seconds = statistics.median(_settled_timed(fast) for _ in range(runs))
+    texts = [parse_entry(entry).search_text for entry in redacted]
+    kept: list[str] = []
+
+    def gate() -> None:
+        kept[:] = [redact_with_gate(text)[0] for text in texts]
+
+    configure(entropy=False)
+    gate_seconds = statistics.median(_settled_timed(gate) for _ in range(runs))
+    stored = json.dumps(redacted) + "\n".join(kept)
+    left = [value for value in values if value in stored]
+    if left:
+        raise AssertionError(f"{len(left)} of {len(values)} planted values survived redaction")
+    return [
+        Row(
+            corpus.size,
+            f"transcript redaction, fast rules ({len(entries):,} entries)",
+            fast_seconds,
+            limit=REDACTION_LIMIT,
+            note=f"{len(values)} planted values, none left",
+        ),
+        Row(
+            corpus.size,
+            f"transcript redaction, both layers ({len(entries):,} entries)",
+            gate_seconds,
+            note="the background check (redact_with_gate per entry); no target",
         ),
     ]
 
@@ -299,7 +393,7 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
     ]
 
 
-SECTIONS = [bench_git_work, bench_secret_scan, bench_sync]
+SECTIONS = [bench_git_work, bench_secret_scan, bench_transcript_redaction, bench_sync]
 
 
 def run(files: int, runs: int, progress: bool = True) -> list[Row]:

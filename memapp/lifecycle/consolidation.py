@@ -548,8 +548,12 @@ def _sessions_text(
 
 
 def _logs_text(entries: list[LogEntry]) -> str:
+    """The log entries as the model reads them, leaving out any that holds a secret (both
+    layers, docs/design.md §10a): what the model is not shown it cannot propose."""
     lines, total = [], 0
     for entry in entries:
+        if _push_gate(entry.text):
+            continue
         time_ = f"{entry.time} " if entry.time else ""
         tag = f"[{entry.type}] " if entry.type else ""
         line = f"- {entry.day.isoformat()} {time_}{tag}{entry.text}"
@@ -767,6 +771,7 @@ def _distillation_answer(
         name_file=name_file,
         caps=snapshot.caps,
         today=timezone.localdate(),
+        secret_check=_push_gate,
     )
     findings = {"skipped": [list(s) for s in result.skipped], "unsure": result.unsure}
     return Answer(result.changes, [], findings)

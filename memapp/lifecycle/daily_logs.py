@@ -33,6 +33,8 @@ from memapp.memdir.daily_logs import (
     read_log,
 )
 from memapp.memdir.keys import PathTraversalError
+from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.secret_rules import SecretHit
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.locks import store_lock
 from memapp.stores.models import Store
@@ -49,6 +51,12 @@ __all__ = [
     "read_store_log",
     "store_logs",
 ]
+
+
+def _gate(line: str) -> list[SecretHit]:
+    """Both layers of the secret filter (docs/design.md §10a): the logs are distilled into
+    proposals that may reach team memory, so they take what the push gate would refuse."""
+    return scan_for_push({"log.md": line}).get("log.md", [])
 
 
 def has_logs(store: Store) -> bool:
@@ -107,7 +115,7 @@ def do_append_daily_log(
         )
     try:
         line = format_log_line(text, at, memory_type)
-        check_log_line(line)
+        check_log_line(line, _gate)
     except LogLineRejected as exc:
         raise _refuse(exc) from None
     key = daily_log_path(day)
@@ -127,7 +135,7 @@ def do_merge_daily_log(store: Store, user, key: str, lines: list[str]) -> LogApp
     _checked_key(key)
     for number, line in enumerate(lines, start=1):
         try:
-            check_log_line(line)
+            check_log_line(line, _gate)
         except LogLineRejected as exc:
             raise _refuse(exc, {"key": key, "line": number}) from None
     with store_lock(store):

@@ -678,23 +678,31 @@ def offline_distillation(
     name_file: Callable[[str, str], str],
     caps: tuple[int, int],
     today: datetime.date,
+    secret_check: Callable[[str], Sequence[SecretHit]] = scan_text,
 ) -> OfflineResult:
     """One proposed memory per new log entry, as rules can: its type from its tag (`project`
     when untagged), relative dates made absolute against the log's day, a **Why:** taken from
     a `Why:` in the entry. An entry that an existing memory (`existing`: key, description) or
-    an earlier entry already says is skipped and listed. `name_file(name, type)` gives each
-    new memory its file; the index gets a line for each, within `caps`. A memory whose dates
-    were pinned from a phrase naming no one day is listed in `unsure`."""
+    an earlier entry already says is skipped and listed, and so is one `secret_check` finds a
+    secret in (a log written before the rules knew its shape, or by hand): a proposal may
+    reach team memory. `name_file(name, type)` gives each new memory its file; the index gets
+    a line for each, within `caps`. A memory whose dates were pinned from a phrase naming no
+    one day is listed in `unsure`."""
     changes: list[ProposedChange] = []
     skipped: list[tuple[str, str]] = []
     unsure: dict[str, str] = {}
     said = list(existing)
     topics = dict(files)
     for entry in entries:
+        shown = f"{entry.key}:{entry.number}"
+        hits = secret_check(entry.text)
+        if hits:
+            labels = ", ".join(sorted({hit.label for hit in hits}))
+            skipped.append((shown, f"holds what looks like a secret ({labels})"))
+            continue
         text, rewrites = make_dates_absolute(entry.text, entry.day)
         main = _partition(_WHY, text)[0].strip()
         similar = similar_to(main, said, DUPLICATE_THRESHOLD)
-        shown = f"{entry.key}:{entry.number}"
         if similar:
             skipped.append((shown, f"already said by {similar[0]}"))
             continue

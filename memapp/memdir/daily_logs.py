@@ -15,13 +15,14 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
 from memapp.memdir.keys import validate_key
 from memapp.memdir.prompt import daily_log_path
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.secret_rules import SecretHit, scan_text
 
 __all__ = [
     "LOGS_DIR",
@@ -91,9 +92,12 @@ def format_log_line(text: str, at: str | None = None, memory_type: str | None = 
     return " ".join(parts)
 
 
-def check_log_line(line: str) -> None:
+def check_log_line(
+    line: str, secret_check: Callable[[str], Sequence[SecretHit]] = scan_text
+) -> None:
     """Refuse, with the reason, a line that is empty, spans lines, holds NUL, is over 4 KB or
-    holds what the fast secret rules take for a secret (named by its label, never its value)."""
+    holds what `secret_check` takes for a secret (named by its label, never its value): the
+    fast rules on the agent's machine, both layers of the gate on the server."""
     if not line.strip(" \t-*+"):
         raise LogLineRejected("invalid", "the log line is empty")
     if any(mark in _LINE_BREAKS for mark in line):
@@ -107,7 +111,7 @@ def check_log_line(line: str) -> None:
             f"the log line is {size:,} bytes; the limit is {MAX_LOG_LINE_BYTES:,} (4 KB): "
             "keep an entry short and put detail in a topic file",
         )
-    hits = scan_text(line)
+    hits = secret_check(line)
     if hits:
         labels = ", ".join(sorted({hit.label for hit in hits}))
         raise LogLineRejected(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+import re
 import threading
 from collections.abc import Hashable, Mapping
 from typing import TypeVar, cast
@@ -37,6 +38,8 @@ from detect_secrets.core.potential_secret import PotentialSecret
 # The line-based scan behind detect-secrets' scan_file (1.5.0); public scan_file needs a path,
 # and scan_line's eager mode floods prose with false positives.
 from detect_secrets.core.scan import _process_line_based_plugins
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.settings import get_plugins, get_settings
 from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
@@ -74,6 +77,8 @@ def _plugin_names(entropy: bool) -> set[str]:
 
 
 def _apply_settings(entropy: bool) -> None:
+    global _patterns
+    _patterns = ()
     settings = get_settings()
     settings.clear()
     settings.configure_plugins([{"name": name} for name in sorted(_plugin_names(entropy))])
@@ -112,7 +117,41 @@ def _detect_secrets(text: str, filename: str) -> list[PotentialSecret]:
             _entropy = False
         elif not _settings_intact(_entropy):  # something swapped the global settings object
             _apply_settings(_entropy)
+        if not _may_flag(text):
+            return []
         return _scan_like_scan_file(text, filename)
+
+
+def _may_flag(text: str) -> bool:
+    """Whether a plugin could flag anything in `text`, transformed or not: one of the keyword
+    plugin's stems, or a match of a provider plugin's pattern anywhere in the text (each is a
+    regex a line must match). Several times cheaper than asking every plugin about every line,
+    which is what a transcript's check spends its time on (docs/design.md §10a). With the
+    entropy plugins on, anything may be flagged."""
+    patterns = _prefilter()
+    if patterns is None:
+        return True
+    return bool(_KEYWORD_STEMS.search(text)) or any(p.search(text) for p in patterns)
+
+
+_patterns: tuple[list[re.Pattern[str]] | None, ...] = ()  # (patterns,) once computed
+
+
+def _prefilter() -> list[re.Pattern[str]] | None:
+    # Under _lock, after configuration: the provider plugins' patterns, or None when a plugin
+    # has none (the entropy plugins), so no text can be ruled out.
+    global _patterns
+    if not _patterns:
+        found: list[re.Pattern[str]] | None = []
+        for plugin in get_plugins():
+            if isinstance(plugin, KeywordDetector):
+                continue
+            if not isinstance(plugin, RegexBasedDetector) or found is None:
+                found = None
+                continue
+            found += [re.compile(r.pattern, r.flags | re.MULTILINE) for r in plugin.denylist]
+        _patterns = (found,)
+    return _patterns[0]
 
 
 def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:
@@ -134,13 +173,21 @@ def _scan_like_scan_file(text: str, filename: str) -> list[PotentialSecret]:
     file.name = filename
     lines = get_transformed_file(file) or io.StringIO(text).readlines()
     secrets = _scan_lines(list(enumerate(lines, 1)), filename)
-    if secrets:
+    if secrets or not _KEYWORD_STEMS.search(text):
         return secrets
     file.seek(0)
     eager = get_transformed_file(file, use_eager_transformers=True)
     if not eager:
         return []
     return _scan_lines(list(enumerate(eager, 1)), filename)
+
+
+# The eager pass re-reads a text as a config file, so that `password: x` becomes
+# `password = "x"`; what it adds to the first pass is the keyword plugin's, whose every keyword
+# (its DENYLIST: api_key, db_pass, password, pwd, secret, contraseña, …) holds one of these
+# stems. Without one the config parsers, the costliest step of a transcript's check, are skipped
+# (a test compares the answers with detect-secrets' own scan).
+_KEYWORD_STEMS = re.compile(r"key|pass|pwd|secret|contrase", re.IGNORECASE)
 
 
 def _scan_lines(lines: list[tuple[int, str]], filename: str) -> list[PotentialSecret]:
@@ -214,22 +261,31 @@ def redact_with_gate(text: str, filename: str = "transcript.md") -> tuple[str, l
     For what memhub stores but never shares as it came (session transcripts): the fast rules
     redact their matches; each detect-secrets finding then has its value replaced on its line,
     or, when the value cannot be found there (a transformer read the line differently), the
-    whole line. Hits are reported as :func:`scan_for_push` reports them.
+    whole line. detect-secrets reports one secret per line and plugin, so it runs again on
+    the result until it finds nothing more: every value on a line goes, not the first.
+    Hits are reported as :func:`scan_for_push` reports them.
     """
     redacted, hits = redact_text(text)
-    found = [s for s in _detect_secrets(redacted, filename) if not _is_documentation_example(s)]
-    if not found:
-        return redacted, hits
     lines = redacted.split("\n")
-    for secret in found:
-        number = secret.line_number
-        if not 1 <= number <= len(lines):
-            continue
-        line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
-        value = secret.secret_value or ""
-        if len(value) >= 4 and value in line:
-            lines[number - 1] = line.replace(value, label)
-        else:
-            lines[number - 1] = label
-        hits.append(SecretHit(DETECT_SECRETS_PREFIX + secret.type, secret.type, number))
+    for _ in range(_MAX_PASSES):
+        current = "\n".join(lines)
+        found = [s for s in _detect_secrets(current, filename) if not _is_documentation_example(s)]
+        for secret in found:
+            number = secret.line_number
+            if not 1 <= number <= len(lines):
+                continue
+            line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
+            value = secret.secret_value or ""
+            if len(value) >= 4 and value in line:
+                lines[number - 1] = line.replace(value, label)
+            else:
+                lines[number - 1] = label
+            hits.append(SecretHit(DETECT_SECRETS_PREFIX + secret.type, secret.type, number))
+        if "\n".join(lines) == current:
+            break
     return "\n".join(lines), sorted(set(hits), key=lambda hit: (hit.line, hit.rule_id))
+
+
+# Each pass redacts at least one value per flagged line; lines hold few. The bound keeps a
+# finding that cannot be removed from looping.
+_MAX_PASSES = 8

@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import string
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
@@ -51,6 +52,10 @@ class _Rule:
     mixed: bool = False  # the match must mix at least two of lower case, upper case, digits
     check: Callable[[str], bool] | None = None
     group: int | str = 0  # the part of the match that is the secret (checked and redacted)
+    generic: bool = False  # a shape, not a provider's format: a provider rule's hit wins
+    # The keywords are lower-case words the match starts with, found in the ASCII-lowered
+    # text; the regex is tried at each (for case-insensitive names such as `password`).
+    anchored: bool = False
 
 
 # Boundaries: a token must not be glued to the end of a longer identifier or word.
@@ -70,8 +75,21 @@ def _rule(
     mixed: bool = False,
     check: Callable[[str], bool] | None = None,
     group: int | str = 0,
+    generic: bool = False,
+    anchored: bool = False,
 ) -> _Rule:
-    return _Rule(id, label, keywords, re.compile(pattern), min_entropy, mixed, check, group)
+    return _Rule(
+        id,
+        label,
+        keywords,
+        re.compile(pattern),
+        min_entropy,
+        mixed,
+        check,
+        group,
+        generic,
+        anchored,
+    )
 
 
 def _has_both_cases(token: str) -> bool:
@@ -80,13 +98,23 @@ def _has_both_cases(token: str) -> bool:
 
 def _not_a_placeholder(value: str) -> bool:
     # Templates and examples (`${DB_PASSWORD}`, `%(password)s`, `{{ secret }}`, `$TOKEN`,
-    # `YOUR_API_KEY`, `xxxxxxxx`) name a secret without holding one.
-    if re.fullmatch(r"\$\{.*\}|\$[A-Z_][A-Z0-9_]*|%\(\w+\)s|%s|\{\{.*\}\}|<.*>", value):
+    # `YOUR_API_KEY`, `xxxxxxxx`, `ab****yz`, `sk-...`) name a secret without holding one.
+    # AWS's documentation keys (…EXAMPLE, …EXAMPLEKEY) are not placeholders: pasted into a
+    # memory or a log as a value they read as a working credential (docs/design.md §10a).
+    if re.fullmatch(r"\$\{.*\}|\$[A-Za-z_]\w*|%\(\w+\)s|%s|\{\{.*\}\}|<.*>", value):
         return False
     lowered = value.lower()
-    if any(word in lowered for word in ("your", "example", "placeholder", "redacted", "changeme")):
+    if any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return False
+    if "example" in lowered and "EXAMPLE" not in value:
         return False
     return len(set(value)) > 3
+
+
+_PLACEHOLDER_WORDS = (
+    *("your", "placeholder", "redacted", "changeme", "change_me", "1password"),
+    *("xxx", "***", "...", "\u2026"),
+)
 
 
 def _classes(token: str) -> int:
@@ -109,6 +137,65 @@ def _not_aws_example(token: str) -> bool:
     # AWS documentation keys all end in EXAMPLE (AKIAIOSFODNN7EXAMPLE).
     return not token.endswith("EXAMPLE")
 
+
+# A value that is code, not a secret: a constant or variable name (`DB_PASSWORD_2`,
+# `db_password`), a dotted reference (`settings.SECRET_KEY`, `self.token`), a word list
+# (`read-only`). Random tokens in these shapes carry digits, so three digits or more make it
+# a value again (a hex token, `AKIA…`).
+_CODE_NAME = re.compile(
+    r"[A-Z][A-Z0-9_]*|[a-z][a-z0-9_]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:-[a-z0-9]+)+"
+)
+
+
+# AWS's documentation key id (AKIAIOSFODNN7EXAMPLE) quoted in prose is documentation; given to
+# a key (`AWS_ACCESS_KEY_ID=…`, `aws_access_key_id: …`) it is used as a credential, and is one.
+_AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
+
+
+# `?page_token=next&limit=50`: a URL's query string, which `url-query-credential` judges.
+_QUERY_STRING = re.compile(r"&[\w.-]+=")
+
+
+def _assigned_secret(value: str) -> bool:
+    """Whether the value given to a secret-named key or option is a secret, not a name, a
+    path, a reference or a placeholder: eight characters or more mixing three character
+    classes, or sixteen or more of letters and digits that look random."""
+    if len(value) < 8 or value.startswith(("/", "~/", "./", "../")) or "://" in value:
+        return False
+    if not _not_a_placeholder(value) or _QUERY_STRING.search(value):
+        return False
+    if _CODE_NAME.fullmatch(value) and sum(c.isdigit() for c in value) < 3:
+        return _AWS_KEY_ID.fullmatch(value) is not None
+    if _classes(value) >= 3:
+        return True
+    alpha, digit = any(c.isalpha() for c in value), any(c.isdigit() for c in value)
+    return len(value) >= 16 and alpha and digit and _entropy(value) >= 3.0
+
+
+def _user_password(value: str) -> bool:
+    # `-u user:pass`: the shape itself says credential; `-u 1000:1000`, `-u www-data:www-data`
+    # and `-u "$USER:$TOKEN"` are not.
+    if len(value) < 6 or not _not_a_placeholder(value):
+        return False
+    core = value.replace("-", "").replace("_", "").replace(".", "")
+    return any(c.isalpha() for c in value) and _classes(core) >= 2
+
+
+# Secret-named keys, as environment variables, YAML, INI, TOML, JSON or keyword arguments name
+# them: the name ends in one of these words (`DB_PASSWORD`, `GITHUB_TOKEN`, `OPENAI_API_KEY`,
+# `client_secret`, `aws_secret_access_key`, `SECRET_KEY_BASE`, `password2`).
+_SECRET_NAME = (
+    r"(?i:secret|password|passwd|passphrase|pwd|token|api[_-]?key|apikey"
+    r"|access[_-]?key(?:[_-]?id)?"
+    r"|private[_-]?key|auth[_-]?key)"
+    r"(?i:[_.-](?:key|base|value|token|access[_-]?key)){0,2}(?:[_-]?[0-9]{1,3})?"
+    r"(?![A-Za-z0-9_.-])"
+)
+# An unquoted (or singly quoted) value without spaces, brackets or braces (so code that reads a
+# variable, `os.environ["DB_PASSWORD"]`, `getenv(…)`, `${VAR}`, `<token>`, is not one), ending
+# where the value ends.
+_VALUE = r"(?P<value>[^\s\"'`()\[\]{}<>,;]{8,256}+)"
+_VALUE_END = r"(?![^\s,;)\]}\"'`])"
 
 _RULES: tuple[_Rule, ...] = (
     # AWS access key ids: 4-letter kind (AKIA long-term, ASIA temporary STS, ABIA STS bearer,
@@ -399,9 +486,65 @@ _RULES: tuple[_Rule, ...] = (
         check=_quoted_password,
         group="value",
     ),
+    # A password or token given as an option: `--password …`, `--token=…`, `--api-key …`, and
+    # `-p` after a user (`docker login -u deploy -p …`, `mysql -u root -p…`; alone, `-p` is a
+    # port or `mkdir -p`) (memhub).
+    _rule(
+        "command-line-password",
+        "Password on a command line",
+        (
+            "-u",
+            "--user",
+            "--pass",
+            "--token",
+            "--api",
+            "--secret",
+            "--client-secret",
+            "--auth-token",
+            "--access-token",
+        ),  # fmt: skip
+        r"(?:(?<![\w-])(?:-u|--user(?:name)?)(?:[ \t]*=?[ \t]*)[^\s-]\S*(?:[ \t]+\S+){0,6}?"
+        r"[ \t]+-p(?:[ \t]+|=)?"
+        r"|(?<![\w-])--(?:password|passwd|pass|token|auth-token|access-token|api-key|apikey"
+        r"|secret|client-secret)(?:[ \t]+|=))"
+        rf"(?P<q>[\"']?){_VALUE}(?P=q){_VALUE_END}",
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+        anchored=True,
+    ),
+    # A secret-named key given a value: `export DB_PASSWORD=…`, `AWS_SECRET_ACCESS_KEY=…` in a
+    # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`
+    # (memhub). Only the value counts, and only one that is neither code, nor a path, nor a
+    # placeholder (see `_assigned_secret`).
+    _rule(
+        "secret-assignment",
+        "Secret assigned to a secret-named key",
+        ("secret", "passw", "passp", "pwd", "token", "api", "access", "private", "auth"),
+        rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:)\*{{0,2}}[ \t]{{0,20}}"
+        rf"(?P<q>[\"'`]?){_VALUE}(?P=q){_VALUE_END}",
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+        anchored=True,
+    ),
+    # `curl -u user:password`, `--user user:password` (memhub): the part after the colon.
+    _rule(
+        "command-line-user-password",
+        "User and password on a command line",
+        ("-u", "--user"),
+        r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)(?P<q>[\"']?)[^\s:\"'$-][^\s:\"']{0,64}:"
+        rf"(?P<value>[^\s\"'`()\[\]{{}}<>,;@]{{6,256}}+)(?P=q){_VALUE_END}",
+        min_entropy=2.0,
+        check=_user_password,
+        group="value",
+        generic=True,
+    ),
 )
 
-RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}
+RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}  # one id may have two forms
 
 
 def _entropy(token: str) -> float:
@@ -426,14 +569,60 @@ def _accepts(rule: _Rule, token: str) -> bool:
 
 def _matches(text: str) -> list[tuple[int, int, _Rule]]:
     """(start, end, rule) of every accepted secret in ``text``: the secret's own span."""
+    if len(text) < _SHORTEST:
+        return []  # a transcript entry is mostly ids, timestamps and names
     found = []
+    lowered = None
     for rule in _RULES:
-        if not any(keyword in text for keyword in rule.keywords):
-            continue
-        for match in rule.pattern.finditer(text):
+        if rule.anchored:
+            if lowered is None:
+                lowered = text.lower()
+                if len(lowered) != len(text):  # a letter such as İ lowers to two characters
+                    lowered = text.translate(_ASCII_LOWER)
+            matches = _anchored_matches(rule, text, lowered)
+        else:
+            for keyword in rule.keywords:  # a loop, not any(): this runs 40 times a file
+                if keyword in text:
+                    break
+            else:
+                continue
+            matches = rule.pattern.finditer(text)
+        for match in matches:
             if _accepts(rule, match.group(rule.group)):
                 found.append((match.start(rule.group), match.end(rule.group), rule))
-    return found
+    if not any(rule.generic for _, _, rule in found):
+        return found
+    # A value two rules match is reported (and labelled) once: by its provider's rule when it
+    # has one (a GitHub token given to GITHUB_TOKEN), else by the first generic rule.
+    kept: list[tuple[int, int, _Rule]] = []
+    for start, end, rule in sorted(found, key=lambda m: m[2].generic):
+        if not rule.generic or not any(s < end and start < e for s, e, _ in kept):
+            kept.append((start, end, rule))
+    return kept
+
+
+# No rule matches fewer characters (`pwd=` and eight, `-u a:` and six, `AKIA` and sixteen).
+_SHORTEST = 10
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps offsets
+
+
+def _anchored_matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+    # A case-insensitive alternation tried at every position is the slowest regex there is;
+    # finding its words first (str.find, in C) and matching there is many times faster.
+    starts: set[int] = set()
+    for word in rule.keywords:
+        position = lowered.find(word)
+        while position != -1:
+            starts.add(position)
+            position = lowered.find(word, position + 1)
+    end = 0
+    for position in sorted(starts):
+        if position < end:
+            continue  # inside the last match, as finditer would skip it
+        match = rule.pattern.match(text, position)
+        if match:
+            end = match.end()
+            yield match
 
 
 def scan_text(text: str) -> list[SecretHit]:
@@ -452,12 +641,25 @@ def redact_text(text: str) -> tuple[str, list[SecretHit]]:
 
     For transcripts, which carry credentials a memory never should (environment dumps, webhook
     URLs): the conversation stays readable, the values are gone. Overlapping matches are
-    redacted once, under the first rule's label.
+    redacted once, under the first rule's label. Redaction repeats until the rules find
+    nothing, so no value a rule matches is left, whatever the one before it was.
     """
-    matches = _matches(text)
-    if not matches:
-        return text, []
-    hits = sorted({(text.count("\n", 0, start) + 1, rule.id) for start, _, rule in matches})
+    hits: set[tuple[int, str]] = set()
+    for _ in range(_MAX_PASSES):
+        matches = _matches(text)
+        if not matches:
+            break
+        hits |= {(text.count("\n", 0, start) + 1, rule.id) for start, _, rule in matches}
+        text = _replaced(text, matches)
+    return text, [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in sorted(hits)]
+
+
+# A redaction label holds no value a rule matches, so a second pass finds nothing; the bound
+# keeps a pathological text from looping.
+_MAX_PASSES = 4
+
+
+def _replaced(text: str, matches: list[tuple[int, int, _Rule]]) -> str:
     parts, position = [], 0
     for start, end, rule in sorted(matches, key=lambda m: (m[0], -m[1])):
         if start < position:
@@ -465,7 +667,7 @@ def redact_text(text: str) -> tuple[str, list[SecretHit]]:
         parts += [text[position:start], f"[REDACTED:{rule.label}]"]
         position = end
     parts.append(text[position:])
-    return "".join(parts), [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in hits]
+    return "".join(parts)
 
 
 class SecretScanCache:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from memapp.memdir.keys import fold_key
 from memapp.memdir.scan import detect_type_form
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
@@ -162,6 +164,8 @@ def do_save_memory(
         text = check_entry(path, rendered, exclude=store.exclude)
         line = index_line if index_line is not None else format_index_entry(name, path, description)
         with_index_entry("", path, line)  # a line of another file: refused before any write
+        if store.kind == Store.Kind.TEAM:
+            check_secrets(store, {path: text}, {path: line})
         capture_before_write(store, [path, INDEX_FILENAME] if not created else [INDEX_FILENAME])
         index_before = read_index_bytes(store)
         write_atomic(target, text)
@@ -258,6 +262,7 @@ def do_put_files(
         key: text.encode("utf-8")
         for key, text in check_entries(files, exclude=store.exclude).items()
     }
+    check_secrets(store, files if store.kind == Store.Kind.TEAM else {}, index)
     result: dict[str, list[str]] = {"written": [], "unchanged": [], "deleted": []}
     with store_lock(store):
         for key, expected in if_match.items():
@@ -391,22 +396,71 @@ def do_restore_from_trash(item: TrashItem, user) -> str:
     return path
 
 
-def _team_gate(team: Store, files: dict[str, str]) -> None:
+def secret_hits(
+    store: Store, files: Mapping[str, str], index: Mapping[str, str] | None = None
+) -> list[dict]:
+    """What the secret filter (docs/design.md §10a) finds in `files` and in the MEMORY.md lines
+    (`index`: key → line) about to be written to `store`, each hit by key, rule and line (an
+    index line's hit names MEMORY.md, its line among `index`, and the memory as `entry`).
+
+    A team store gets both layers, as team sync's push gate and the protocol: what it holds
+    is served to every member and pushed. A private store's files pass the fast rules in
+    `check_entries`; its index lines pass them here."""
+    keys = list(index or {})
+    text = "\n".join((index or {})[key].replace("\n", " ") for key in keys)
+    if store.kind == Store.Kind.TEAM:
+        configure_secret_gate(entropy=get_flags(store.project)["secrets_entropy_plugins"])
+        blocked = scan_for_push(files)
+        in_index = scan_for_push({INDEX_FILENAME: text}).get(INDEX_FILENAME, []) if keys else []
+    else:
+        blocked, in_index = {}, scan_text(text) if keys else []
+    hits = [
+        {"key": key, "rule_id": h.rule_id, "label": h.label, "line": h.line}
+        for key, found in blocked.items()
+        for h in found
+    ]
+    return hits + [
+        {
+            "key": INDEX_FILENAME,
+            "entry": keys[h.line - 1],
+            "rule_id": h.rule_id,
+            "label": h.label,
+            "line": h.line,
+        }
+        for h in in_index
+    ]
+
+
+def _described(hit: dict) -> str:
+    if "entry" in hit:
+        return f"{INDEX_FILENAME} line for {hit['entry']} ({hit['label']})"
+    return f"{hit['key']} ({hit['label']}, line {hit['line']})"
+
+
+def check_secrets(
+    store: Store, files: Mapping[str, str], index: Mapping[str, str] | None = None
+) -> None:
+    """Refuse with `secret_detected` what :func:`secret_hits` finds; nothing is written."""
+    hits = secret_hits(store, files, index)
+    if hits:
+        raise FileRejected(
+            "secret_detected",
+            "refused: " + ", ".join(map(_described, hits)) + " holds what looks like a secret",
+            {"entries": hits},
+        )
+
+
+def _team_gate(team: Store, files: dict[str, str], index: dict[str, str]) -> None:
     """The checks of team sync's push gate (docs/design.md §10a) and caps, before anything is
-    written to a team store: what would never be pushed is not copied there either."""
+    written to a team store: what would never be pushed is not copied there either, its
+    MEMORY.md line included."""
     flags = get_flags(team.project)
-    configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
-    blocked = scan_for_push(files)
-    if blocked:
-        hits = [
-            {"key": key, "rule_id": h.rule_id, "label": h.label, "line": h.line}
-            for key, found in blocked.items()
-            for h in found
-        ]
+    hits = secret_hits(team, files, index)
+    if hits:
         raise FileRejected(
             "secret_detected",
             "refused: "
-            + ", ".join(f"{h['key']} ({h['label']}, line {h['line']})" for h in hits)
+            + ", ".join(map(_described, hits))
             + " would not pass team sync's secret filter; nothing was shared",
             {"entries": hits},
         )
@@ -459,7 +513,7 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
         line = lines.get(path)
         index[target] = line if line and target == path else _entry_for(text, target)
     if files:
-        _team_gate(team, files)
+        _team_gate(team, files, index)
         do_put_files(
             team,
             user,
@@ -486,8 +540,8 @@ def do_import_files(
         and (root / key).read_bytes() != files[key].encode("utf-8")
     ]
     wanted = {key: text for key, text in files.items() if key not in kept}
-    if store.kind == Store.Kind.TEAM and wanted:
-        _team_gate(store, wanted)
     lines = {key: index.get(key) or _entry_for(text, key) for key, text in wanted.items()}
+    if store.kind == Store.Kind.TEAM and wanted:
+        _team_gate(store, wanted, lines)
     result = do_put_files(store, user, wanted, via=Via.IMPORT, index=lines)
     return {**result, "kept": kept}

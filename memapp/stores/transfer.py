@@ -21,11 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
-from memapp.memdir.secret_gate import configure as configure_secret_gate
-from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, check_entry
-from memapp.stores.actions import store_file_path
-from memapp.stores.flags import get_flag
+from memapp.stores.actions import secret_hits, store_file_path
 from memapp.stores.models import Store
 
 MAX_IMPORT_ENTRIES = 5_000
@@ -67,9 +64,10 @@ def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
 
 
 def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
-    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason."""
+    """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason. The
+    index's secrets are judged line by line (`_index_secrets`): one bad line loses no other."""
     try:
-        return None, check_entry(key, data, exclude=store.exclude)
+        return None, check_entry(key, data, exclude=store.exclude, secrets=key != INDEX_FILENAME)
     except FileRejected as exc:
         if exc.code == "secret_detected":
             found = ", ".join(f"{h['label']} on line {h['line']}" for h in exc.details["entries"])
@@ -125,19 +123,38 @@ def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
                         plan.index.setdefault(entry.path, entry.raw)
             else:
                 plan.files[name] = text
+    plan.index = {key: line for key, line in plan.index.items() if key in plan.files}
     if store.kind == Store.Kind.TEAM and plan.files:
         _team_secrets(store, plan)
-    plan.index = {key: line for key, line in plan.index.items() if key in plan.files}
+    _index_secrets(store, plan)
     return plan
 
 
 def _team_secrets(store: Store, plan: ImportPlan) -> None:
     """Team sync's push filter (docs/design.md §10a): what it would keep back is not imported."""
-    configure_secret_gate(entropy=get_flag("secrets_entropy_plugins"))
-    for key, hits in scan_for_push(plan.files).items():
-        found = ", ".join(f"{hit.label} on line {hit.line}" for hit in hits)
-        plan.skipped.append((key, f"holds what looks like a secret ({found})"))
+    found: dict[str, list[str]] = {}
+    for hit in secret_hits(store, plan.files):
+        found.setdefault(hit["key"], []).append(f"{hit['label']} on line {hit['line']}")
+    for key, hits in found.items():
+        plan.skipped.append((key, f"holds what looks like a secret ({', '.join(hits)})"))
         del plan.files[key]
+        plan.index.pop(key, None)
+
+
+def _index_secrets(store: Store, plan: ImportPlan) -> None:
+    """The zip's MEMORY.md lines pass the same filter as what a write would take (both layers
+    for a team store): a line that holds a secret is left out and the memory gets a line made
+    from its own header, as when the zip has none."""
+    for hit in secret_hits(store, {}, plan.index):
+        key = hit["entry"]
+        if plan.index.pop(key, None) is not None:
+            plan.skipped.append(
+                (
+                    f"{INDEX_FILENAME} ({key})",
+                    f"its line holds what looks like a secret ({hit['label']}); a new line is "
+                    "written from the memory's header",
+                )
+            )
 
 
 def export_zip(store: Store, paths: list[str] | None = None) -> IO[bytes]:

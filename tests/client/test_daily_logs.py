@@ -64,6 +64,22 @@ def test_a_line_with_a_secret_never_leaves_the_machine(a):
     assert not (a.memory_dir / today_key()).exists()
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "backups use AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE from the AWS docs",
+        "DB_PASSWORD=Sup3rSecretPa55x on the replica",
+        "ci runs docker login -u deploy -p dckr_pat_Qm7Lx2Vt9Pz4 registry",
+    ],
+)
+def test_the_shapes_of_issue_23_never_leave_the_machine(a, line):
+    result = a.run("log", line)
+    assert result.returncode == 2, result.stdout
+    assert "secret" in result.stderr
+    assert not Store.objects.exists()
+    assert not (a.memory_dir / today_key()).exists()
+
+
 def test_a_line_over_4_kb_is_refused_with_the_reason(a):
     result = a.run("log", "x" * 5000)
     assert result.returncode == 2 and "4 KB" in result.stderr

@@ -287,3 +287,45 @@ def test_a_team_store_sends_the_model_only_the_reviewers_own_sessions(alice, bob
     assert "alice says the staging box moved" in text
     assert "bob's private aside" not in text
     assert run.sessions == 2  # both count for the gates
+
+
+SECRET_LOG = (
+    "- 09:06 [reference] The replica takes DB_PASSWORD=Sup3rSecretPa55x and "
+    "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE"
+)
+
+
+@pytest.mark.parametrize("with_model", [True, False])
+def test_a_secret_bearing_log_line_never_becomes_a_change_or_reaches_the_model(
+    alice, request, with_model
+):
+    """A line a current agent would refuse, written by an older one or by hand: distillation
+    (the model's or offline) leaves it out and proposes the rest (docs/design.md §10a)."""
+    from memapp.memdir.daily_logs import append_to_log
+    from tests.lifecycle.untidy import plant_distillation_and_consolidation
+
+    store = resolve_store(alice, PROJECT, "private")
+    plant_distillation_and_consolidation(Path(store.path))
+    append_to_log(Path(store.path), "logs/2026/03/2026-03-05.md", [SECRET_LOG])
+    if with_model:
+        model = request.getfixturevalue("model")
+        model.propose([])
+    run = consolidate_now(store, alice)
+
+    if with_model:
+        sent = " ".join(str(r.body) for r in model.requests)
+        assert "Staging moves to staging-2" in sent
+        assert "Sup3rSecretPa55x" not in sent and "AKIAIOSFODNN7EXAMPLE" not in sent
+    changes = " ".join(
+        f"{c.key} {c.body} {c.name} {c.description}"
+        for c in ProposalChange.objects.filter(proposal__store=store)
+    )
+    assert "Sup3rSecretPa55x" not in changes and "AKIAIOSFODNN7EXAMPLE" not in changes
+    if not with_model:
+        assert "staging-2.example.com" in changes
+        assert run.findings["distillation"]["skipped"] == [
+            [
+                "logs/2026/03/2026-03-05.md:2",
+                "holds what looks like a secret (Secret assigned to a secret-named key)",
+            ]
+        ]

@@ -151,3 +151,20 @@ def test_no_log_key_leads_out_of_the_store(alice, alice_api, tmp_path):
     assert bad_day.status_code == 400
     through_the_link = alice_api.get(f"/api/v1/stores/{store.pk}/logs/2020-01-01")
     assert through_the_link.json()["error"]["code"] == "invalid_key"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "deploy with AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE from the AWS docs",
+        "AWS_SECRET_ACCESS_KEY=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 for the backups",
+        "ran docker login -u deploy -p dckr_pat_Qm7Lx2Vt9Pz4 registry",
+        "ci uses curl -u deploy:Hx7pq2Lm9w for the hook",
+        'config has db_pass: "hunterfoo-but-longer" now',  # only detect-secrets knows it
+    ],
+)
+def test_every_shape_of_secret_is_refused_by_both_layers(alice, alice_api, text):
+    response = append(alice_api, text)
+    assert response.status_code == 422, text
+    assert response.json()["error"]["code"] == "secret_detected"
+    assert not (Path(private(alice).path) / KEY).exists()

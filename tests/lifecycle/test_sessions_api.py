@@ -6,9 +6,11 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from memapp.lifecycle.models import Session, TranscriptEntry
+from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import check_with_gate, prune_sessions
 from tests.lifecycle.conftest import upload
 from tests.memdir.test_secret_rules import fake_tokens
@@ -61,12 +63,12 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     t.user(f"Use STRIPE_KEY={tokens['stripe-access-token']} for the test account")
     bearer = f"curl -H 'Authorization: Bearer {tokens['github-pat']}'"
     call = t.tool_use("Bash", {"command": bearer})
-    t.tool_result(call, 'db:\n  password = "Tq8vR2zLx9kQw3pA"\n')
+    t.tool_result(call, 'db:\n  password = "hunterfoo-but-longer"\n')
     answer = upload(alice_api, t)
     assert answer["redacted"] == 2
     check_with_gate(Session.objects.all())  # the task's second layer
     stored = " ".join(f"{e.prose} {e.tools} {e.text}" for e in TranscriptEntry.objects.all())
-    for value in (tokens["stripe-access-token"], tokens["github-pat"], "Tq8vR2zLx9kQw3pA"):
+    for value in (tokens["stripe-access-token"], tokens["github-pat"], "hunterfoo-but-longer"):
         assert value not in stored
     assert "[REDACTED:Stripe secret key]" in stored
     assert "[REDACTED:Secret Keyword]" in stored
@@ -173,3 +175,32 @@ def test_the_background_clock_prunes_old_sessions_daily(alice_api, settings):
     Session.objects.update(last_entry_at=timezone.now() - datetime.timedelta(days=45))
     assert 1 in background_tick()  # prune_sessions_task's result: one session went
     assert not Session.objects.exists()
+
+
+def test_every_value_of_the_new_shapes_is_redacted_on_every_surface(alice, alice_api, client):
+    """Issue 23: a second value on a line, an environment prefix of a Bash call, credentials on
+    command lines; never in the stored entries, the search index, the session page or
+    GET /api/v1/search."""
+    secret_key = "Zq3mK8pL2vN7xR4tW9yB1cF6hJ0sD5gA8eU3iO7w"
+    values = [secret_key, "AKIAZ7Q2M4N6P3R5T7V2", "Sup3r$ecretPa55!", "dckr_pat_Qm7Lx2Vt9Pz4"]
+    values += ["Hx7pq2Lm9w", "Xk9mQ2vL7pTzQq"]
+    t = Transcript()
+    t.user('password = "[REDACTED:Password in quotes]" export DB_PASSWORD=Sup3r$ecretPa55!')
+    command = f"AWS_ACCESS_KEY_ID=AKIAZ7Q2M4N6P3R5T7V2 AWS_SECRET_ACCESS_KEY={secret_key} aws s3 ls"
+    t.tool_result(t.tool_use("Bash", {"command": command}), "2026-01-05 kraken-backups")
+    t.tool_use("Bash", {"command": "docker login -u deploy -p dckr_pat_Qm7Lx2Vt9Pz4 kraken.io"})
+    t.assistant("kraken notes:\n- [x](x.md) — ok\n- password: Xk9mQ2vL7pTzQq\n")
+    t.user("then curl -u deploy:Hx7pq2Lm9w https://kraken.example.com")
+    upload(alice_api, t)
+    check_with_gate(Session.objects.all())
+
+    session = Session.objects.get()
+    stored = " ".join(f"{e.prose} {e.tools} {e.text}" for e in session.entries.all())
+    client.force_login(alice)
+    page = client.get(reverse("session", args=[session.pk])).content.decode()
+    found = alice_api.get("/api/v1/search", {"q": "kraken"}).content.decode()
+    assert "kraken" in page and "kraken" in found  # the surfaces show these entries
+    for surface in (stored, page, found):
+        assert [value for value in values if value in surface] == []
+    for value in ("Sup3r", "Zq3mK8pL2vN7xR4tW9yB1cF6hJ0sD5gA8eU3iO7w", "Hx7pq2Lm9w"):
+        assert search_past_context(alice, value).empty, value

@@ -292,6 +292,33 @@ def test_offline_distillation_leaves_a_date_it_guessed_for_a_person_to_tick():
     assert "“next month” as April 2026" in result.unsure["project_billing.md"]
 
 
+def test_offline_distillation_never_turns_a_secret_into_a_change():
+    log = (
+        "- 09:05 [reference] The backup bucket uses AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n"
+        "- 09:06 [reference] and DB_PASSWORD=Sup3rSecretPa55x for the replica\n"
+        "- 09:10 [feedback] Integration tests must hit a real database\n"
+    )
+    entries = parse_log(log, "logs/2026/03/2026-03-05.md")
+    result = offline_distillation(
+        scope="team",
+        entries=entries,
+        existing=[],
+        index="",
+        files={},
+        name_file=lambda name, memory_type: f"{memory_type}_{len(name)}.md",
+        caps=(200, 25_000),
+        today=DAY,
+    )
+    written = repr(result.changes)
+    assert "AKIAIOSFODNN7EXAMPLE" not in written and "Sup3rSecretPa55x" not in written
+    assert [c.type for c in result.changes if c.action == "create"] == ["feedback"]
+    assert result.skipped == [
+        (f"logs/2026/03/2026-03-05.md:{n}", "holds what looks like a secret "
+         "(Secret assigned to a secret-named key)")
+        for n in (1, 2)
+    ]  # fmt: skip
+
+
 def test_the_consolidation_request_follows_the_four_phases():
     text = build_consolidation_request(
         today=DAY,

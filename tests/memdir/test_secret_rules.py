@@ -36,6 +36,7 @@ DESIGN_RULE_IDS = [
     "grafana-api-key", "grafana-cloud-api-token", "grafana-service-account-token",
     "sentry-user-token", "sentry-org-token", "stripe-access-token", "shopify-access-token",
     "shopify-shared-secret", "private-key", "url-query-credential", "quoted-password",
+    "command-line-password", "secret-assignment", "command-line-user-password",
 ]  # fmt: skip
 
 
@@ -126,6 +127,16 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         + digits(3)
         + pick(ALNUM + "!#&*", 6)
         + '"',
+        "secret-assignment": "DB_PASSWORD="
+        + pick(string.ascii_uppercase, 3)
+        + pick(string.ascii_lowercase, 6)
+        + digits(3)
+        + pick(ALNUM + "!$%", 6),
+        "command-line-password": "docker login -u deploy -p dckr_pat_" + pick(B64URL, 27),
+        "command-line-user-password": "curl -u deploy:"
+        + pick(string.ascii_lowercase, 4)
+        + digits(2)
+        + pick(ALNUM, 8),
     }
 
 
@@ -439,3 +450,148 @@ def test_throughput_of_the_fast_rules(capsys):
         print(f"\nfast rules: {rate:,.0f} files/s ({len(files)} files of ~2 KB, {hits} hits)")
     assert hits == len(range(0, 1000, 11))
     assert rate >= 1_000  # typically well over 10x this
+
+
+# --- the shapes with no token format (issue 23): a table per rule, true and false ----------
+
+# (line, the value that must be caught). Values are built here, never real credentials.
+SHAPES_CAUGHT = {
+    "secret-assignment": [
+        ("AWS_SECRET_ACCESS_KEY=Zq3mK8pL2vN7xR4tW9yB1cF6hJ0sD5gA8eU3iO7w", "Zq3mK8pL2vN7"),
+        ("DB_PASSWORD=Sup3rSecretPa55x", "Sup3rSecretPa55x"),
+        ("export DB_PASSWORD=Sup3r$ecretPa55!", "Sup3r$ecretPa55!"),
+        ("- [x](x.md) — password: Xk9mQ2vL7pTzQq", "Xk9mQ2vL7pTzQq"),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7"),
+        ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE aws s3 ls", "AKIAIOSFODNN7EXAMPLE"),
+        ("  client_secret: 'Gh7_kq2LmZpx9Vb'", "Gh7_kq2LmZpx9Vb"),
+        ('{"api_key": "q8Zr2LpT6mXv4Nc1"}', "q8Zr2LpT6mXv4Nc1"),
+        ("SECRET_KEY_BASE=9f3b1c7e5a2d8f4b6c0e1a3d5f7b9c2e4a6d8f0b", "9f3b1c7e5a2d8f4b6c0e"),
+        ("SLACK_WEBHOOK_TOKEN = 7d1e0a9c4b3f2e8d", "7d1e0a9c4b3f2e8d"),
+        ("**Password:** `Tq8!mZ2pLx`", "Tq8!mZ2pLx"),
+        ("passphrase=Correct-Horse-7-Battery", "Correct-Horse-7-Battery"),
+        ("[db]\npassword = Rk4v.Lm9q/Zx2", "Rk4v.Lm9q/Zx2"),
+    ],
+    "command-line-password": [
+        ("docker login -u deploy -p dckr_pat_2b3e36beeb386dfd registry", "dckr_pat_2b3e"),
+        ("mysql -u root -pS3cr3t!xy shop", "S3cr3t!xy"),
+        ("mysql --user=root --password=Hq7rT2pLk9 shop", "Hq7rT2pLk9"),
+        ("gh auth login --token 4f8a1c9e7b2d3f6a0c5e", "4f8a1c9e7b2d3f6a0c5e"),
+        ("memhub-agent login --token=mh_Zx8Lq2Vt7Pn4Rw1K", "mh_Zx8Lq2Vt7Pn4Rw1K"),
+        ("cli --api-key 'Kq9!vT2mLp8Z' list", "Kq9!vT2mLp8Z"),
+    ],
+    "command-line-user-password": [
+        ("curl -u deploy:Hx7pq2Lm9w https://ci.example.com", "Hx7pq2Lm9w"),
+        ("curl --user 'admin:Pa55w0rd-2024' https://x", "Pa55w0rd-2024"),
+        ("curl -u=ci:tr0ub4dor3x https://x", "tr0ub4dor3x"),
+    ],
+}
+
+SHAPES_CLEAN = [
+    'password = os.environ["DB_PASSWORD"]',
+    "api_key = os.environ['ANTHROPIC_API_KEY']",
+    'token = os.getenv("GITHUB_TOKEN")',
+    "password = get_password()",
+    "secret_key = settings.SECRET_KEY",
+    "token = self.token_value",
+    "DB_PASSWORD=${DB_PASSWORD}",
+    "DB_PASSWORD=$DB_PASSWORD",
+    "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+    "password: <your password>",
+    "password: changeme1!",
+    "password: ********",
+    "token: xxxxxxxxxxxx",
+    "API_KEY=sk-...",
+    "api_key: YOUR_API_KEY_HERE",
+    "PASSWORD_MIN_LENGTH=12",
+    "max_tokens: 4096",
+    "TOKEN_URL=https://auth.example.com/oauth/token",
+    "DB_PASSWORD_FILE=/run/secrets/db_password",
+    "password: see 1Password vault",
+    "password: [REDACTED:Password in quotes]",
+    "The password: rotated every quarter.",
+    "Set the token: done by the deploy job.",
+    "SECRET_NAME=prod/db/creds",
+    "password_hash: pbkdf2_sha256",
+    "page?page_token=next&limit=50",
+    "The api_key for billing comes from `settings.BILLING_API_KEY`.",
+    "AWS docs use the placeholder key `AKIAIOSFODNN7EXAMPLE` in every sample.",
+    "mkdir -p src/Foo2",
+    "docker run -u 1000:1000 -p 8080:80 img",
+    'curl -u "$USER:$TOKEN" https://x',
+    "chown -u www-data:www-data file",
+    "git push -u origin main -p",
+    "docker login -u deploy --password-stdin registry",
+    "psql -U app -p 5432 shop",
+    "ssh -p 2222 deploy@host",
+    f"checksum = {'3f9a2c1b7e4d' * 5}",
+    "Request id 550e8400-e29b-41d4-a716-446655440000 reproduces it.",
+]
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "line", "value"),
+    [(rule_id, line, value) for rule_id, rows in SHAPES_CAUGHT.items() for line, value in rows],
+)
+def test_each_shape_is_caught_and_redacted(rule_id, line, value):
+    text = f"notes\n{line}\n"
+    hits = scan_text(text)
+    assert [hit.rule_id for hit in hits] == [rule_id]
+    assert hits[0].line == 2 + line.count("\n")
+    redacted, _ = secretscan.redact_text(text)
+    assert value not in redacted
+    assert f"[REDACTED:{RULES[rule_id]}]" in redacted
+
+
+@pytest.mark.parametrize("line", SHAPES_CLEAN)
+def test_code_placeholders_and_prose_near_the_shapes_are_clean(line):
+    assert scan_text(f"notes\n{line}\n") == []
+
+
+def test_a_line_gives_the_same_answer_wherever_it_stands():
+    rng = random.Random(23)
+    for rows in SHAPES_CAUGHT.values():
+        for line, _ in rows:
+            if "\n" in line:
+                continue
+            expected = {hit.rule_id for hit in scan_text(line)}
+            for _ in range(3):
+                text, at = plant(clean_memory_file(rng), "", rng)
+                lines = text.split("\n")
+                lines[at - 1] = line
+                hits = scan_text("\n".join(lines))
+                assert {hit.rule_id for hit in hits if hit.line == at} == expected, line
+
+
+def test_every_value_on_a_line_is_redacted():
+    line = (
+        'password = "[REDACTED:Password in quotes]" export DB_PASSWORD=Sup3r$ecretPa55! '
+        "AWS_ACCESS_KEY_ID=AKIAZ7Q2M4N6P3R5T7V2 AWS_SECRET_ACCESS_KEY="
+        "Zq3mK8pL2vN7xR4tW9yB1cF6hJ0sD5gA8eU3iO7w aws s3 ls"
+    )
+    redacted, hits = secretscan.redact_text(line)
+    for value in ("Sup3r$ecretPa55!", "AKIAZ7Q2M4N6P3R5T7V2", "Zq3mK8pL2vN7xR4tW9yB1cF6"):
+        assert value not in redacted
+    assert {hit.rule_id for hit in hits} == {"secret-assignment", "aws-access-token"}
+    assert redacted.endswith(" aws s3 ls")
+
+
+_SECRET_NAMES = ["DB_PASSWORD", "api_key", "client_secret", "GITHUB_TOKEN", "password"]
+_VALUE_ALPHABET = string.ascii_letters + string.digits + "!$%*+-./=@^_~:"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_SECRET_NAMES + ["--password", "-u deploy -p", "note", "x"]),
+            st.sampled_from(["=", ": ", " = ", " "]),
+            st.text(alphabet=_VALUE_ALPHABET, min_size=1, max_size=40),
+        ),
+        max_size=6,
+    ),
+    st.sampled_from([" ", "\n", " && ", "; "]),
+)
+def test_redaction_leaves_no_value_a_rule_matches(parts, glue):
+    text = glue.join(f"{name}{sep}{value}" for name, sep, value in parts)
+    redacted, hits = secretscan.redact_text(text)
+    assert scan_text(redacted) == []
+    assert bool(hits) == (redacted != text)

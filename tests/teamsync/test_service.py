@@ -29,7 +29,7 @@ from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncS
 from teamsync.scheduling import due
 from teamsync.service import commit_team_change, resolve_conflict, sync_team, team_clone
 from tests.conftest import background_tick
-from tests.memdir.test_secret_gate import DS, detect_secrets_kinds
+from tests.memdir.test_secret_gate import GATE_FLAGS, detect_secrets_kinds
 from tests.memdir.test_secret_rules import clean_memory_file, clean_memory_files, fake_tokens, plant
 from tests.teamsync.gitutil import MARKERS, authors, git, history, make_bare, memory, tip_files
 
@@ -269,7 +269,7 @@ def _plant_secrets(directory: Path) -> dict[str, tuple[str, int, list[str]]]:
         text, line = plant(clean_memory_file(rng), "", rng)
         lines = text.split("\n")
         lines[line - 1] = line_text
-        rule_id = DS + ("AWS Access Key" if kind == "AWS secret key" else kind)
+        rule_id = GATE_FLAGS[kind][0]
         slug = kind.lower().replace(" ", "_")
         planted[f"incident_{slug}.md"] = (
             rule_id,

@@ -13,7 +13,6 @@ from django.urls import reverse
 from memapp.stores.actions import do_save_memory
 from teamsync.models import TeamConflict, TeamSyncStatus
 from teamsync.service import AlreadyResolved, resolve_conflict, sync_team
-from tests.memdir.test_secret_gate import detect_secrets_kinds
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import git, memory, tip_files
 
@@ -108,8 +107,8 @@ def test_blocked_files_show_the_rule_and_line_but_never_the_value(
     client, team_store, alice, bob, charlie, remote
 ):
     token = fake_tokens(8)["anthropic-api-key"]
-    password_line = detect_secrets_kinds(1)["Secret Keyword"]
-    password = password_line.split('"')[1]
+    password = "hunterfoo-but-longer"  # a value only detect-secrets' keyword plugin flags
+    password_line = f'password = "{password}"'
     root = Path(team_store.path)
     (root / "reference_llm.md").write_text(memory("LLM", f"Key for CI:\n{token}\n"))
     (root / "reference_db.md").write_text(memory("DB", f"{password_line}\n"))
