@@ -74,6 +74,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "member_added": ("member",),
     "member_removed": ("member",),
+    "project_renamed": ("old", "new", "aliases"),
+    "projects_merged": ("merged", "into"),
 }
 
 
