@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
