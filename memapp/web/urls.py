@@ -113,6 +113,8 @@ urlpatterns = [
     path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("projects/", projects.project_list, name="projects"),
     path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
+    path("projects/<int:project_id>/identity/", projects.project_identity, name="project_identity"),
+    path("projects/<int:project_id>/merge/", projects.project_merge, name="project_merge"),
     path(
         "projects/<int:project_id>/members/<int:user_id>/remove/",
         projects.member_remove,
