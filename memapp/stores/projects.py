@@ -50,6 +50,15 @@ def register_claimed(check: Callable[[str], bool]) -> None:
     _claimed_checks.append(check)
 
 
+def no_project_message(ref: str) -> str:
+    """What an agent is told when memhub has no project `ref` it may reach (the same for one
+    that does not exist and one the caller is no member of, so nothing leaks)."""
+    return (
+        f"memhub has no project {ref} that you can reach: if it is there under another name, "
+        "staff can give it this repo slug on its project page."
+    )
+
+
 def may_create_project(user, key: str) -> bool:
     """Whether `user` may create a project named `key` (`protocol_project_creation`, on every
     path that creates one). A name the shared team repository already holds is claimed only
