@@ -20,6 +20,8 @@ from memapp.memdir.atomic import delete_file, write_atomic_bytes
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import read_store
+from memapp.stores.actions import do_forget_memories
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
@@ -39,7 +41,14 @@ from teamsync.engine import (
     is_permanent,
     with_local_entries,
 )
-from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
+from teamsync.models import (
+    BlockedFile,
+    HeldDeletion,
+    StoreSyncState,
+    TeamConflict,
+    TeamSyncStatus,
+    Tombstone,
+)
 
 
 def team_remote() -> str:
@@ -52,11 +61,21 @@ def team_remote_display() -> str:
     return re.sub(r"(://)[^/@\s]*@", r"\1", team_remote())
 
 
+def _clone_dir() -> Path:
+    return settings.MEMHUB_DATA_DIR / "team-clone"
+
+
 def team_clone() -> TeamClone:
     remote = team_remote()
     if not settings.MEMHUB_TEAM_REMOTE:
         init_bare_remote(Path(remote))
-    return TeamClone(settings.MEMHUB_DATA_DIR / "team-clone", remote)
+    return TeamClone(_clone_dir(), remote)
+
+
+def in_shared_repository(name: str) -> bool:
+    """Whether the shared repository (as last synced) has a folder `name`: a project of that
+    name exists outside this memhub, so only staff may claim it (docs/design.md §17)."""
+    return (_clone_dir() / ".git").is_dir() and (_clone_dir() / name).is_dir()
 
 
 def folder_for(store: Store) -> str:
@@ -84,14 +103,46 @@ def _state(store: Store) -> StoreSyncState:
 
 
 def _spec(store: Store, state: StoreSyncState) -> StoreSpec:
-    held = frozenset(store.conflicts.filter(resolved_at__isnull=True).values_list("key", flat=True))
+    held = set(store.conflicts.filter(resolved_at__isnull=True).values_list("key", flat=True))
+    for keys in store.held_deletions.filter(decided_at__isnull=True).values_list("keys", flat=True):
+        held.update(keys)
     return StoreSpec(
         folder=folder_for(store),
         directory=Path(store.path),
         base=state.base,
         exclude=tuple(store.exclude),
-        held=held,
+        held=frozenset(held),
     )
+
+
+def _follow_folder(clone: TeamClone, store: Store, state: StoreSyncState) -> bool:
+    """Move the store's folder in the shared repository when its name changed (a new slug,
+    a renamed mount; docs/design.md §17). False while it cannot be moved: the store then
+    waits, since syncing it under the new name would read every file as deleted."""
+    folder = folder_for(store)
+    if state.folder == folder and not state.move_error:
+        return True
+    if not state.folder:  # first sync, or synced before memhub remembered folders
+        state.folder = folder
+        state.save(update_fields=["folder"])
+        return True
+    author = local_owner() if store.origin == Store.Origin.DISCOVERED else None
+    clashes = clone.move_folder(state.folder, _spec(store, state), _author(author))
+    if clashes:
+        error = (
+            f"Team sync cannot move {state.folder} to {folder}: {folder} in the shared "
+            f"repository already holds other versions of {', '.join(clashes[:5])}. Nothing of "
+            "this store is synced until its old name is set back or those files are moved."
+        )
+        if state.move_error != error:
+            state.move_error = error
+            state.save(update_fields=["move_error"])
+            record_event("folder_moved", store=store, old=state.folder, new=folder, error=error)
+        return False
+    record_event("folder_moved", store=store, old=state.folder, new=folder, error="")
+    state.folder, state.move_error = folder, ""
+    state.save(update_fields=["folder", "move_error"])
+    return True
 
 
 def _hits(hits) -> list[dict]:
@@ -112,6 +163,8 @@ def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> Comm
     # The admin's global choice, applied before each gate (a no-op unless it changed).
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     state = _state(store)
+    if not _follow_folder(clone, store, state):
+        return CommitResult(base=dict(state.base))
     known = {b.key: (b.reason, b.hits) for b in BlockedFile.objects.filter(store=store)}
     result = clone.commit_local(
         _spec(store, state),
@@ -240,11 +293,18 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
     for store in stores:
         # The store's own lock: a write through the UI or API waits instead of landing
         # between what apply read and what it writes (which it would overwrite).
+        state = _state(store)
+        if state.move_error:
+            continue  # its folder waits for a person (see _follow_folder)
         with store_lock(store):
             if merged.merged:
                 rescan_store(store)  # what changed on disk since goes into its history first
-            state = _state(store)
-            applied = clone.apply_incoming(_spec(store, state))
+            spec = _spec(store, state)
+            gone = clone.incoming_deletions(spec)
+            if too_many_deletions(len(gone), store):
+                _hold_deletions(store, gone)
+                spec = _spec(store, state)
+            applied = clone.apply_incoming(spec)
             _record_incoming(clone, store, applied, report)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
@@ -256,6 +316,51 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
+
+
+# A sync that would delete more than this many files, or (two or more) over a quarter of a
+# store's memories, stops and asks (docs/design.md §17).
+FEW_DELETIONS = 3
+
+
+def too_many_deletions(count: int, store: Store) -> bool:
+    if count < 2:
+        return False
+    total = sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
+    return count > FEW_DELETIONS or count * 4 > total
+
+
+def _hold_deletions(store: Store, keys: list[str]) -> None:
+    """Keep `keys` in the store and out of sync until a person decides (Team sync page)."""
+    total = sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
+    HeldDeletion.objects.create(store=store, keys=keys, total=total)
+    record_event("deletions_held", store=store, file_count=len(keys), paths=keys[:20])
+
+
+def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
+    """A person's answer to held deletions: delete the files from the store (to its Trash,
+    their index lines with them), or keep them, which puts them back in the shared
+    repository. A second answer (another tab) changes nothing."""
+    decision = HeldDeletion.Decision.DELETED if delete else HeldDeletion.Decision.KEPT
+    decided = HeldDeletion.objects.filter(pk=held.pk, decided_at__isnull=True).update(
+        decided_at=timezone.now(), decided_by=user, decision=decision
+    )
+    if not decided:
+        return
+    store = held.store
+    if delete:
+        do_forget_memories(store, user, list(held.keys), via=Via.UI)
+    else:
+        clone = team_clone()
+        with clone.locked():
+            clone.ensure(fetch=False)
+            with store_lock(store):
+                state = _state(store)
+                state.base.update(
+                    clone.restore_files(_spec(store, state), held.keys, _author(user))
+                )
+                state.save(update_fields=["base"])
+    request_sync()
 
 
 def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:
