@@ -84,6 +84,7 @@ urlpatterns = [
     path("settings/flags/<str:name>/clear/", settings_page.flag_clear, name="flag_clear"),
     path("sync/", team_sync.sync_status, name="sync"),
     path("sync/now/", team_sync.sync_now, name="sync_now"),
+    path("sync/held/<int:held_id>/", team_sync.held_deletions, name="sync_held"),
     path("sync/conflicts/<int:conflict_id>/", team_sync.conflict_detail, name="sync_conflict"),
     path("snapshots/", snapshots.snapshot_list, name="snapshot_list"),
     path("snapshots/checkouts/", snapshots.checkout_register, name="checkout_register"),
