@@ -492,10 +492,12 @@ class TeamClone:
         """
         source = read_store(self.clone_dir / old, spec.exclude)
         target = read_store(self.clone_dir / spec.folder)
+        fetched = self._tree_files(f"origin/{BRANCH}", spec.folder)
         clashes = sorted(
             key
             for key, data in source.items()
-            if key in target and target[key] != data and not is_index_key(key)
+            if not is_index_key(key)
+            and any(key in side and side[key] != data for side in (target, fetched))
         )
         if clashes or not source:
             return clashes
@@ -517,6 +519,20 @@ class TeamClone:
                 "-m", f"Move {old} to {spec.folder}", f"--author={name} <{email}>", "--quiet"
             )
         return []
+
+    def _tree_files(self, ref: str, folder: str) -> dict[str, bytes]:
+        """The files under `folder` in commit `ref` (empty when there is no such ref)."""
+        with self.repo() as repo:
+            try:
+                names = repo.git.ls_tree("-r", "--name-only", ref, "--", folder).splitlines()
+            except GitCommandError:
+                return {}
+            return {
+                name.removeprefix(folder + "/"): repo.git.show(
+                    f"{ref}:{name}", strip_newline_in_stdout=False
+                ).encode("utf-8")
+                for name in names
+            }
 
     def incoming_deletions(self, spec: StoreSpec) -> list[str]:
         """The memory files integrating the remote would delete from the store: gone from its

@@ -115,10 +115,11 @@ def _spec(store: Store, state: StoreSyncState) -> StoreSpec:
     )
 
 
-def _follow_folder(clone: TeamClone, store: Store, state: StoreSyncState) -> bool:
+def _follow_folder(clone: TeamClone, store: Store, state: StoreSyncState, *, online: bool) -> bool:
     """Move the store's folder in the shared repository when its name changed (a new slug,
-    a renamed mount; docs/design.md §17). False while it cannot be moved: the store then
-    waits, since syncing it under the new name would read every file as deleted."""
+    a renamed mount; docs/design.md §17), checked against what the remote holds there, so
+    only a sync (`online`) moves. False while it is not moved: the store then waits, since
+    syncing it under the new name would read every file as deleted."""
     folder = folder_for(store)
     if state.folder == folder and not state.move_error:
         return True
@@ -126,6 +127,11 @@ def _follow_folder(clone: TeamClone, store: Store, state: StoreSyncState) -> boo
         state.folder = folder
         state.save(update_fields=["folder"])
         return True
+    if not online:
+        request_sync()
+        return False
+    if clone.fetch() is not None:
+        return False  # the remote cannot say what the new folder holds: the next sync moves
     author = local_owner() if store.origin == Store.Origin.DISCOVERED else None
     clashes = clone.move_folder(state.folder, _spec(store, state), _author(author))
     if clashes:
@@ -157,13 +163,15 @@ def _blocked_reason(result: CommitResult, key: str) -> BlockedFile.Reason:
     return BlockedFile.Reason.SECRET
 
 
-def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> CommitResult:
+def _commit(
+    clone: TeamClone, store: Store, user, keys: set[str] | None, *, online: bool = False
+) -> CommitResult:
     """Commit a store's local changes; record blocked files, caps and events."""
     flags = get_flags(store.project)
     # The admin's global choice, applied before each gate (a no-op unless it changed).
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     state = _state(store)
-    if not _follow_folder(clone, store, state):
+    if not _follow_folder(clone, store, state, online=online):
         return CommitResult(base=dict(state.base))
     known = {b.key: (b.reason, b.hits) for b in BlockedFile.objects.filter(store=store)}
     result = clone.commit_local(
@@ -294,8 +302,9 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
         # The store's own lock: a write through the UI or API waits instead of landing
         # between what apply read and what it writes (which it would overwrite).
         state = _state(store)
-        if state.move_error:
-            continue  # its folder waits for a person (see _follow_folder)
+        if state.move_error or (state.folder and state.folder != folder_for(store)):
+            continue  # its folder is not moved yet (see _follow_folder): nothing to apply
+
         with store_lock(store):
             if merged.merged:
                 rescan_store(store)  # what changed on disk since goes into its history first
@@ -395,7 +404,7 @@ def sync_team(*, push: bool = True) -> SyncReport:
         clone.ensure()
         for store in stores:
             author = owner if store.origin == Store.Origin.DISCOVERED else None
-            result = _commit(clone, store, author, None)
+            result = _commit(clone, store, author, None, online=True)
             report.committed += len(result.committed) + len(result.deleted)
         _integrate(clone, stores, report)
         pull_error = report.error
