@@ -136,9 +136,7 @@ def test_a_sync_that_would_delete_over_a_quarter_of_a_store_asks_first(client, e
     assert HeldDeletion.objects.count() == 1 and "on_call.md" in _store_files(emptied)
 
 
-def test_keeping_held_files_puts_them_back_in_the_shared_repository(
-    client, emptied, alice, remote
-):
+def test_keeping_held_files_puts_them_back_in_the_shared_repository(client, emptied, alice, remote):
     held = HeldDeletion.objects.get()
     client.force_login(alice)
     response = client.post(reverse("sync_held", args=[held.pk]), {"choice": "keep"}, follow=True)
