@@ -60,7 +60,7 @@ def test_staff_set_the_slug_on_the_project_page_and_the_old_key_stays_an_alias(
     assert (event.fields["old"], event.fields["new"], event.user) == (old, "acme/payments", sam)
 
 
-@pytest.mark.parametrize("slug", ["payments", "acme/payments/extra", "../x", "acme/..", " "])
+@pytest.mark.parametrize("slug", ["payments", "acme/payments/extra", "../x", "acme/..", "a b/c"])
 def test_a_slug_that_is_not_owner_repo_is_refused_with_a_reason(client, discovered, sam, slug):
     client.force_login(sam)
     old = discovered.key
@@ -69,7 +69,7 @@ def test_a_slug_that_is_not_owner_repo_is_refused_with_a_reason(client, discover
     )
     assert response.status_code == 400
     page = text(response)
-    assert "write it as owner/repo (e.g. acme/payments)" in page or "This field is required" in page
+    assert "write it as owner/repo (e.g. acme/payments)" in page
     discovered.refresh_from_db()
     assert (discovered.key, discovered.repo_slug) == (old, "")
 

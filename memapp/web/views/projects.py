@@ -38,6 +38,10 @@ class IdentityForm(forms.Form):
     slug = forms.CharField(
         label="Repo slug",
         max_length=255,
+        required=False,
+        widget=forms.TextInput(
+            attrs={"placeholder": "owner/repo", "aria-describedby": "slug-help"}
+        ),
         help_text="owner/repo, as in the checkout's git remote. Its team memory lives in this "
         "folder of the shared repository; changing it moves the folder.",
     )
@@ -91,9 +95,7 @@ def project_members(request: HttpRequest, project_id: int) -> HttpResponse:
 
 def _project_page(request: HttpRequest, project: Project, **forms_given) -> HttpResponse:
     aliases = list(project.aliases.values_list("name", flat=True))
-    identity = IdentityForm(
-        initial={"slug": project.repo_slug or project.key, "aliases": "\n".join(aliases)}
-    )
+    identity = IdentityForm(initial={"slug": project.repo_slug, "aliases": "\n".join(aliases)})
     context = {
         "project": project,
         "aliases": aliases,
@@ -117,7 +119,8 @@ def project_identity(request: HttpRequest, project_id: int) -> HttpResponse:
         names = form.cleaned_data["aliases"].splitlines()
         try:
             with transaction.atomic():
-                moved = do_set_project_slug(project, form.cleaned_data["slug"], request.user)
+                slug = form.cleaned_data["slug"]
+                moved = bool(slug) and do_set_project_slug(project, slug, request.user)
                 do_set_project_aliases(project, names, request.user)
         except IdentityError as exc:
             form.add_error(None, str(exc))
