@@ -74,7 +74,7 @@ def may_create_project(user, key: str) -> bool:
 
 def adopt_slug(project: Project, slug: str) -> None:
     """Make a project known by a directory name its repo slug `slug` (free: no other project
-    has it), the old key kept as an alias; team sync then moves its folder (§17)."""
+    has it), the old key kept as an alias; team sync then moves its folder (docs/design.md §17)."""
     project.aliases.filter(name=slug).delete()
     ProjectAlias.objects.get_or_create(name=project.key, defaults={"project": project})
     project.key = project.repo_slug = slug

@@ -126,7 +126,7 @@ def test_a_discovered_project_is_shown_by_its_repo_slug_or_its_path(memory_base,
     discover_local_stores(memory_base)
     shown = sorted(str(s.project) for s in Store.objects.filter(kind="private"))
     assert shown == ["-home-alice-app", str(plain), "acme/my-app"]  # the first is not on disk
-    project = Project.objects.get(key="acme/my-app")  # the slug is its identity (§1)
+    project = Project.objects.get(key="acme/my-app")  # the slug is its identity (docs/design.md §1)
     assert project.repo_slug == "acme/my-app"
     assert list(project.aliases.values_list("name", flat=True)) == [sanitize_path(str(repo))]
 
