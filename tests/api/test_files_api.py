@@ -123,7 +123,7 @@ def test_team_stores_need_membership(alice_api, bob_api, alice, bob):
     assert alice_api.post("/api/v1/stores/resolve", team, format="json").status_code == 200
     response = bob_api.post("/api/v1/stores/resolve", team, format="json")
     assert response.status_code == 404
-    assert response.json()["error"]["code"] == "not_found"
+    assert response.json()["error"]["code"] == "no_project"  # as for a project that is not there
 
 
 def test_put_get_list_and_delete_a_file(alice_api, store):
