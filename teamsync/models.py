@@ -123,9 +123,10 @@ class Tombstone(models.Model):
 
 
 class HeldDeletion(models.Model):
-    """Deletions a sync would have made in a store, more than a few files or over a quarter of
-    it: nothing is deleted until a person confirms them on the Team sync page, or refuses
-    them, which puts the files back in the shared repository (docs/design.md §17)."""
+    """Deletions a sync would have made, more than a few files or over a quarter of a store:
+    files gone from the shared repository (deleted from the store) or gone from the store
+    (deleted from the repository). Nothing is deleted until a person confirms them on the Team
+    sync page; refusing puts the files back where they went missing (docs/design.md §17)."""
 
     class Decision(models.TextChoices):
         DELETED = "deleted", "deleted"
@@ -133,6 +134,9 @@ class HeldDeletion(models.Model):
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="held_deletions")
     keys = models.JSONField(default=list, help_text="The files the sync would have deleted.")
+    outgoing = models.BooleanField(
+        default=False, help_text="Gone from the store (else from the shared repository)."
+    )
     total = models.PositiveIntegerField(default=0, help_text="Memory files the store had.")
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)

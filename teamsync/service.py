@@ -21,7 +21,7 @@ from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import read_store
-from memapp.stores.actions import do_forget_memories
+from memapp.stores.actions import do_forget_memories, do_put_files
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
@@ -39,6 +39,7 @@ from teamsync.engine import (
     checksum,
     init_bare_remote,
     is_permanent,
+    union_lines,
     with_local_entries,
 )
 from teamsync.models import (
@@ -173,6 +174,8 @@ def _commit(
     state = _state(store)
     if not _follow_folder(clone, store, state, online=online):
         return CommitResult(base=dict(state.base))
+    if online and keys is None:
+        _guard_outgoing(store, state)
     known = {b.key: (b.reason, b.hits) for b in BlockedFile.objects.filter(store=store)}
     result = clone.commit_local(
         _spec(store, state),
@@ -310,8 +313,8 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)  # what changed on disk since goes into its history first
             spec = _spec(store, state)
             gone = clone.incoming_deletions(spec)
-            if too_many_deletions(len(gone), store):
-                _hold_deletions(store, gone)
+            if too_many_deletions(len(gone), _topic_count(store)):
+                _hold_deletions(store, gone, _topic_count(store), outgoing=False)
                 spec = _spec(store, state)
             applied = clone.apply_incoming(spec)
             _record_incoming(clone, store, applied, report)
@@ -332,18 +335,30 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
 FEW_DELETIONS = 3
 
 
-def too_many_deletions(count: int, store: Store) -> bool:
-    if count < 2:
-        return False
-    total = sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
-    return count > FEW_DELETIONS or count * 4 > total
+def too_many_deletions(count: int, total: int) -> bool:
+    return count >= 2 and (count > FEW_DELETIONS or count * 4 > total)
 
 
-def _hold_deletions(store: Store, keys: list[str]) -> None:
-    """Keep `keys` in the store and out of sync until a person decides (Team sync page)."""
-    total = sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
-    HeldDeletion.objects.create(store=store, keys=keys, total=total)
+def _topic_count(store: Store) -> int:
+    return sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
+
+
+def _hold_deletions(store: Store, keys: list[str], total: int, *, outgoing: bool) -> None:
+    """Keep `keys` out of sync (in the store, and in the shared repository) until a person
+    decides on the Team sync page."""
+    HeldDeletion.objects.create(store=store, keys=keys, total=total, outgoing=outgoing)
     record_event("deletions_held", store=store, file_count=len(keys), paths=keys[:20])
+
+
+def _guard_outgoing(store: Store, state: StoreSyncState) -> None:
+    """Files gone from a store's directory behind memhub's back (a directory emptied, a
+    checkout switched) are deleted from the shared repository only if few."""
+    present = read_store(Path(store.path), tuple(store.exclude))
+    held = _spec(store, state).held
+    gone = sorted(k for k in state.base if is_topic(k) and k not in present and k not in held)
+    total = sum(1 for key in state.base if is_topic(key))
+    if too_many_deletions(len(gone), total):
+        _hold_deletions(store, gone, total, outgoing=True)
 
 
 def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
@@ -357,7 +372,11 @@ def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
     if not decided:
         return
     store = held.store
-    if delete:
+    if held.outgoing and delete:
+        commit_team_change(store, user, set(held.keys))
+    elif held.outgoing:
+        _restore_from_clone(store, user, held.keys)
+    elif delete:
         do_forget_memories(store, user, list(held.keys), via=Via.UI)
     else:
         clone = team_clone()
@@ -370,6 +389,21 @@ def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
                 )
                 state.save(update_fields=["base"])
     request_sync()
+
+
+def _restore_from_clone(store: Store, user, keys: list[str]) -> None:
+    """Write back into the store the shared repository's version of `keys`, with their index
+    lines, through the ordinary write path."""
+    clone = team_clone()
+    with clone.locked():
+        shared = clone.folder_files(folder_for(store))
+    files = {key: shared[key].decode("utf-8") for key in keys if key in shared}
+    if INDEX_FILENAME in shared:
+        index = Path(store.path) / INDEX_FILENAME
+        mine = index.read_bytes() if index.is_file() else b""
+        files[INDEX_FILENAME] = union_lines(mine, shared[INDEX_FILENAME]).decode("utf-8")
+    note = "kept: team sync would have deleted it from the shared repository"
+    do_put_files(store, user, files, via=Via.UI, note=note)
 
 
 def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:

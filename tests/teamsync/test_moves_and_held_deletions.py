@@ -183,3 +183,45 @@ def test_only_members_answer_held_deletions(client, emptied, charlie):
     response = client.post(reverse("sync_held", args=[held.pk]), {"choice": "delete"})
     assert response.status_code == 404
     assert HeldDeletion.objects.get().decided_at is None
+
+
+# --- files gone from the store's own directory ---------------------------------------------------
+
+
+@pytest.fixture
+def wiped(discovered, remote):
+    """The store's directory loses three of its memories behind memhub's back."""
+    for key in ("code_owners.md", "on_call.md", "deploys.md"):
+        (Path(discovered.path) / key).unlink()
+    sync_team()
+    return discovered
+
+
+def test_files_gone_from_the_store_are_not_deleted_for_everyone_without_asking(
+    client, wiped, alice, remote
+):
+    assert set(tip_files(remote, "-tmp-ux-demo")) == set(TEAM)
+    held = HeldDeletion.objects.get()
+    assert (held.outgoing, held.keys, held.total) == (
+        True,
+        ["code_owners.md", "deploys.md", "on_call.md"],
+        3,
+    )
+    client.force_login(alice)
+    page = text(client.get(reverse("sync")))
+    assert "Delete 3 of 3 memories of -tmp-ux-demo from the shared repository?" in page
+    response = client.post(reverse("sync_held", args=[held.pk]), {"choice": "keep"}, follow=True)
+    assert "Kept 3 files in -tmp-ux-demo" in text(response)
+    assert _store_files(wiped) == TEAM  # written back from the shared repository
+    sync_team()
+    assert tip_files(remote, "-tmp-ux-demo") == TEAM
+
+
+def test_confirmed_outgoing_deletions_reach_the_shared_repository(client, wiped, alice, remote):
+    held = HeldDeletion.objects.get()
+    client.force_login(alice)
+    client.post(reverse("sync_held", args=[held.pk]), {"choice": "delete"})
+    sync_team()
+    assert tip_files(remote, "-tmp-ux-demo") == {}  # the index had only their entries
+    deleted_by = git(remote, "log", "--diff-filter=D", "--format=%an", "main", "--", "*on_call.md")
+    assert deleted_by.split() == ["alice"]  # who confirmed it
