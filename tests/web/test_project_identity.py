@@ -60,6 +60,21 @@ def test_staff_set_the_slug_on_the_project_page_and_the_old_key_stays_an_alias(
     assert (event.fields["old"], event.fields["new"], event.user) == (old, "acme/payments", sam)
 
 
+def test_the_old_key_stays_an_alias_even_when_the_form_lists_none(client, discovered, sam):
+    client.force_login(sam)
+    old = discovered.key
+    url = reverse("project_identity", args=[discovered.pk])
+    assert client.post(url, {"slug": "acme/payments", "aliases": ""}).status_code == 302
+    assert find_project(old) == discovered
+    response = client.post(url, {"slug": "", "aliases": f"{old}\n-home-bob-payments"})
+    assert response.status_code == 302  # no slug given: the slug stays, the aliases are set
+    discovered.refresh_from_db()
+    assert discovered.key == "acme/payments"
+    assert sorted(discovered.aliases.values_list("name", flat=True)) == sorted(
+        [old, "-home-bob-payments"]
+    )
+
+
 @pytest.mark.parametrize("slug", ["payments", "acme/payments/extra", "../x", "acme/..", "a b/c"])
 def test_a_slug_that_is_not_owner_repo_is_refused_with_a_reason(client, discovered, sam, slug):
     client.force_login(sam)

@@ -117,11 +117,15 @@ def project_identity(request: HttpRequest, project_id: int) -> HttpResponse:
     form = IdentityForm(request.POST)
     if form.is_valid():
         names = form.cleaned_data["aliases"].splitlines()
+        old_key = project.key
         try:
             with transaction.atomic():
                 slug = form.cleaned_data["slug"]
                 moved = bool(slug) and do_set_project_slug(project, slug, request.user)
-                do_set_project_aliases(project, names, request.user)
+                # The name it had is an alias now, whatever the form listed: agents and
+                # discovery still know the project by it.
+                kept = [*names, old_key] if moved else names
+                do_set_project_aliases(project, kept, request.user)
         except IdentityError as exc:
             form.add_error(None, str(exc))
         else:
