@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from django.db import transaction
+from django.http import Http404
 from django.utils import timezone
 
 from memapp.memdir.agent_snapshots import (
@@ -30,8 +31,8 @@ from memapp.memdir.secret_rules import scan_text
 from memapp.stores.events import record_event
 from memapp.stores.history import record_changes, record_index
 from memapp.stores.mirror import rescan_store
-from memapp.stores.models import Project, Store, Via
-from memapp.stores.projects import find_project
+from memapp.stores.models import Project, ProjectAlias, Store, Via
+from memapp.stores.projects import adopt_slug, find_project, may_create_project
 from snapshots.models import Checkout, SnapshotDecision, upload_root
 from snapshots.targets import SCOPES, Target, snapshot_agents
 
@@ -137,10 +138,12 @@ def _project_for(user, slug: str | None, dirname: str) -> Project:
     directory name is linked to the slug (docs/design.md §1)."""
     project = (find_project(slug) if slug else None) or find_project(dirname)
     if project is None:
-        return Project.objects.create(key=slug or dirname)
+        project = Project.objects.create(key=slug or dirname, repo_slug=slug or "")
+        if slug:
+            ProjectAlias.objects.create(name=dirname, project=project)
+        return project
     if slug and project.key == dirname and not project.repo_slug:
-        project.repo_slug = slug
-        project.save(update_fields=["repo_slug"])
+        adopt_slug(project, slug)
     return project
 
 
@@ -401,6 +404,8 @@ def do_upload_snapshot(
     project = find_project(project_ref) or (find_project(alias) if alias else None)
     with transaction.atomic():
         if project is None:
+            if not may_create_project(user, project_ref):
+                raise Http404("No such project.")
             project = Project.objects.create(key=project_ref)
             project.members.add(user)
         checkout = _upload_checkout(user, project)

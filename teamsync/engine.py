@@ -185,6 +185,16 @@ def _show(repo: Repo, spec: str) -> bytes | None:
         return None
 
 
+def union_lines(first: bytes, second: bytes) -> bytes:
+    """`first`, then every non-blank line of `second` it lacks: how two indexes of one folder
+    are joined when neither may lose an entry."""
+    lines = first.decode("utf-8", "replace").splitlines()
+    for line in second.decode("utf-8", "replace").splitlines():
+        if line.strip() and line not in lines:
+            lines.append(line)
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
 def _write_clone(path: Path, data: bytes) -> None:
     """A file of the clone's work tree: atomic but not fsynced. After a crash `ensure` resets the
     tree to its last commit, and the change is still in the store, so the next sync redoes it;
@@ -472,6 +482,98 @@ class TeamClone:
             return validate_key(folder, key)
         except PathTraversalError as exc:  # the key came from a store, but check anyway
             raise ValueError(f"refusing key {key!r}: {exc}") from exc
+
+    # -- renames and deletions a person decides ----------------------------------------------------
+
+    def move_folder(
+        self, old: str, spec: StoreSpec, author: tuple[str, str] | None = None
+    ) -> list[str]:
+        """Move the store's files from folder `old` to `spec.folder` in one commit (a project's
+        new slug, a team folder's new name): never a deletion and an addition, so no file is
+        lost and git keeps each file's history.
+
+        A file the new folder already holds with the same text is simply dropped from the old
+        one; files only the new folder has stay. Returns the keys the new folder holds with
+        other text: then nothing is moved (a person decides), else an empty list.
+        """
+        source = read_store(self.clone_dir / old, spec.exclude)
+        target = read_store(self.clone_dir / spec.folder)
+        fetched = self._tree_files(f"origin/{BRANCH}", spec.folder)
+        clashes = sorted(
+            key
+            for key, data in source.items()
+            if not is_index_key(key)
+            and any(key in side and side[key] != data for side in (target, fetched))
+        )
+        if clashes or not source:
+            return clashes
+        with self.repo() as repo:
+            for key, data in sorted(source.items()):
+                there = f"{old}/{key}"
+                here = self._target(self.clone_dir / spec.folder, key)
+                if key in target and is_index_key(key):
+                    _write_clone(here, union_lines(target[key], data))
+                    repo.git.rm("--quiet", "--", there)
+                elif key in target:
+                    repo.git.rm("--quiet", "--", there)
+                else:
+                    here.parent.mkdir(parents=True, exist_ok=True)
+                    repo.git.mv("--", there, f"{spec.folder}/{key}")
+            repo.git.add("-A", "--", spec.folder)
+            name, email = author or self.default_author
+            repo.git.commit(
+                "-m", f"Move {old} to {spec.folder}", f"--author={name} <{email}>", "--quiet"
+            )
+        return []
+
+    def _tree_files(self, ref: str, folder: str) -> dict[str, bytes]:
+        """The files under `folder` in commit `ref` (empty when there is no such ref)."""
+        with self.repo() as repo:
+            try:
+                names = repo.git.ls_tree("-r", "--name-only", ref, "--", folder).splitlines()
+            except GitCommandError:
+                return {}
+            return {
+                name.removeprefix(folder + "/"): repo.git.show(
+                    f"{ref}:{name}", strip_newline_in_stdout=False
+                ).encode("utf-8")
+                for name in names
+            }
+
+    def incoming_deletions(self, spec: StoreSpec) -> list[str]:
+        """The memory files integrating the remote would delete from the store: gone from its
+        folder, unchanged here since the base."""
+        clone = read_store(self.clone_dir / spec.folder)
+        store = read_store(spec.directory, spec.exclude)
+        return sorted(
+            key
+            for key in set(spec.base) - set(clone) - spec.held
+            if not is_index_key(key) and key in store and checksum(store[key]) == spec.base[key]
+        )
+
+    def restore_files(
+        self, spec: StoreSpec, keys: list[str], author: tuple[str, str] | None = None
+    ) -> dict[str, str]:
+        """Put the store's `keys` back into its folder, with their index lines, in one commit
+        (a person refused their deletion). Returns the new base of every key written."""
+        store = read_store(spec.directory, spec.exclude)
+        folder = self.clone_dir / spec.folder
+        written: dict[str, bytes] = {key: store[key] for key in keys if key in store}
+        for key in {k for k in store if is_index_key(k)}:
+            shared = shared_index(key, store[key], set(read_store(folder)) | set(written))
+            current = (folder / key).read_bytes() if (folder / key).is_file() else b""
+            written[key] = union_lines(current, shared)
+        with self.repo() as repo:
+            for key, data in written.items():
+                target = self._target(folder, key)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _write_clone(target, data)
+            repo.git.add("-A", "--", spec.folder)
+            if repo.git.diff("--cached", "--name-only"):
+                name, email = author or self.default_author
+                summary = f"Keep {len(keys)} files a sync would have deleted"
+                repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
+        return {key: checksum(data) for key, data in written.items()}
 
     # -- remote changes --------------------------------------------------------------------------
 

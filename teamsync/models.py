@@ -14,6 +14,12 @@ class StoreSyncState(models.Model):
 
     store = models.OneToOneField(Store, on_delete=models.CASCADE, related_name="sync_state")
     base = models.JSONField(default=dict, blank=True, help_text="key → sha256:… as last synced")
+    folder = models.CharField(
+        max_length=600, blank=True, help_text="Its folder in the shared repository as last synced."
+    )
+    move_error = models.TextField(
+        blank=True, help_text="Why its folder could not follow a new name; it waits meanwhile."
+    )
     version = models.PositiveBigIntegerField(default=0)
     last_modified = models.DateTimeField(default=timezone.now)
 
@@ -114,3 +120,33 @@ class Tombstone(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} deleted"
+
+
+class HeldDeletion(models.Model):
+    """Deletions a sync would have made, more than a few files or over a quarter of a store:
+    files gone from the shared repository (deleted from the store) or gone from the store
+    (deleted from the repository). Nothing is deleted until a person confirms them on the Team
+    sync page; refusing puts the files back where they went missing (docs/design.md §17)."""
+
+    class Decision(models.TextChoices):
+        DELETED = "deleted", "deleted"
+        KEPT = "kept", "kept"
+
+    store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="held_deletions")
+    keys = models.JSONField(default=list, help_text="The files the sync would have deleted.")
+    outgoing = models.BooleanField(
+        default=False, help_text="Gone from the store (else from the shared repository)."
+    )
+    total = models.PositiveIntegerField(default=0, help_text="Memory files the store had.")
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision = models.CharField(max_length=16, choices=Decision.choices, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{len(self.keys)} deletions held in {self.store}"

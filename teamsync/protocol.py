@@ -34,7 +34,12 @@ from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
 from memapp.stores.locks import data_dir_lock
 from memapp.stores.models import Project, Store
-from memapp.stores.projects import find_project, managed_store_dir
+from memapp.stores.projects import (
+    find_project,
+    managed_store_dir,
+    may_create_project,
+    no_project_message,
+)
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
 
 ORGANIZATION_ID = "memhub"
@@ -56,20 +61,33 @@ def read_team_entries(store: Store) -> dict[str, bytes]:
     return read_store(Path(store.path), tuple(store.exclude))
 
 
+class NoTeamMemory(Http404):
+    """Why there is no team memory to answer with; `code` tells an agent which case it is:
+    ``no_project`` (none the user can reach), ``team_memory_off``, or ``empty`` (nothing yet)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
-    """The project's team store; None when a PUT may create it. Raises Http404 for an unknown
-    repo, a repo the user is no member of, and (GET) a repo without a team store."""
+    """The project's team store; None when a PUT may create it. Raises `NoTeamMemory` for an
+    unknown repo, a repo the user is no member of (alike, so nothing leaks), team memory
+    switched off, and (GET) a repo without a team store or one the user's first push creates."""
     project = find_project(slug)
     if project is None:
-        allowed = user.is_staff or get_flag("protocol_project_creation") == "everyone"
-        if not (for_put and allowed and get_flag("team_memory")):
-            raise Http404
+        if not (may_create_project(user, slug) and get_flag("team_memory")):
+            raise NoTeamMemory("no_project", no_project_message(slug))
+        if not for_put:  # the first push creates it
+            raise NoTeamMemory("empty", f"memhub has no team memory for {slug} yet.")
         return None
-    if not project.members.filter(pk=user.pk).exists() or not get_flag("team_memory", project):
-        raise Http404
+    if not project.members.filter(pk=user.pk).exists():
+        raise NoTeamMemory("no_project", no_project_message(slug))
+    if not get_flag("team_memory", project):
+        raise NoTeamMemory("team_memory_off", f"Team memory is switched off for {project}.")
     store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
     if store is None and not for_put:
-        raise Http404
+        raise NoTeamMemory("empty", f"{project} has no team memory yet.")
     return store
 
 

@@ -22,6 +22,8 @@ from memapp.memdir.index import merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import read_store
+from memapp.stores.actions import do_forget_memories, do_put_files
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
 from memapp.stores.flags import get_flag, get_flags
@@ -44,9 +46,17 @@ from teamsync.engine import (
     checksum,
     init_bare_remote,
     is_permanent,
+    union_lines,
     with_local_entries,
 )
-from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
+from teamsync.models import (
+    BlockedFile,
+    HeldDeletion,
+    StoreSyncState,
+    TeamConflict,
+    TeamSyncStatus,
+    Tombstone,
+)
 
 
 def team_remote() -> str:
@@ -59,11 +69,21 @@ def team_remote_display() -> str:
     return re.sub(r"(://)[^/@\s]*@", r"\1", team_remote())
 
 
+def _clone_dir() -> Path:
+    return settings.MEMHUB_DATA_DIR / "team-clone"
+
+
 def team_clone() -> TeamClone:
     remote = team_remote()
     if not settings.MEMHUB_TEAM_REMOTE:
         init_bare_remote(Path(remote))
-    return TeamClone(settings.MEMHUB_DATA_DIR / "team-clone", remote)
+    return TeamClone(_clone_dir(), remote)
+
+
+def in_shared_repository(name: str) -> bool:
+    """Whether the shared repository (as last synced) has a folder `name`: a project of that
+    name exists outside this memhub, so only staff may claim it (docs/design.md §17)."""
+    return (_clone_dir() / ".git").is_dir() and (_clone_dir() / name).is_dir()
 
 
 def folder_for(store: Store) -> str:
@@ -91,14 +111,52 @@ def _state(store: Store) -> StoreSyncState:
 
 
 def _spec(store: Store, state: StoreSyncState) -> StoreSpec:
-    held = frozenset(store.conflicts.filter(resolved_at__isnull=True).values_list("key", flat=True))
+    held = set(store.conflicts.filter(resolved_at__isnull=True).values_list("key", flat=True))
+    for keys in store.held_deletions.filter(decided_at__isnull=True).values_list("keys", flat=True):
+        held.update(keys)
     return StoreSpec(
         folder=folder_for(store),
         directory=Path(store.path),
         base=state.base,
         exclude=tuple(store.exclude),
-        held=held,
+        held=frozenset(held),
     )
+
+
+def _follow_folder(clone: TeamClone, store: Store, state: StoreSyncState, *, online: bool) -> bool:
+    """Move the store's folder in the shared repository when its name changed (a new slug,
+    a renamed mount; docs/design.md §17), checked against what the remote holds there, so
+    only a sync (`online`) moves. False while it is not moved: the store then waits, since
+    syncing it under the new name would read every file as deleted."""
+    folder = folder_for(store)
+    if state.folder == folder and not state.move_error:
+        return True
+    if not state.folder:  # first sync, or synced before memhub remembered folders
+        state.folder = folder
+        state.save(update_fields=["folder"])
+        return True
+    if not online:
+        request_sync()
+        return False
+    if clone.fetch() is not None:
+        return False  # the remote cannot say what the new folder holds: the next sync moves
+    author = local_owner() if store.origin == Store.Origin.DISCOVERED else None
+    clashes = clone.move_folder(state.folder, _spec(store, state), _author(author))
+    if clashes:
+        error = (
+            f"Team sync cannot move {state.folder} to {folder}: {folder} in the shared "
+            f"repository already holds other versions of {', '.join(clashes[:5])}. Nothing of "
+            "this store is synced until its old name is set back or those files are moved."
+        )
+        if state.move_error != error:
+            state.move_error = error
+            state.save(update_fields=["move_error"])
+            record_event("folder_moved", store=store, old=state.folder, new=folder, error=error)
+        return False
+    record_event("folder_moved", store=store, old=state.folder, new=folder, error="")
+    state.folder, state.move_error = folder, ""
+    state.save(update_fields=["folder", "move_error"])
+    return True
 
 
 def _hits(hits) -> list[dict]:
@@ -113,12 +171,18 @@ def _blocked_reason(result: CommitResult, key: str) -> BlockedFile.Reason:
     return BlockedFile.Reason.SECRET
 
 
-def _commit(clone: TeamClone, store: Store, user, keys: set[str] | None) -> CommitResult:
+def _commit(
+    clone: TeamClone, store: Store, user, keys: set[str] | None, *, online: bool = False
+) -> CommitResult:
     """Commit a store's local changes; record blocked files, caps and events."""
     flags = get_flags(store.project)
     # The admin's global choice, applied before each gate (a no-op unless it changed).
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     state = _state(store)
+    if not _follow_folder(clone, store, state, online=online):
+        return CommitResult(base=dict(state.base))
+    if online and keys is None:
+        _guard_outgoing(store, state)
     known = {b.key: (b.reason, b.hits) for b in BlockedFile.objects.filter(store=store)}
     result = clone.commit_local(
         _spec(store, state),
@@ -247,11 +311,19 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
     for store in stores:
         # The store's own lock: a write through the UI or API waits instead of landing
         # between what apply read and what it writes (which it would overwrite).
+        state = _state(store)
+        if state.move_error or (state.folder and state.folder != folder_for(store)):
+            continue  # its folder is not moved yet (see _follow_folder): nothing to apply
+
         with store_lock(store):
             if merged.merged:
                 rescan_store(store)  # what changed on disk since goes into its history first
-            state = _state(store)
-            applied = clone.apply_incoming(_spec(store, state))
+            spec = _spec(store, state)
+            gone = clone.incoming_deletions(spec)
+            if too_many_deletions(len(gone), _topic_count(store)):
+                _hold_deletions(store, gone, _topic_count(store), outgoing=False)
+                spec = _spec(store, state)
+            applied = clone.apply_incoming(spec)
             _record_incoming(clone, store, applied, report)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
@@ -263,6 +335,82 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
+
+
+# A sync that would delete more than this many files, or (two or more) over a quarter of a
+# store's memories, stops and asks (docs/design.md §17).
+FEW_DELETIONS = 3
+
+
+def too_many_deletions(count: int, total: int) -> bool:
+    return count >= 2 and (count > FEW_DELETIONS or count * 4 > total)
+
+
+def _topic_count(store: Store) -> int:
+    return sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
+
+
+def _hold_deletions(store: Store, keys: list[str], total: int, *, outgoing: bool) -> None:
+    """Keep `keys` out of sync (in the store, and in the shared repository) until a person
+    decides on the Team sync page."""
+    HeldDeletion.objects.create(store=store, keys=keys, total=total, outgoing=outgoing)
+    record_event("deletions_held", store=store, file_count=len(keys), paths=keys[:20])
+
+
+def _guard_outgoing(store: Store, state: StoreSyncState) -> None:
+    """Files gone from a store's directory behind memhub's back (a directory emptied, a
+    checkout switched) are deleted from the shared repository only if few."""
+    present = read_store(Path(store.path), tuple(store.exclude))
+    held = _spec(store, state).held
+    gone = sorted(k for k in state.base if is_topic(k) and k not in present and k not in held)
+    total = sum(1 for key in state.base if is_topic(key))
+    if too_many_deletions(len(gone), total):
+        _hold_deletions(store, gone, total, outgoing=True)
+
+
+def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
+    """A person's answer to held deletions: delete the files from the store (to its Trash,
+    their index lines with them), or keep them, which puts them back in the shared
+    repository. A second answer (another tab) changes nothing."""
+    decision = HeldDeletion.Decision.DELETED if delete else HeldDeletion.Decision.KEPT
+    decided = HeldDeletion.objects.filter(pk=held.pk, decided_at__isnull=True).update(
+        decided_at=timezone.now(), decided_by=user, decision=decision
+    )
+    if not decided:
+        return
+    store = held.store
+    if held.outgoing and delete:
+        commit_team_change(store, user, set(held.keys))
+    elif held.outgoing:
+        _restore_from_clone(store, user, held.keys)
+    elif delete:
+        do_forget_memories(store, user, list(held.keys), via=Via.UI)
+    else:
+        clone = team_clone()
+        with clone.locked():
+            clone.ensure(fetch=False)
+            with store_lock(store):
+                state = _state(store)
+                state.base.update(
+                    clone.restore_files(_spec(store, state), held.keys, _author(user))
+                )
+                state.save(update_fields=["base"])
+    request_sync()
+
+
+def _restore_from_clone(store: Store, user, keys: list[str]) -> None:
+    """Write back into the store the shared repository's version of `keys`, with their index
+    lines, through the ordinary write path."""
+    clone = team_clone()
+    with clone.locked():
+        shared = clone.folder_files(folder_for(store))
+    files = {key: shared[key].decode("utf-8") for key in keys if key in shared}
+    if INDEX_FILENAME in shared:
+        index = Path(store.path) / INDEX_FILENAME
+        mine = index.read_bytes() if index.is_file() else b""
+        files[INDEX_FILENAME] = union_lines(mine, shared[INDEX_FILENAME]).decode("utf-8")
+    note = "kept: team sync would have deleted it from the shared repository"
+    do_put_files(store, user, files, via=Via.UI, note=note)
 
 
 def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:
@@ -318,7 +466,7 @@ def sync_team(*, push: bool = True) -> SyncReport:
         clone.ensure()
         for store in stores:
             author = owner if store.origin == Store.Origin.DISCOVERED else None
-            result = _commit(clone, store, author, None)
+            result = _commit(clone, store, author, None, online=True)
             report.committed += len(result.committed) + len(result.deleted)
         _integrate(clone, stores, report)
         pull_error = report.error

@@ -6,7 +6,6 @@ body is validated here; the PUT itself is `teamsync.protocol.do_put_team_memory`
 
 from __future__ import annotations
 
-from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -21,6 +20,7 @@ from memapp.api.views import etag_value
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.projects import REPO_SLUG_RE
 from teamsync.protocol import (
+    NoTeamMemory,
     do_put_team_memory,
     entry_checksums,
     find_team_store,
@@ -72,14 +72,17 @@ def team_memory(request: Request) -> Response:
     slug = _repo_slug(request)
     if slug is None:
         return _error(400, "invalid_repo", "repo must be an owner/repo slug.")
-    store = find_team_store(request.user, slug, for_put=False)
+    try:
+        store = find_team_store(request.user, slug, for_put=False)
+    except NoTeamMemory as exc:
+        return _error(404, exc.code, str(exc))
     if request.query_params.get("view") == "hashes":
         files, sums = None, entry_checksums(store)
     else:
         files = read_team_entries(store)
         sums = {key: checksum(data) for key, data in files.items()}
     if not sums:
-        raise Http404
+        return _error(404, "empty", f"{store.project} has no team memory yet.")
     meta = team_memory_meta(store, sums)
     headers = {"ETag": f'"{meta.checksum}"'}
     if etag_value(request.headers.get("If-None-Match")) == meta.checksum:
@@ -103,4 +106,6 @@ def _put(request: Request) -> Response:
         outcome = do_put_team_memory(request.user, slug, body.validated_data["entries"], if_match)
     except FileRejected as exc:
         return _error(status_for(exc.code), exc.code, str(exc), **exc.details)
+    except NoTeamMemory as exc:
+        return _error(404, exc.code, str(exc))
     return Response({**outcome.meta.as_json(), "held": outcome.held})

@@ -33,7 +33,7 @@ from memapp.stores.actions import (
     store_file_path,
 )
 from memapp.stores.models import Store, Via
-from memapp.stores.projects import find_project, resolve_store
+from memapp.stores.projects import find_project, no_project_message, resolve_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
@@ -95,7 +95,7 @@ def store_resolve(request: Request) -> Response:
         )
     except Http404:
         if data["create"]:
-            raise
+            raise ApiError(404, "no_project", no_project_message(data["project"])) from None
         raise ApiError(404, "no_store", "No such store yet; a sync creates it.") from None
     return Response(s.StoreSerializer(store).data)
 

@@ -124,6 +124,8 @@ def _failure(exc: Exception) -> tuple[int, str, str]:
     if isinstance(exc, Unreachable):
         return c.EXIT_UNREACHABLE, "unreachable", str(exc)
     assert isinstance(exc, ApiError)
+    if exc.status == 404 and exc.code == "no_project":  # one sentence that says what to do
+        return c.EXIT_SERVER, "server", exc.message
     details = _details({k: v for k, v in exc.details.items() if k != "error_code"})
     sentence = f"the server refused the request: {exc.message}"
     sentence += f" ({details})" if details else ""

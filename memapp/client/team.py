@@ -90,6 +90,9 @@ MAX_CONFLICT_RETRIES = 2
 DEBOUNCE_SECONDS = 2.0
 POLL_SECONDS = 0.5
 STATE_VERSION = 1
+# A 404 that is not "nothing there yet": no project memhub lets this user reach under the
+# slug, or team memory switched off. Reporting an empty sync would hide it (exit non-zero).
+UNREACHABLE_PROJECT = ("no_project", "team_memory_off")
 
 
 class TeamBusy(Exception):
@@ -311,8 +314,8 @@ class TeamSync:
         except ApiError as exc:
             if exc.status == 304:
                 return None
-            if exc.status == 404:
-                self.remote = _Remote(known=True)
+            if exc.status == 404 and exc.code not in UNREACHABLE_PROJECT:
+                self.remote = _Remote(known=True)  # the project is there; its memory is empty
                 return None
             raise
         content = answer.get("content") or {}
@@ -625,11 +628,11 @@ def cmd_team_sync(args: argparse.Namespace) -> int:
     except TeamBusy as exc:
         raise CommandError(str(exc)) from None
     except ApiError as exc:
-        if exc.status == 404:  # a GET's 404 means "nothing yet": this one refused a PUT
+        if exc.status == 404 and exc.code in UNREACHABLE_PROJECT:
+            raise CommandError(exc.message, EXIT_SERVER) from None
+        if exc.status == 404:  # a server that does not say why
             raise CommandError(
-                f"the server has no team memory for {repo} that you may write: ask an admin "
-                "to add you to the project (or to create it)",
-                EXIT_SERVER,
+                f"memhub has no team memory for {repo} that you can write", EXIT_SERVER
             ) from None
         raise
     partial = report.errors or report.secrets or report.held or report.conflicts or report.skipped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -14,7 +15,8 @@ from memapp.memdir.paths import memory_base, original_path, repo_slug_for
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
-from memapp.stores.models import Project, Store
+from memapp.stores.models import Project, ProjectAlias, Store
+from memapp.stores.projects import REPO_SLUG_RE, adopt_slug, find_project
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,33 @@ def _store_fields(found: FoundStore, owner, project: Project | None) -> dict:
 
 
 def _project(dirname: str) -> Project:
-    """The project of a discovered directory, named once by the checkout it belongs to (its
-    repo slug, else its path) when that checkout is still on this host."""
-    project, _ = Project.objects.get_or_create(key=dirname)
-    if not project.name and not project.repo_slug:
-        checkout = original_path(dirname)
-        if checkout is not None:
-            project.name = repo_slug_for(checkout) or str(checkout)
-            project.save(update_fields=["name"])
+    """The project of a discovered directory (docs/design.md §1): the repo slug of its checkout
+    when that is on this host and has one, the directory name an alias of it; else the
+    directory name, shown as the checkout's path. A project known only by the directory name
+    takes the slug once the checkout has one, unless another project holds it (staff merge
+    the two on the project page)."""
+    project = find_project(dirname)
+    if project is not None and project.repo_slug:
+        return project
+    # The checkout's path once found is kept as the name: walking the disk for it again on
+    # every discovery would cost up to 2,000 directory reads per project.
+    known = project is not None and project.name.startswith("/")
+    checkout = Path(project.name) if known else original_path(dirname)
+    slug = repo_slug_for(checkout) if checkout is not None else None
+    slug = slug if slug and REPO_SLUG_RE.fullmatch(slug) else None
+    if project is None and slug:
+        project = find_project(slug)
+        if project is None:
+            project = Project.objects.create(key=slug, repo_slug=slug, name=slug)
+        ProjectAlias.objects.create(name=dirname, project=project)
+        return project
+    if project is None:
+        return Project.objects.create(key=dirname, name=str(checkout) if checkout else "")
+    if slug and find_project(slug) is None:
+        adopt_slug(project, slug)
+    elif not project.name and checkout is not None:
+        project.name = str(checkout)
+        project.save(update_fields=["name"])
     return project
 
 

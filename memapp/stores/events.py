@@ -75,6 +75,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "member_added": ("member",),
     "member_removed": ("member",),
+    "project_renamed": ("old", "new", "aliases"),
+    "projects_merged": ("merged", "into"),
+    "folder_moved": ("old", "new", "error"),
+    "deletions_held": ("file_count", "paths"),
 }
 
 

@@ -37,6 +37,22 @@ class Project(models.Model):
         return self.repo_slug or self.name or self.key
 
 
+class ProjectAlias(models.Model):
+    """Another name of a project (docs/design.md §1): a Claude Code directory name, or a key or
+    slug it had before. It resolves to the project, never to a second one."""
+
+    name = models.CharField(max_length=255, unique=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="aliases")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "project aliases"
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.project}"
+
+
 class StoreQuerySet(models.QuerySet):
     def visible_to(self, user) -> StoreQuerySet:
         """Private and agent stores only to their owner (staff included); team stores to members."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
@@ -11,7 +12,8 @@ from django.http import Http404
 
 from memapp.memdir.memory_dirs import PRIVATE_EXCLUDE
 from memapp.memdir.paths import sanitize_path
-from memapp.stores.models import Project, Store
+from memapp.stores.flags import get_flag
+from memapp.stores.models import Project, ProjectAlias, Store
 
 # A repo slug names the project's folder in the shared team repository, so `..`, `.` and an
 # owner starting with a dot (`.git/…`) would put it outside that repository or in its metadata.
@@ -25,9 +27,58 @@ def valid_project_key(key: str) -> bool:
     return bool(REPO_SLUG_RE.fullmatch(key) or DIRNAME_RE.fullmatch(key))
 
 
+def _named(ref: str, prefix: str = "") -> Q:
+    """A project's names: its key, its repo slug and its aliases (docs/design.md §1)."""
+    return (
+        Q(**{f"{prefix}key": ref})
+        | Q(**{f"{prefix}repo_slug": ref})
+        | Q(**{f"{prefix}pk__in": ProjectAlias.objects.filter(name=ref).values("project")})
+    )
+
+
 def find_project(ref: str) -> Project | None:
-    """By key (`owner/repo` or a sanitized directory name) or by a linked repo slug."""
-    return Project.objects.filter(Q(key=ref) | Q(repo_slug=ref)).order_by("pk").first()
+    """By key (`owner/repo` or a sanitized directory name), repo slug or alias."""
+    return Project.objects.filter(_named(ref)).order_by("pk").first()
+
+
+# Whether a name is already taken outside memhub (a folder of the shared team repository):
+# registered by teamsync, which the stores layer may not import.
+_claimed_checks: list[Callable[[str], bool]] = []
+
+
+def register_claimed(check: Callable[[str], bool]) -> None:
+    _claimed_checks.append(check)
+
+
+def no_project_message(ref: str) -> str:
+    """What an agent is told when memhub has no project `ref` it may reach (the same for one
+    that does not exist and one the caller is no member of, so nothing leaks)."""
+    return (
+        f"memhub has no project {ref} that you can reach: if it is there under another name, "
+        "staff can give it this repo slug on its project page."
+    )
+
+
+def may_create_project(user, key: str) -> bool:
+    """Whether `user` may create a project named `key` (`protocol_project_creation`, on every
+    path that creates one). A name the shared team repository already holds is claimed only
+    by staff: creating it would hand its team memory to whoever asked first."""
+    if not user.is_authenticated or not valid_project_key(key):
+        return False
+    if user.is_staff:
+        return True
+    if get_flag("protocol_project_creation") != "everyone":
+        return False
+    return not any(check(key) for check in _claimed_checks)
+
+
+def adopt_slug(project: Project, slug: str) -> None:
+    """Make a project known by a directory name its repo slug `slug` (free: no other project
+    has it), the old key kept as an alias; team sync then moves its folder (docs/design.md §17)."""
+    project.aliases.filter(name=slug).delete()
+    ProjectAlias.objects.get_or_create(name=project.key, defaults={"project": project})
+    project.key = project.repo_slug = slug
+    project.save(update_fields=["key", "repo_slug"])
 
 
 def managed_store_dir(project: Project, scope: str, user=None):
@@ -43,7 +94,7 @@ def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create
     if scope == Store.Kind.PRIVATE and not alias:
         store = (
             Store.objects.filter(
-                Q(project__key=project_ref) | Q(project__repo_slug=project_ref),
+                _named(project_ref, "project__"),
                 kind=Store.Kind.PRIVATE,
                 owner=user,
             )
@@ -61,15 +112,23 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
     """The user's private store, or the project's team store, for an agent's project.
 
     `alias` is the sanitized directory name the agent also knows; a project first discovered
-    under it is linked to the slug. A team store needs membership (else 404, so nothing
-    leaks); a private store is the user's own and is created on first use. With `create`
-    false nothing is written, not even that link: a missing store is a 404.
+    under it takes the slug as its identity (docs/design.md §1), but only for a member who
+    may create a project of that name. A team store needs membership (else 404, so nothing
+    leaks); a private store is the user's own and is created on first use in a project memhub
+    knows, or one the user may create (`may_create_project`). With `create` false nothing is
+    written, not even that link: a missing store is a 404.
     """
     project = find_project(project_ref) or (find_project(alias) if alias else None)
     linkable = create and project is not None and alias and project.key == alias != project_ref
-    if linkable and not project.repo_slug and project.members.filter(pk=user.pk).exists():
-        project.repo_slug = project_ref
-        project.save(update_fields=["repo_slug"])
+    if (
+        linkable
+        and not project.repo_slug
+        and REPO_SLUG_RE.fullmatch(project_ref)
+        and project.members.filter(pk=user.pk).exists()
+        and find_project(project_ref) is None
+        and may_create_project(user, project_ref)
+    ):
+        adopt_slug(project, project_ref)
     if scope == Store.Kind.TEAM:
         if project is None or not project.members.filter(pk=user.pk).exists():
             raise Http404("No such project.")
@@ -84,9 +143,10 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
             raise Http404("No team store.")
         return store
     if project is None:
-        if not create or not valid_project_key(project_ref):
+        if not create or not may_create_project(user, project_ref):
             raise Http404("No such project.")
-        project = Project.objects.create(key=project_ref)
+        slug = project_ref if REPO_SLUG_RE.fullmatch(project_ref) else ""
+        project = Project.objects.create(key=project_ref, repo_slug=slug)
         project.members.add(user)
     store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user).first()
     if store is None:

@@ -10,9 +10,15 @@ from memapp.web.admin_forms import FlagValueAdminForm
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    """A project's slug and aliases are changed on its memhub page, where they are checked,
+    the old key kept as an alias and the team folder moved (docs/design.md §1)."""
+
     list_display = ["key", "name", "created_at"]
-    search_fields = ["key", "name"]
+    search_fields = ["key", "name", "aliases__name"]
     filter_horizontal = ["members"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["key", "repo_slug"] if obj is not None else []
 
 
 @admin.register(FlagValue)

@@ -84,6 +84,7 @@ urlpatterns = [
     path("settings/flags/<str:name>/clear/", settings_page.flag_clear, name="flag_clear"),
     path("sync/", team_sync.sync_status, name="sync"),
     path("sync/now/", team_sync.sync_now, name="sync_now"),
+    path("sync/held/<int:held_id>/", team_sync.held_deletions, name="sync_held"),
     path("sync/conflicts/<int:conflict_id>/", team_sync.conflict_detail, name="sync_conflict"),
     path("snapshots/", snapshots.snapshot_list, name="snapshot_list"),
     path("snapshots/checkouts/", snapshots.checkout_register, name="checkout_register"),
@@ -113,6 +114,8 @@ urlpatterns = [
     path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("projects/", projects.project_list, name="projects"),
     path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
+    path("projects/<int:project_id>/identity/", projects.project_identity, name="project_identity"),
+    path("projects/<int:project_id>/merge/", projects.project_merge, name="project_merge"),
     path(
         "projects/<int:project_id>/members/<int:user_id>/remove/",
         projects.member_remove,

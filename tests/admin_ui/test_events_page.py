@@ -17,7 +17,7 @@ from django.utils import timezone
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, record_event
 from memapp.stores.flags import set_flag
-from memapp.stores.models import Event
+from memapp.stores.models import Event, Project
 from teamsync.models import TeamConflict
 from teamsync.service import folder_for, sync_team, team_clone
 from tests.admin_ui.conftest import client_for, text
@@ -113,6 +113,18 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
     request_consolidation(acme.alice_private, trigger="manual", requested_by=alice)
     background_tick()  # consolidation_run
+    for key in ("project_x.md", "project_y.md"):
+        (team / key).write_text(f"{key}\n")
+    sync_team()
+    for key in ("project_x.md", "project_y.md", "project_a.md"):
+        (team / key).unlink()
+    sync_team()  # deletions_held: three files gone from the store behind memhub's back
+    identity = reverse("project_identity", kwargs={"project_id": acme.project.pk})
+    assert admin.post(identity, {"slug": "acme/payments"}).status_code == 302  # project_renamed
+    sync_team()  # folder_moved
+    twin = Project.objects.create(key="-home-alice-payments")
+    merge = reverse("project_merge", kwargs={"project_id": acme.project.pk})
+    assert admin.post(merge, {"source": twin.pk, "confirm": "on"}).status_code == 302  # merged
     # Agent snapshots are not built yet, so nothing records this kind; it is shown all the same.
     record_event("snapshot_decision", user=alice, agent_type="reviewer", decision="none")
 

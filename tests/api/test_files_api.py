@@ -35,7 +35,7 @@ def test_resolve_creates_the_callers_private_store_once(alice_api, alice, settin
     assert list(Project.objects.get(key="acme/app").members.all()) == [alice]
 
 
-def test_a_discovered_project_is_linked_to_its_slug(alice_api, alice):
+def test_a_discovered_project_takes_its_slug_keeping_the_directory_name_as_alias(alice_api, alice):
     project = Project.objects.create(key="-home-alice-app")
     project.members.add(alice)
     response = alice_api.post(
@@ -43,9 +43,48 @@ def test_a_discovered_project_is_linked_to_its_slug(alice_api, alice):
         {"project": "acme/app", "project_dirname": "-home-alice-app", "scope": "private"},
         format="json",
     )
-    assert response.json()["project"] == "-home-alice-app"
+    assert response.json()["project"] == "acme/app"
     project.refresh_from_db()
-    assert project.repo_slug == "acme/app"
+    assert (project.key, project.repo_slug) == ("acme/app", "acme/app")
+    assert list(project.aliases.values_list("name", flat=True)) == ["-home-alice-app"]
+    by_alias = alice_api.post(
+        "/api/v1/stores/resolve", {"project": "-home-alice-app", "scope": "private"}, format="json"
+    )
+    assert by_alias.json()["id"] == response.json()["id"]
+    assert Project.objects.count() == 1
+
+
+def test_a_member_who_may_not_create_projects_cannot_aim_one_at_another_slug(bob_api, bob):
+    """`project_dirname` links a project to a slug only for whoever may create that project
+    (`protocol_project_creation`, staff by default): else any member could point the
+    project's team memory at whatever the shared repository holds under any slug."""
+    project = Project.objects.create(key="-home-bob-app")
+    project.members.add(bob)
+    ask = {"project": "acme/secret", "project_dirname": "-home-bob-app", "scope": "private"}
+    response = bob_api.post("/api/v1/stores/resolve", ask, format="json")
+    assert response.status_code == 200  # bob's store, in the project he knows
+    project.refresh_from_db()
+    assert (project.key, project.repo_slug) == ("-home-bob-app", "")
+    assert response.json()["project"] == "-home-bob-app"
+
+
+def test_resolve_creates_a_project_only_for_who_may_create_one(bob_api, bob, alice):
+    from memapp.stores.flags import set_flag
+
+    ask = {"project": "acme/new", "scope": "private"}
+    refused = bob_api.post("/api/v1/stores/resolve", ask, format="json")
+    assert refused.status_code == 404
+    assert not Project.objects.exists() and not Store.objects.exists()
+    set_flag("protocol_project_creation", "everyone", user=alice)
+    assert bob_api.post("/api/v1/stores/resolve", ask, format="json").status_code == 200
+    assert Project.objects.get().key == "acme/new"
+
+
+def test_resolve_refuses_a_project_key_that_is_neither_slug_nor_directory_name(alice_api):
+    ask = {"project": "acme/app/extra", "scope": "private"}
+    response = alice_api.post("/api/v1/stores/resolve", ask, format="json")
+    assert response.status_code == 400
+    assert not Project.objects.exists()
 
 
 def test_resolve_without_create_finds_a_store_but_never_makes_one(alice_api, alice, settings):
@@ -84,7 +123,7 @@ def test_team_stores_need_membership(alice_api, bob_api, alice, bob):
     assert alice_api.post("/api/v1/stores/resolve", team, format="json").status_code == 200
     response = bob_api.post("/api/v1/stores/resolve", team, format="json")
     assert response.status_code == 404
-    assert response.json()["error"]["code"] == "not_found"
+    assert response.json()["error"]["code"] == "no_project"  # as for a project that is not there
 
 
 def test_put_get_list_and_delete_a_file(alice_api, store):

@@ -17,7 +17,7 @@ import pytest
 
 from memapp.stores.events import flush_events
 from memapp.stores.flags import set_flag
-from memapp.stores.models import Event
+from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
 from memapp.stores.recall import SELECTOR_SYSTEM
 from tests.api.fake_anthropic import FakeAnthropic
@@ -336,7 +336,8 @@ def test_without_a_key_the_model_is_never_called(alice_api, fake, stores, settin
     assert body["selector"] == "offline" and body["fallback_reason"] is None
 
 
-def test_an_empty_store_never_calls_the_model(bob_api, fake):
+def test_an_empty_store_never_calls_the_model(bob_api, bob, fake):
+    Project.objects.create(key="acme/app").members.add(bob)
     body = recall(bob_api, query=QUERY)
     assert fake.requests == []
     assert body["memories"] == [] and body["rendered"] == ""

@@ -473,7 +473,10 @@ def test_a_member_only_may_write(laptop, desktop, bob):
     result = team_sync(desktop, status=None)
 
     assert result.returncode == 5  # the server refused
-    assert "no team memory for acme/widgets that you may write" in result.stderr
+    assert result.stderr == (
+        "memhub-agent: memhub has no project acme/widgets that you can reach: if it is there "
+        "under another name, staff can give it this repo slug on its project page.\n"
+    )
     assert on_server()["feedback_db.md"] != "bob's edit\n"
 
 
@@ -664,3 +667,31 @@ def test_the_team_client_never_imports_django():
     )
 
     assert result.returncode == 0, result.stderr
+
+
+# --- a project memhub cannot find ----------------------------------------------------------------
+
+NO_PROJECT = (
+    f"memhub-agent: memhub has no project {SLUG} that you can reach: if it is there under "
+    "another name, staff can give it this repo slug on its project page.\n"
+)
+
+
+@pytest.mark.parametrize("local_files", [False, True])
+def test_a_project_memhub_cannot_find_is_said_in_one_sentence_and_exits_non_zero(
+    desktop, bob, local_files
+):
+    """The project is on memhub under its directory name only: bob's agent is told so (never
+    an empty "pulled 0, pushed 0" that looks like success), and nothing is created."""
+    project = Project.objects.create(key="-home-alice-src-widgets")
+    project.members.add(bob)
+    if local_files:
+        write(desktop, "feedback_db.md", "bob's note\n")
+
+    result = team_sync(desktop, status=5)
+
+    assert result.stdout == "" and result.stderr == NO_PROJECT
+    private = desktop.run("sync")
+    assert private.returncode == 5 and private.stderr == NO_PROJECT
+    assert list(Project.objects.values_list("key", flat=True)) == ["-home-alice-src-widgets"]
+    assert not Store.objects.exists()

@@ -107,7 +107,16 @@ def git_log(data_dir: Path, *args: str) -> list[str]:
     return out.splitlines()
 
 
-NOT_FOUND = {"error": {"code": "not_found", "message": "Not found.", "details": {}}}
+def not_found(code: str, message: str) -> dict:
+    """A 404 says which case it is, so an agent can tell "nothing yet" from "no such project"."""
+    return {"error": {"code": code, "message": message, "details": {"error_code": code}}}
+
+
+NO_PROJECT = not_found(
+    "no_project",
+    "memhub has no project acme/widgets that you can reach: if it is there under another "
+    "name, staff can give it this repo slug on its project page.",
+)
 
 
 # --- GET ------------------------------------------------------------------------------------
@@ -160,10 +169,24 @@ def test_if_none_match_with_the_current_checksum_is_304(alice_api, filled):
 
 def test_a_repo_without_team_memory_is_404(alice_api, project):
     assert alice_api.get(URL).status_code == 404
-    assert alice_api.get(URL).json() == NOT_FOUND
+    assert alice_api.get(URL).json() == not_found("empty", "acme/widgets has no team memory yet.")
     unknown = alice_api.get("/api/claude_code/team_memory?repo=acme%2Fnothing")
-    assert unknown.status_code == 404 and unknown.json() == NOT_FOUND
+    assert unknown.status_code == 404  # staff: her first push creates it
+    assert unknown.json() == not_found("empty", "memhub has no team memory for acme/nothing yet.")
     assert not Project.objects.filter(key="acme/nothing").exists()
+
+
+def test_an_unknown_repo_is_no_project_for_who_may_not_create_one(bob_api, project):
+    response = bob_api.get("/api/claude_code/team_memory?repo=acme%2Fwidgetz")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "no_project"
+    assert (
+        put(
+            bob_api, {"a.md": "x"}, url="/api/claude_code/team_memory?repo=acme%2Fwidgetz"
+        ).status_code
+        == 404
+    )
+    assert not Project.objects.filter(key="acme/widgetz").exists()
 
 
 def test_an_emptied_team_store_is_404_again(alice, alice_api, filled):
@@ -178,10 +201,10 @@ def test_an_emptied_team_store_is_404_again(alice, alice_api, filled):
 def test_a_non_member_gets_the_same_404_as_for_an_unknown_repo(charlie_api, sam_api, filled):
     for client in (charlie_api, sam_api):  # staff status grants no access either
         response = client.get(URL)
-        assert response.status_code == 404 and response.json() == NOT_FOUND
+        assert response.status_code == 404 and response.json() == NO_PROJECT
         assert client.get(HASHES).status_code == 404
         response = put(client, {"feedback_db.md": "overwritten"})
-        assert response.status_code == 404 and response.json() == NOT_FOUND
+        assert response.status_code == 404 and response.json() == NO_PROJECT
     assert on_disk() == filled
 
 

@@ -126,4 +126,43 @@ def test_a_discovered_project_is_shown_by_its_repo_slug_or_its_path(memory_base,
     discover_local_stores(memory_base)
     shown = sorted(str(s.project) for s in Store.objects.filter(kind="private"))
     assert shown == ["-home-alice-app", str(plain), "acme/my-app"]  # the first is not on disk
-    assert Project.objects.get(name="acme/my-app").repo_slug == ""  # shown, not linked
+    project = Project.objects.get(key="acme/my-app")  # the slug is its identity (docs/design.md §1)
+    assert project.repo_slug == "acme/my-app"
+    assert list(project.aliases.values_list("name", flat=True)) == [sanitize_path(str(repo))]
+
+
+def _git(*args: str) -> None:
+    subprocess.run(["git", *args], check=True, capture_output=True)
+
+
+@pytest.mark.django_db
+def test_a_checkout_given_a_remote_later_makes_its_project_the_slug_not_a_second_one(
+    memory_base, tmp_path, alice
+):
+    repo = tmp_path / "ux-demo"
+    _git("init", "-q", str(repo))
+    _project_dir(memory_base, repo)
+    discover_local_stores(memory_base)
+    dirname = sanitize_path(str(repo))
+    assert Project.objects.filter(key=dirname).exists()
+    before = Project.objects.count()
+    _git("-C", str(repo), "remote", "add", "origin", "https://github.com/acme/payments.git")
+    discover_local_stores(memory_base)
+    assert Project.objects.count() == before  # still one project: the same one, re-keyed
+    project = Project.objects.get(aliases__name=dirname)
+    assert (project.key, project.repo_slug, str(project)) == ("acme/payments",) * 3
+    assert list(project.aliases.values_list("name", flat=True)) == [dirname]
+    assert Store.objects.filter(project=project).count() == 1
+
+
+@pytest.mark.django_db
+def test_two_checkouts_of_one_repository_are_one_project(memory_base, tmp_path, alice):
+    for name in ("one", "two"):
+        _git("init", "-q", str(tmp_path / name))
+        _git("-C", str(tmp_path / name), "remote", "add", "origin", "git@github.com:acme/app.git")
+        _project_dir(memory_base, tmp_path / name)
+    discover_local_stores(memory_base)
+    project = Project.objects.get(key="acme/app")
+    assert sorted(project.aliases.values_list("name", flat=True)) == sorted(
+        sanitize_path(str(tmp_path / n)) for n in ("one", "two")
+    )

@@ -14,10 +14,11 @@ from memapp.stores.flags import get_flags
 from memapp.stores.models import Event, Store
 from memapp.web.diff import diff_lines
 from memapp.web.sync_story import sync_story
-from teamsync.models import BlockedFile, TeamConflict, TeamSyncStatus
+from teamsync.models import BlockedFile, HeldDeletion, StoreSyncState, TeamConflict, TeamSyncStatus
 from teamsync.service import (
     AlreadyResolved,
     current_text,
+    decide_deletions,
     folder_for,
     request_sync,
     resolve_conflict,
@@ -72,10 +73,44 @@ def sync_status(request: HttpRequest) -> HttpResponse:
         "conflicts": TeamConflict.objects.filter(
             store__in=stores, resolved_at__isnull=True
         ).select_related("store__project"),
+        "held": HeldDeletion.objects.filter(
+            store__in=stores, decided_at__isnull=True
+        ).select_related("store__project"),
+        "moves": StoreSyncState.objects.filter(store__in=stores)
+        .exclude(move_error="")
+        .select_related("store__project"),
         "page": page,
         "story": sync_story(page.object_list),
     }
     return render(request, "teamsync/status.html", context)
+
+
+@login_required
+@require_POST
+def held_deletions(request: HttpRequest, held_id: int) -> HttpResponse:
+    """A member confirms or refuses the deletions a sync held back (docs/design.md §17)."""
+    held = (
+        HeldDeletion.objects.filter(pk=held_id, store__in=_team_stores(request.user))
+        .select_related("store__project")
+        .first()
+    )
+    choice = request.POST.get("choice")
+    if held is None:
+        raise Http404("No such question.")
+    if choice not in ("delete", "keep"):
+        messages.error(request, "Choose Delete them or Keep them.")
+        return redirect("sync")
+    if held.decided_at is not None:
+        messages.info(request, f"Already answered: {held.get_decision_display()}.")
+        return redirect("sync")
+    decide_deletions(held, request.user, delete=choice == "delete")
+    where = held.store.project
+    if choice == "delete":
+        note = f"Deleted {len(held.keys)} files from {where}: they are in its Trash."
+    else:
+        note = f"Kept {len(held.keys)} files in {where}: the next sync shares them again."
+    messages.success(request, note)
+    return redirect("sync")
 
 
 @login_required
