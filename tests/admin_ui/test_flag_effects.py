@@ -19,6 +19,7 @@ from memapp.stores.flags import FLAGS, set_flag
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
 from teamsync.models import BlockedFile, TeamSyncStatus
+from teamsync.service import sync_team
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
 from tests.api.fake_anthropic import FakeAnthropic
@@ -375,8 +376,8 @@ def test_secrets_entropy_plugins_turn_on_the_entropy_checks_before_a_push(
 ):
     checksum = 'checksum = "' + random.Random(7).randbytes(32).hex() + '"'
 
-    def remember(name: str) -> None:
-        response = alice_api.post(
+    def remember(name: str):
+        return alice_api.post(
             "/api/v1/remember",
             {
                 "project": "acme/app",
@@ -388,14 +389,29 @@ def test_secrets_entropy_plugins_turn_on_the_entropy_checks_before_a_push(
             },
             format="json",
         )
-        assert response.status_code == 201, response.content
 
-    remember("Build one")
+    assert remember("Build one").status_code == 201
     assert not BlockedFile.objects.exists()
     settings_post(alice, "secrets_entropy_plugins", "true")
-    remember("Build two")
+    # A write to team memory through memhub passes the same gate as the push: refused, unwritten.
+    refused = remember("Build two")
+    assert refused.status_code == 422, refused.content
+    [hit] = refused.json()["error"]["details"]["entries"]
+    assert hit["rule_id"] == "detect-secrets:Hex High Entropy String"
+    team = resolve_store(alice, "acme/app", "team")
+    assert not (Path(team.path) / "reference_build_two.md").exists()
+    # What an agent writes beside memhub is kept back at the push.
+    write_memory(
+        Path(team.path),
+        "reference_build_three.md",
+        "Build three",
+        "a build",
+        "reference",
+        f"The build.\n{checksum}\n",
+    )
+    sync_team()
     [blocked] = BlockedFile.objects.all()
-    assert blocked.reason == "secret" and blocked.key.endswith("build_two.md")
+    assert blocked.reason == "secret" and blocked.key.endswith("build_three.md")
     assert [hit["rule_id"] for hit in blocked.hits] == ["detect-secrets:Hex High Entropy String"]
     event = Event.objects.get(kind="secret_skipped")
     assert event.fields == {

@@ -28,9 +28,12 @@ def text(response) -> str:
 
 @pytest.fixture
 def trashed(team_store, alice, dora, remote):
-    """Dora deleted two team memories; memhub's next pull moves them to the Trash."""
+    """Dora deleted two of the team's ten memories; memhub's next pull moves them to the Trash
+    (two of ten is no mass deletion: nothing is held for a person, docs/design.md §17)."""
     owners = save(team_store, alice, "Code owners")
     rota = save(team_store, alice, "On-call rota")
+    for name in ("Deploys", "Pager", "Runbooks", "Oncall", "Staging", "Releases", "Tracing"):
+        save(team_store, alice, name)
     sync_team()
     dora.pull()
     dora.delete(owners.path)
