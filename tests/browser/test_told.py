@@ -25,13 +25,15 @@ SENTENCE = "Team sync moved 2 memories to the Trash in acme/app: Code owners and
 
 @pytest.fixture
 def team_store(tmp_path, settings, alice) -> Store:
-    """Dora deleted two of the team's memories; memhub's pull moved them to the Trash."""
+    """Dora deleted two of the team's ten memories; memhub's pull moved them to the Trash."""
     remote = make_bare(tmp_path / "team.git")
     settings.MEMHUB_TEAM_REMOTE = str(remote)
     Project.objects.create(key="acme/app").members.add(alice)
     store = resolve_store(alice, "acme/app", "team")
     owners = save(store, alice, "Code owners")
     rota = save(store, alice, "On-call rota")
+    for name in ("Deploys", "Pager", "Runbooks", "Oncall", "Staging", "Releases", "Tracing"):
+        save(store, alice, name)  # two of ten deleted is no mass deletion (§17)
     sync_team()
     dora = Member(tmp_path / "elsewhere", "dora", remote)
     dora.pull()
