@@ -33,7 +33,7 @@ def team_store(tmp_path, settings, alice) -> Store:
     owners = save(store, alice, "Code owners")
     rota = save(store, alice, "On-call rota")
     for name in ("Deploys", "Pager", "Runbooks", "Oncall", "Staging", "Releases", "Tracing"):
-        save(store, alice, name)  # two of ten deleted is no mass deletion (§17)
+        save(store, alice, name)  # two of ten deleted is no mass deletion (docs/design.md §17)
     sync_team()
     dora = Member(tmp_path / "elsewhere", "dora", remote)
     dora.pull()

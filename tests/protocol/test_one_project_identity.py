@@ -94,11 +94,14 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
 
     # Bob syncs: he gets the team's memories and shares his own.
     synced = desktop.run("team", "sync")
-    # Both sides' MEMORY.md differ: how indexes merge line by line is team sync's index rule
-    # (docs/design.md §17), not this test's; any other complaint fails it.
-    assert synced.returncode in (0, 1), synced.stderr
-    assert all(line.startswith("MEMORY.md:") for line in synced.stderr.splitlines())
-    assert synced.stdout.startswith("team acme/payments: pulled 3, pushed ")  # the 3 topics
+    # Both sides' MEMORY.md differ: merged line by line (docs/design.md §17), not replaced.
+    assert synced.returncode == 0, synced.stderr
+    assert synced.stderr == (
+        "MEMORY.md: changed here and on the server; merged line by line (every entry of both "
+        "kept)\n"
+    )
+    # pulled: the 3 topics and the index; pushed: Bob's topic and the merged index
+    assert synced.stdout.startswith("team acme/payments: pulled 4, pushed 2 ")
     sync_team()
 
     everything = {**TEAM, "project_staging.md": BOBS}
@@ -107,6 +110,12 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
     shared = tip_files(remote, "acme/payments")
     assert {k: v for k, v in shared.items() if k != "MEMORY.md"} == everything
     assert tip_files(remote, dirname) == {}  # moved, not copied
+    for index in (
+        (team_dir / "MEMORY.md").read_text(),
+        (desktop.memory_dir / "team" / "MEMORY.md").read_text(),
+        shared["MEMORY.md"],
+    ):
+        assert all(f"]({key})" in index for key in everything), index  # the team's and Bob's
     assert not TrashItem.objects.exists() and not HeldDeletion.objects.exists()
     assert list(Project.objects.values_list("key", flat=True)) == ["acme/payments"]
     assert Store.objects.filter(kind="team").count() == 1
