@@ -101,6 +101,28 @@ MEMHUB_EVENT_RETENTION_DAYS = env_int("MEMHUB_EVENT_RETENTION_DAYS", 90, minimum
 # Forgotten memories stay restorable this many days, then go with their history.
 MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 
+# Joining (docs/design.md §25): how long API tokens and invitations live, and where mail goes.
+# A token lives this many days, then is renewed on the API tokens page; 0: tokens never expire.
+MEMHUB_TOKEN_DAYS = env_int("MEMHUB_TOKEN_DAYS", 90, minimum=0)
+MEMHUB_INVITATION_DAYS = env_int("MEMHUB_INVITATION_DAYS", 7, minimum=1)
+# The command the Connect your agent page gives for installing memhub-agent.
+MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL", "pipx install memhub")
+# Seconds `memhub-agent login` waits between polls while a person approves it (RFC 8628).
+MEMHUB_DEVICE_POLL_SECONDS = env_int("MEMHUB_DEVICE_POLL_SECONDS", 5, minimum=1)
+# Invitations are mailed through Django's email backend: printed on the console unless an SMTP
+# host is set.
+EMAIL_HOST = env_str("MEMHUB_EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("MEMHUB_EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("MEMHUB_EMAIL_USER")
+EMAIL_HOST_PASSWORD = env_str("MEMHUB_EMAIL_PASSWORD")
+EMAIL_USE_TLS = env_bool("MEMHUB_EMAIL_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("MEMHUB_EMAIL_FROM", "memhub <memhub@localhost>")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -221,11 +243,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 MEMHUB_API_RATE = env_rate("MEMHUB_API_RATE", "1200/min")
+# Browser logins (`memhub-agent login` without a token) started per address.
+MEMHUB_DEVICE_RATE = env_rate("MEMHUB_DEVICE_RATE", "30/hour")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memapp.api.auth.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["memapp.api.auth.TokenScopePermission"],
     "DEFAULT_THROTTLE_CLASSES": ["memapp.api.auth.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE},
+    "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE, "device": MEMHUB_DEVICE_RATE},
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "memapp.api.errors.api_exception_handler",

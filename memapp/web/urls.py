@@ -7,6 +7,7 @@ from memapp.web.views import (
     event_log,
     history,
     home,
+    joining,
     lifecycle,
     memories,
     projects,
@@ -74,6 +75,7 @@ urlpatterns = [
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("profile/tokens/", tokens.token_list, name="tokens"),
     path("profile/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("profile/tokens/<int:token_id>/renew/", tokens.token_renew, name="token_renew"),
     path(
         "profile/tokens/<int:token_id>/reinstate/", tokens.token_reinstate, name="token_reinstate"
     ),
@@ -112,6 +114,16 @@ urlpatterns = [
     path("sessions/<int:session_pk>/", lifecycle.session_detail, name="session"),
     path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("projects/", projects.project_list, name="projects"),
+    path("projects/new/", joining.project_create, name="project_create"),
+    path("people/", joining.people, name="people"),
+    path(
+        "people/invitations/<int:invitation_id>/revoke/",
+        joining.invitation_revoke,
+        name="invitation_revoke",
+    ),
+    path("join/<str:secret>/", joining.accept_invitation, name="accept_invitation"),
+    path("connect/", joining.connect, name="connect"),
+    path("device/", joining.device, name="device"),
     path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
     path(
         "projects/<int:project_id>/members/<int:user_id>/remove/",
