@@ -61,7 +61,7 @@ def _mail_invitation(request: HttpRequest, invitation: Invitation, link: str) ->
 def people(request: HttpRequest) -> HttpResponse:
     """Invite people and see the invitations still waiting; the new link is shown once."""
     _staff_only(request)
-    form = InvitationForm(request.POST or None)
+    form = InvitationForm(request.POST if request.method == "POST" else None)
     link = None
     if request.method == "POST" and form.is_valid():
         invitation, secret = do_create_invitation(
@@ -91,7 +91,7 @@ def invitation_revoke(request: HttpRequest, invitation_id: int) -> HttpResponse:
 @login_required
 def project_create(request: HttpRequest) -> HttpResponse:
     _staff_only(request)
-    form = ProjectForm(request.POST or None)
+    form = ProjectForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         project = Project.objects.create(key=form.cleaned_data["key"])
         messages.success(request, f"Created the project {project}. Invite people to it.")
@@ -105,7 +105,7 @@ def accept_invitation(request: HttpRequest, secret: str) -> HttpResponse:
         invitation = usable_invitation(secret)
     except InvitationRefused as exc:
         return render(request, "memapp/invitation_refused.html", {"reason": str(exc)}, status=410)
-    form = AcceptForm(request.POST or None)
+    form = AcceptForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
