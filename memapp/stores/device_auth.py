@@ -75,7 +75,7 @@ def pending_authorization(user_code: str) -> DeviceAuthorization:
         )
     if row.status != DeviceAuthorization.Status.PENDING:
         raise DeviceFlowError(
-            "invalid_grant", f"This code was already {row.get_status_display()}: it works once."
+            "invalid_grant", f"This code was already {row.status}: it works once."
         )
     return row
 
@@ -110,29 +110,38 @@ def do_poll_device(device_code: str) -> tuple[ApiToken, str]:
         )
         if row is None:
             raise DeviceFlowError("invalid_grant", "Unknown device code.")
-        now = timezone.now()
-        too_soon = row.last_polled_at is not None and now - row.last_polled_at < timedelta(
-            seconds=row.interval
-        )
-        row.last_polled_at = now
-        if too_soon:
-            row.interval += SLOW_DOWN_STEP
-            row.save(update_fields=["last_polled_at", "interval"])
-            raise DeviceFlowError(
-                "slow_down",
-                f"Polled too fast: wait {row.interval} seconds between polls.",
-                row.interval,
-            )
-        row.save(update_fields=["last_polled_at"])
-        if row.status == DeviceAuthorization.Status.DENIED:
-            raise DeviceFlowError("access_denied", "The login was denied in memhub.")
-        if row.status == DeviceAuthorization.Status.ISSUED:
-            raise DeviceFlowError("invalid_grant", "This device code was already used.")
-        if row.expired:
-            raise DeviceFlowError("expired_token", "The code expired before it was approved.")
-        if row.status == DeviceAuthorization.Status.PENDING:
-            raise DeviceFlowError("authorization_pending", "Waiting for approval in memhub.")
-        token, secret = do_create_api_token(row.user, row.device_name)
-        row.status, row.token = DeviceAuthorization.Status.ISSUED, token
-        row.save(update_fields=["status", "token"])
+        # The poll is recorded whatever it answers, so the error is raised after the commit.
+        error = _poll_error(row, timezone.now())
+        if error is None:
+            token, secret = do_create_api_token(row.user, row.device_name)
+            row.status, row.token = DeviceAuthorization.Status.ISSUED, token
+            row.save(update_fields=["status", "token"])
+    if error is not None:
+        raise error
     return token, secret
+
+
+def _poll_error(row: DeviceAuthorization, now) -> DeviceFlowError | None:
+    """What this poll is answered (None: the token), after recording it."""
+    too_soon = row.last_polled_at is not None and now - row.last_polled_at < timedelta(
+        seconds=row.interval
+    )
+    row.last_polled_at = now
+    if too_soon:
+        row.interval += SLOW_DOWN_STEP
+        row.save(update_fields=["last_polled_at", "interval"])
+        return DeviceFlowError(
+            "slow_down",
+            f"Polled too fast: wait {row.interval} seconds between polls.",
+            row.interval,
+        )
+    row.save(update_fields=["last_polled_at"])
+    if row.status == DeviceAuthorization.Status.DENIED:
+        return DeviceFlowError("access_denied", "The login was denied in memhub.")
+    if row.status == DeviceAuthorization.Status.ISSUED:
+        return DeviceFlowError("invalid_grant", "This device code was already used.")
+    if row.expired:
+        return DeviceFlowError("expired_token", "The code expired before it was approved.")
+    if row.status == DeviceAuthorization.Status.PENDING:
+        return DeviceFlowError("authorization_pending", "Waiting for approval in memhub.")
+    return None
