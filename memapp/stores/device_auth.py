@@ -18,7 +18,7 @@ from django.utils import timezone
 from memapp.stores.models import ApiToken, DeviceAuthorization
 from memapp.stores.tokens import do_create_api_token, hash_token
 
-# No vowels (no words), no look-alikes: 20**8 codes, typed in a minute (RFC 8628 §6.1).
+# No vowels (no words), no look-alikes: 20**8 codes, typed in a minute (RFC 8628, section 6.1).
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
 CODE_LIFETIME = timedelta(minutes=10)
 SLOW_DOWN_STEP = 5

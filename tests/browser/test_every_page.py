@@ -20,7 +20,9 @@ from memapp.lifecycle.models import Proposal, Session
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.actions import do_forget_memory, do_save_memory
+from memapp.stores.device_auth import do_start_device_authorization
 from memapp.stores.discovery import discover_local_stores
+from memapp.stores.invitations import do_create_invitation
 from memapp.stores.flags import set_flag
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.tokens import do_create_api_token
@@ -54,7 +56,9 @@ POST_ONLY = {
     "trash_restore",
     "store_bulk",
     "token_reinstate",
+    "token_renew",
     "member_remove",
+    "invitation_revoke",
     "flag_clear",
     "sync_now",
     "checkout_register",
@@ -137,6 +141,7 @@ def site(memory_base, alice, tmp_path, monkeypatch):
     do_forget_memory(private_store, alice, "user_role.md")
     do_create_api_token(alice, "laptop")
     consolidation_history(alice)
+    do_create_invitation(alice, [team.project], "dana@example.com")
     return checkout
 
 
@@ -197,6 +202,8 @@ def pages(checkout: Checkout) -> dict[str, str]:
     conflict = TeamConflict.objects.get()
     target = "reviewer"
     versions = list(private.versions.filter(path="reference_wiki.md").order_by("-id"))
+    _, invitation = do_create_invitation(None, [private.project], "erin@example.com")
+    device, _ = do_start_device_authorization("dana-laptop", "memhub-agent/0.1")
     return {
         "home": reverse("home"),
         "search": reverse("search") + "?q=wiki",
@@ -238,6 +245,11 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "project_members": reverse("project_members", args=[private.project_id]),
         "password_change": reverse("password_change"),
         "password_change_done": reverse("password_change_done"),
+        "project_create": reverse("project_create"),
+        "people": reverse("people"),
+        "connect": reverse("connect"),
+        "device": reverse("device") + f"?code={device.user_code}",
+        "accept_invitation": reverse("accept_invitation", args=[invitation]),
         "login": reverse("login"),
     }
 
@@ -280,6 +292,11 @@ def test_every_page_is_listed_here():
         "password_change",
         "password_change_done",
         "daily_logs",
+        "project_create",
+        "people",
+        "connect",
+        "device",
+        "accept_invitation",
         "login",
     }
     assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
@@ -386,6 +403,7 @@ def test_the_desktop_shows_the_navigation_on_one_line_and_the_rest_under_more(
             "API tokens",
             "API docs",
             "Projects",
+            "People",
             "Settings",
             "Admin",
         ]
