@@ -22,8 +22,8 @@ from memapp.memdir.paths import sanitize_path
 from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.device_auth import do_start_device_authorization
 from memapp.stores.discovery import discover_local_stores
-from memapp.stores.invitations import do_create_invitation
 from memapp.stores.flags import set_flag
+from memapp.stores.invitations import do_create_invitation
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
