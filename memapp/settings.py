@@ -107,6 +107,29 @@ MEMHUB_TOKEN_DAYS = env_int("MEMHUB_TOKEN_DAYS", 90, minimum=0)
 MEMHUB_INVITATION_DAYS = env_int("MEMHUB_INVITATION_DAYS", 7, minimum=1)
 # The command the Connect your agent page gives for installing memhub-agent.
 MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL", "pipx install memhub")
+# Single sign-on with OpenID Connect (docs/design.md §25): on when an issuer is set. Its
+# endpoints come from the issuer's discovery document, read when first needed.
+MEMHUB_OIDC_ISSUER = env_str("MEMHUB_OIDC_ISSUER").rstrip("/")
+MEMHUB_OIDC_CLIENT_ID = env_str("MEMHUB_OIDC_CLIENT_ID")
+MEMHUB_OIDC_CLIENT_SECRET = env_str("MEMHUB_OIDC_CLIENT_SECRET")
+MEMHUB_OIDC_ALLOWED_DOMAINS = [
+    d.strip().lower() for d in env_str("MEMHUB_OIDC_ALLOWED_DOMAINS").split(",") if d.strip()
+]
+MEMHUB_OIDC_STAFF_GROUP = env_str("MEMHUB_OIDC_STAFF_GROUP")
+MEMHUB_PASSWORD_LOGIN = env_bool("MEMHUB_PASSWORD_LOGIN", True)
+if MEMHUB_OIDC_ISSUER and not MEMHUB_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("MEMHUB_OIDC_ISSUER is set: set MEMHUB_OIDC_CLIENT_ID too.")
+if not MEMHUB_PASSWORD_LOGIN and not MEMHUB_OIDC_ISSUER:
+    raise ImproperlyConfigured("MEMHUB_PASSWORD_LOGIN=0 needs single sign-on (MEMHUB_OIDC_ISSUER).")
+AUTHENTICATION_BACKENDS = ["memapp.web.sso.SSOBackend"] if MEMHUB_OIDC_ISSUER else []
+if MEMHUB_PASSWORD_LOGIN:
+    AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")
+# mozilla-django-oidc's own settings: authorization code with PKCE, RS256 id tokens.
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso_callback"
 # Seconds `memhub-agent login` waits between polls while a person approves it (RFC 8628).
 MEMHUB_DEVICE_POLL_SECONDS = env_int("MEMHUB_DEVICE_POLL_SECONDS", 5, minimum=1)
 # Invitations are mailed through Django's email backend: printed on the console unless an SMTP

@@ -84,6 +84,24 @@ def do_accept_invitation(secret: str, username: str, password: str, name: str = 
     return user
 
 
+def do_accept_invitations_for(user) -> int:
+    """Accept the invitations waiting for `user`'s email (verified by single sign-on): they
+    join those projects. Returns how many."""
+    if not user.email:
+        return 0
+    accepted = 0
+    with transaction.atomic():
+        waiting = pending_invitations().select_for_update(of=("self",))
+        for invitation in waiting.filter(email__iexact=user.email):
+            for project in invitation.projects.all():
+                do_add_member(project, user, invitation.created_by)
+            invitation.accepted_at = timezone.now()
+            invitation.accepted_by = user
+            invitation.save(update_fields=["accepted_at", "accepted_by"])
+            accepted += 1
+    return accepted
+
+
 def pending_invitations():
     now = timezone.now()
     return (

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
+from memapp.web import sso
 from memapp.web.views import (
     consolidation,
     dashboard,
@@ -140,6 +141,8 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", sso.LoginView.as_view(), name="login"),
+    path("sso/start/", sso.SSOStart.as_view(), name="sso_start"),
+    path("sso/callback/", sso.SSOCallback.as_view(), name="sso_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -105,6 +105,10 @@ def accept_invitation(request: HttpRequest, secret: str) -> HttpResponse:
         invitation = usable_invitation(secret)
     except InvitationRefused as exc:
         return render(request, "memapp/invitation_refused.html", {"reason": str(exc)}, status=410)
+    if not settings.MEMHUB_PASSWORD_LOGIN:
+        # Accounts come from single sign-on, which accepts the invitations for its email.
+        context = {"invitation": invitation, "projects": invitation.projects.all(), "sso": True}
+        return render(request, "memapp/accept_invitation.html", context)
     form = AcceptForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
