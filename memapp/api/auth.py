@@ -67,9 +67,9 @@ def needed_scope(request, view) -> str:
     store_id = match.kwargs.get("store_id") if match else None
     if store_id is None:
         store_id = data.get("store")
-    team = Store.objects.filter(pk=store_id, kind=Store.Kind.TEAM)
-    if isinstance(store_id, int) and team.exists():
-        return ApiToken.Scope.TEAM_WRITE
+    if isinstance(store_id, int | str) and str(store_id).isdigit():
+        if Store.objects.filter(pk=int(store_id), kind=Store.Kind.TEAM).exists():
+            return ApiToken.Scope.TEAM_WRITE
     return ApiToken.Scope.WRITE
 
 

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 
+from memapp.api import examples
 from memapp.api.errors import ApiError
 from memapp.stores.device_auth import (
     CODE_LIFETIME,
@@ -47,6 +48,7 @@ class DeviceTokenRequest(serializers.Serializer):
     tags=["account"],
     auth=[],
     request=DeviceCodeRequest,
+    examples=[examples.DEVICE_CODE],
     responses=inline_serializer(
         "DeviceCode",
         {
@@ -91,6 +93,7 @@ def device_code(request: Request) -> Response:
     tags=["account"],
     auth=[],
     request=DeviceTokenRequest,
+    examples=[examples.DEVICE_TOKEN],
     responses=inline_serializer(
         "DeviceToken",
         {
