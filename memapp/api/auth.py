@@ -67,9 +67,9 @@ def needed_scope(request, view) -> str:
     store_id = match.kwargs.get("store_id") if match else None
     if store_id is None:
         store_id = data.get("store")
-    if isinstance(store_id, int | str) and str(store_id).isdigit():
-        if Store.objects.filter(pk=int(store_id), kind=Store.Kind.TEAM).exists():
-            return ApiToken.Scope.TEAM_WRITE
+    numeric = isinstance(store_id, int | str) and str(store_id).isdigit()
+    if numeric and Store.objects.filter(pk=int(store_id), kind=Store.Kind.TEAM).exists():
+        return ApiToken.Scope.TEAM_WRITE
     return ApiToken.Scope.WRITE
 
 
