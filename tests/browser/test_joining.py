@@ -13,6 +13,7 @@ from tests.browser.accessibility import accessibility_violations, describe, prel
 from tests.browser.login import log_in
 from tests.client.conftest import AGENT, Machine, git_checkout, topic
 from tests.conftest import ARTIFACTS
+from tests.web.oidc_provider import CLIENT_ID, CLIENT_SECRET, start_provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -116,3 +117,31 @@ def test_staff_invite_and_the_invitees_agent_syncs(
         staff_context.close()
         dana_context.close()
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_single_sign_on_against_the_test_provider(live_server, page, settings, screen):
+    provider, server = start_provider()
+    settings.MEMHUB_OIDC_ISSUER = provider.url
+    settings.MEMHUB_OIDC_CLIENT_ID = CLIENT_ID
+    settings.MEMHUB_OIDC_CLIENT_SECRET = CLIENT_SECRET
+    settings.AUTHENTICATION_BACKENDS = [
+        "memapp.web.sso.SSOBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    page.set_viewport_size(SCREENS[screen])
+    preload_axe(page.context)
+    try:
+        page.goto(f"{live_server.url}/")
+        page.wait_for_url("**/login/?next=/")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"joining-{screen}-sso-login.png"), full_page=True)
+        assert not (violations := accessibility_violations(page)), describe(violations)
+        page.click("text=Sign in with single sign-on")
+        page.wait_for_url(f"{live_server.url}/")
+        assert page.locator(".who").text_content() == "dana"
+        assert page.locator("#connect").is_visible()
+        page.screenshot(path=str(ARTIFACTS / f"joining-{screen}-sso-home.png"), full_page=True)
+        assert provider.pkce_checked == 1
+    finally:
+        server.shutdown()
