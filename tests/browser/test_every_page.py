@@ -72,6 +72,8 @@ POST_ONLY = {
 FRAGMENTS = {"consolidation_panel"}
 # URLs that answer with a file to download, not a page.
 DOWNLOADS = {"store_export"}
+# URLs that only redirect: single sign-on's way to the identity provider and back.
+REDIRECTS = {"sso_start", "sso_callback"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -299,7 +301,7 @@ def test_every_page_is_listed_here():
         "accept_invitation",
         "login",
     }
-    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS == listed
 
 
 def fits_the_screen(page) -> bool:
