@@ -102,6 +102,51 @@ MEMHUB_EVENT_RETENTION_DAYS = env_int("MEMHUB_EVENT_RETENTION_DAYS", 90, minimum
 # Forgotten memories stay restorable this many days, then go with their history.
 MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 
+# Joining (docs/design.md §26): how long API tokens and invitations live, and where mail goes.
+# A token lives this many days, then is renewed on the API tokens page; 0: tokens never expire.
+MEMHUB_TOKEN_DAYS = env_int("MEMHUB_TOKEN_DAYS", 90, minimum=0)
+MEMHUB_INVITATION_DAYS = env_int("MEMHUB_INVITATION_DAYS", 7, minimum=1)
+# The command the Connect your agent page gives for installing memhub-agent.
+MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL", "pipx install memhub")
+# Single sign-on with OpenID Connect (docs/design.md §26): on when an issuer is set. Its
+# endpoints come from the issuer's discovery document, read when first needed.
+MEMHUB_OIDC_ISSUER = env_str("MEMHUB_OIDC_ISSUER").rstrip("/")
+MEMHUB_OIDC_CLIENT_ID = env_str("MEMHUB_OIDC_CLIENT_ID")
+MEMHUB_OIDC_CLIENT_SECRET = env_str("MEMHUB_OIDC_CLIENT_SECRET")
+MEMHUB_OIDC_ALLOWED_DOMAINS = [
+    d.strip().lower() for d in env_str("MEMHUB_OIDC_ALLOWED_DOMAINS").split(",") if d.strip()
+]
+MEMHUB_OIDC_STAFF_GROUP = env_str("MEMHUB_OIDC_STAFF_GROUP")
+MEMHUB_PASSWORD_LOGIN = env_bool("MEMHUB_PASSWORD_LOGIN", True)
+if MEMHUB_OIDC_ISSUER and not MEMHUB_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("MEMHUB_OIDC_ISSUER is set: set MEMHUB_OIDC_CLIENT_ID too.")
+if not MEMHUB_PASSWORD_LOGIN and not MEMHUB_OIDC_ISSUER:
+    raise ImproperlyConfigured("MEMHUB_PASSWORD_LOGIN=0 needs single sign-on (MEMHUB_OIDC_ISSUER).")
+AUTHENTICATION_BACKENDS = ["memapp.web.sso.SSOBackend"] if MEMHUB_OIDC_ISSUER else []
+if MEMHUB_PASSWORD_LOGIN:
+    AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")
+# mozilla-django-oidc's own settings: authorization code with PKCE, RS256 id tokens.
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso_callback"
+# Seconds `memhub-agent login` waits between polls while a person approves it (RFC 8628).
+MEMHUB_DEVICE_POLL_SECONDS = env_int("MEMHUB_DEVICE_POLL_SECONDS", 5, minimum=1)
+# Invitations are mailed through Django's email backend: printed on the console unless an SMTP
+# host is set.
+EMAIL_HOST = env_str("MEMHUB_EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = env_int("MEMHUB_EMAIL_PORT", 587, minimum=1)
+EMAIL_HOST_USER = env_str("MEMHUB_EMAIL_USER")
+EMAIL_HOST_PASSWORD = env_str("MEMHUB_EMAIL_PASSWORD")
+EMAIL_USE_TLS = env_bool("MEMHUB_EMAIL_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("MEMHUB_EMAIL_FROM", "memhub <memhub@localhost>")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -245,11 +290,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 MEMHUB_API_RATE = env_rate("MEMHUB_API_RATE", "1200/min")
+# Browser logins (`memhub-agent login` without a token) started per address.
+MEMHUB_DEVICE_RATE = env_rate("MEMHUB_DEVICE_RATE", "30/hour")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memapp.api.auth.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["memapp.api.auth.TokenScopePermission"],
     "DEFAULT_THROTTLE_CLASSES": ["memapp.api.auth.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE},
+    "DEFAULT_THROTTLE_RATES": {"token": MEMHUB_API_RATE, "device": MEMHUB_DEVICE_RATE},
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memapp.api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "memapp.api.errors.api_exception_handler",

@@ -6,10 +6,12 @@ from __future__ import annotations
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
 
+from memapp.stores.models import ApiToken, Store
 from memapp.stores.shared_state import locked
-from memapp.stores.tokens import authenticate_token
+from memapp.stores.tokens import authenticate_token, refusal, scope_allows
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -27,13 +29,68 @@ class BearerTokenAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Malformed token.") from None
-        row = authenticate_token(token)
+        row = authenticate_token(token, request.META.get("HTTP_USER_AGENT", ""))
         if row is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked token.")
+            raise exceptions.AuthenticationFailed(refusal(token))
         return row.user, row
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="memhub"'
+
+
+# POSTs that only read (a query in a body), and logging out, which any token may do to itself.
+READING_VIEWS = frozenset(
+    {
+        "api_store_resolve",
+        "api_prompt",
+        "api_recall",
+        "api_recall_surfaced",
+        "api_session_start",
+        "api_token",
+    }
+)
+# Views whose writes may reach a team's memory whatever store they name.
+TEAM_VIEWS = frozenset({"team_memory", "api_proposal_approve", "api_proposal_reject"})
+
+
+def needed_scope(request, view) -> str:
+    """The smallest token scope that may make this request (docs/design.md §26)."""
+    match = request.resolver_match
+    name = match.url_name if match else ""
+    if request.method in SAFE_METHODS or name in READING_VIEWS:
+        return ApiToken.Scope.READ
+    if name in TEAM_VIEWS:
+        return ApiToken.Scope.TEAM_WRITE
+    data = request.data if isinstance(request.data, dict) else {}
+    if data.get("scope") == Store.Kind.TEAM:
+        return ApiToken.Scope.TEAM_WRITE
+    store_id = match.kwargs.get("store_id") if match else None
+    if store_id is None:
+        store_id = data.get("store")
+    numeric = isinstance(store_id, int | str) and str(store_id).isdigit()
+    if numeric and Store.objects.filter(pk=int(store_id), kind=Store.Kind.TEAM).exists():
+        return ApiToken.Scope.TEAM_WRITE
+    return ApiToken.Scope.WRITE
+
+
+class TokenScopePermission(BasePermission):
+    """Signed in with a token whose scope allows the request: a read token reads, a write token
+    also writes its owner's memory, a team-write token also the team's."""
+
+    def has_permission(self, request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        token = request.auth
+        if not isinstance(token, ApiToken):
+            return True
+        needed = needed_scope(request, view)
+        if scope_allows(token.scope, needed):
+            return True
+        self.message = (
+            f"Token {token.name!r} has the {token.get_scope_display()!r} scope; this request "
+            f"needs {ApiToken.Scope(needed).label!r}."
+        )
+        return False
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

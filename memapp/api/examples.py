@@ -132,3 +132,5 @@ SESSION_ENTRIES = _example(
     "Entries after the session's cursor, redacted on the agent's machine",
 )
 APPROVE = _example("Approve two of the changes", {"changes": [12, 14]})
+DEVICE_CODE = _example("Start a browser login", {"client_name": "dana-laptop"})
+DEVICE_TOKEN = _example("Poll for the token", {"device_code": "k3J9…the device_code answered"})

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from memapp.api import daily_logs, lifecycle, snapshots, views
+from memapp.api import daily_logs, device, lifecycle, snapshots, views
 from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("api/v1/session-start", views.session_start, name="api_session_start"),
     path("api/v1/me", views.me, name="api_me"),
     path("api/v1/token", views.revoke_token, name="api_token"),
+    path("api/v1/device/code", device.device_code, name="api_device_code"),
+    path("api/v1/device/token", device.device_token, name="api_device_token"),
     path(
         "api/v1/projects/<path:project_key>/agents/<str:agent_type>/snapshot",
         snapshots.agent_snapshot,

@@ -4,10 +4,12 @@ for which project, and when it last synced."""
 from __future__ import annotations
 
 import argparse
-import getpass
+import contextlib
 import os
+import platform
 import sys
 import time
+import webbrowser
 from datetime import datetime
 from typing import Any
 
@@ -34,17 +36,49 @@ from memapp.client.config import (
     normalize_url,
     save_config,
 )
-from memapp.client.http import ApiError, Unreachable
+from memapp.client.http import ApiError, Client, Unreachable
 
 __all__ = ["add_account_commands"]
 
 
-def _read_token(value: str | None) -> str:
+def _read_token(value: str) -> str:
     if value == "-":
         return sys.stdin.readline().strip()
-    if value is None:
-        return getpass.getpass("API token: ").strip()
     return value.strip()
+
+
+def _browser_available() -> bool:
+    """A graphical browser can open here; a text one would take over the terminal we print to."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _device_login(url: str, args: argparse.Namespace) -> str:
+    """A token through the browser (RFC 8628): show a code, wait while the person approves it
+    in memhub, polling no faster than the server asks."""
+    client = Client(url, "", timeout=args.timeout, total=args.timeout)
+    start = client.post("/api/v1/device/code", {"client_name": args.name})
+    print(f"To log in, open {start['verification_uri']} and enter the code {start['user_code']}")
+    print(f"  (or open {start['verification_uri_complete']})", flush=True)
+    if not args.no_browser and _browser_available():
+        with contextlib.suppress(webbrowser.Error):
+            webbrowser.open(start["verification_uri_complete"])
+    interval = float(start["interval"])
+    ends = time.monotonic() + float(start["expires_in"])
+    while time.monotonic() < ends:
+        time.sleep(interval)
+        try:
+            answer = client.post("/api/v1/device/token", {"device_code": start["device_code"]})
+        except ApiError as exc:
+            if exc.code == "authorization_pending":
+                continue
+            if exc.code == "slow_down":
+                interval = float((exc.details or {}).get("interval") or interval + 5)
+                continue
+            raise CommandError(f"{url} refused the login: {exc.message}", EXIT_AUTH) from None
+        return str(answer["access_token"])
+    raise CommandError("the code expired before it was approved: run login again", EXIT_AUTH)
 
 
 def cmd_login(args: argparse.Namespace) -> int:
@@ -52,7 +86,7 @@ def cmd_login(args: argparse.Namespace) -> int:
         url = normalize_url(args.url)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    token = _read_token(args.token)
+    token = _device_login(url, args) if args.token is None else _read_token(args.token)
     if not token:
         raise CommandError("no token given")
     config = Config(url, token)
@@ -182,15 +216,26 @@ def add_account_commands(commands: argparse._SubParsersAction) -> None:
         commands,
         "login",
         "store the server URL and an API token",
-        description="Check an API token against a memhub server and keep both for the other "
-        "commands (in the config dir, readable by you only). Create the token on the "
-        "server's API tokens page, or with `manage.py create_api_token USERNAME`.",
-        examples=["login https://memhub.example.com --token -", "login http://127.0.0.1:8000"],
+        description="Log in to a memhub server and keep its URL and an API token for the other "
+        "commands (in the config dir, readable by you only). Without --token it shows a code "
+        "to approve in memhub in your browser (RFC 8628 device login); scripts pass a token "
+        "from the server's API tokens page on stdin with `--token -`.",
+        examples=["login https://memhub.example.com", "login https://memhub.example.com --token -"],
         parents=[TIMEOUT_OPTION],
     )
     login.add_argument("url", metavar="URL", help="the memhub server, e.g. https://memhub.example")
     login.add_argument(
-        "--token", help="an API token (mh_…); `-` reads it from stdin; asked for when omitted"
+        "--no-browser",
+        action="store_true",
+        help="never open a browser: only print the link and the code",
+    )
+    login.add_argument(
+        "--name",
+        default=platform.node() or "device",
+        help="how the device is named in memhub (default: this machine's host name)",
+    )
+    login.add_argument(
+        "--token", help="an API token (mh_…); `-` reads it from stdin; omitted: log in in a browser"
     )
     login.set_defaults(func=cmd_login)
 

@@ -211,11 +211,22 @@ class MemoryFile(models.Model):
 
 class ApiTokenQuerySet(models.QuerySet):
     def active(self) -> ApiTokenQuerySet:
-        return self.filter(revoked_at__isnull=True)
+        """Not revoked and not expired: the tokens the API accepts."""
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+        )
 
 
 class ApiToken(models.Model):
-    """A per-user API token. Only its SHA-256 is stored; the token is shown once at creation."""
+    """A per-user API token. Only its SHA-256 is stored; the token is shown once at creation.
+
+    Its scope bounds what it may do whatever its user may do (docs/design.md §26)."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "read"
+        WRITE = "write", "write (own memory)"
+        TEAM_WRITE = "team_write", "team write"
+        ADMIN = "admin", "admin"
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -225,8 +236,11 @@ class ApiToken(models.Model):
         max_length=16, help_text="The first characters, to tell tokens apart."
     )
     token_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.TEAM_WRITE)
     created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="None: never expires.")
     last_used_at = models.DateTimeField(null=True, blank=True)
+    last_user_agent = models.CharField(max_length=200, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
@@ -236,6 +250,77 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+
+class Invitation(models.Model):
+    """An invitation to join memhub and some projects: a link that works once, until it expires
+    or is revoked (docs/design.md §26). Only the SHA-256 of its secret is stored."""
+
+    email = models.EmailField(blank=True, help_text="Empty: an invitation by link only.")
+    projects = models.ManyToManyField(Project, blank=True, related_name="invitations")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.email or f"invitation {self.pk}"
+
+    @property
+    def pending(self) -> bool:
+        return (
+            self.accepted_at is None
+            and self.revoked_at is None
+            and self.expires_at > timezone.now()
+        )
+
+
+class DeviceAuthorization(models.Model):
+    """One run of the device authorization flow (RFC 8628) of `memhub-agent login`: the device
+    polls with `device_code`, the person types or follows `user_code` (docs/design.md §26)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        DENIED = "denied"
+        ISSUED = "issued"
+
+    device_code_hash = models.CharField(max_length=64, unique=True)
+    user_code = models.CharField(max_length=9, unique=True)
+    device_name = models.CharField(max_length=100)
+    client = models.CharField(max_length=200, blank=True, help_text="The device's User-Agent.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    interval = models.PositiveSmallIntegerField(default=5, help_text="Seconds between polls.")
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_code} ({self.device_name})"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at <= timezone.now()
 
 
 class FlagValue(models.Model):

@@ -41,5 +41,7 @@ def locked_out(request: HttpRequest, original_response=None, credentials=None) -
         "form": AuthenticationForm(request),
         "locked_out_minutes": minutes,
         "next": request.POST.get("next", ""),
+        "sso": bool(settings.MEMHUB_OIDC_ISSUER),
+        "password_login": settings.MEMHUB_PASSWORD_LOGIN,
     }
     return render(request, "registration/login.html", context, status=429)

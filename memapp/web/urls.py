@@ -1,12 +1,14 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
+from memapp.web import sso
 from memapp.web.views import (
     consolidation,
     dashboard,
     event_log,
     history,
     home,
+    joining,
     lifecycle,
     memories,
     projects,
@@ -74,6 +76,7 @@ urlpatterns = [
     path("stores/<int:store_id>/m/<path:path>", memories.memory_detail, name="memory"),
     path("profile/tokens/", tokens.token_list, name="tokens"),
     path("profile/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("profile/tokens/<int:token_id>/renew/", tokens.token_renew, name="token_renew"),
     path(
         "profile/tokens/<int:token_id>/reinstate/", tokens.token_reinstate, name="token_reinstate"
     ),
@@ -113,6 +116,16 @@ urlpatterns = [
     path("sessions/<int:session_pk>/", lifecycle.session_detail, name="session"),
     path("sessions/<int:session_pk>/forget/", lifecycle.session_forget, name="session_forget"),
     path("projects/", projects.project_list, name="projects"),
+    path("projects/new/", joining.project_create, name="project_create"),
+    path("people/", joining.people, name="people"),
+    path(
+        "people/invitations/<int:invitation_id>/revoke/",
+        joining.invitation_revoke,
+        name="invitation_revoke",
+    ),
+    path("join/<str:secret>/", joining.accept_invitation, name="accept_invitation"),
+    path("connect/", joining.connect, name="connect"),
+    path("device/", joining.device, name="device"),
     path("projects/<int:project_id>/members/", projects.project_members, name="project_members"),
     path("projects/<int:project_id>/identity/", projects.project_identity, name="project_identity"),
     path("projects/<int:project_id>/merge/", projects.project_merge, name="project_merge"),
@@ -131,6 +144,8 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", sso.LoginView.as_view(), name="login"),
+    path("sso/start/", sso.SSOStart.as_view(), name="sso_start"),
+    path("sso/callback/", sso.SSOCallback.as_view(), name="sso_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

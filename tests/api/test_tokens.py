@@ -62,7 +62,7 @@ def test_the_command_prints_the_token_alone_on_the_last_line(alice, capsys):
 def test_the_profile_page_creates_shows_once_and_revokes(client, alice):
     client.login(username="alice", password=PASSWORD)
     page = client.post("/profile/tokens/", {"name": "ci"}).content.decode()
-    token = page.split('<pre id="new-token">')[1].split("</pre>")[0]
+    token = page.split('id="new-token" data-copy="the new token">')[1].split("</pre>")[0]
     assert authenticate_token(token).user == alice
     assert token not in client.get("/profile/tokens/").content.decode()
     row = ApiToken.objects.get()

@@ -23,8 +23,10 @@ from memapp.lifecycle.models import Proposal, Session
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.actions import do_forget_memory, do_save_memory
+from memapp.stores.device_auth import do_start_device_authorization
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.flags import set_flag
+from memapp.stores.invitations import do_create_invitation
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.tokens import do_create_api_token
 from memapp.web import urls as web_urls
@@ -58,10 +60,12 @@ POST_ONLY = {
     "trash_restore",
     "store_bulk",
     "token_reinstate",
+    "token_renew",
     "member_remove",
     "project_identity",
     "project_merge",
     "sync_held",
+    "invitation_revoke",
     "flag_clear",
     "sync_now",
     "checkout_register",
@@ -75,6 +79,8 @@ POST_ONLY = {
 FRAGMENTS = {"consolidation_panel"}
 # URLs that answer with a file to download, not a page.
 DOWNLOADS = {"store_export"}
+# URLs that only redirect: single sign-on's way to the identity provider and back.
+REDIRECTS = {"sso_start", "sso_callback"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -144,6 +150,7 @@ def site(memory_base, alice, tmp_path, monkeypatch):
     do_forget_memory(private_store, alice, "user_role.md")
     do_create_api_token(alice, "laptop")
     consolidation_history(alice)
+    do_create_invitation(alice, [team.project], "dana@example.com")
     return checkout
 
 
@@ -204,6 +211,8 @@ def pages(checkout: Checkout) -> dict[str, str]:
     conflict = TeamConflict.objects.get()
     target = "reviewer"
     versions = list(private.versions.filter(path="reference_wiki.md").order_by("-id"))
+    _, invitation = do_create_invitation(None, [private.project], "erin@example.com")
+    device, _ = do_start_device_authorization("dana-laptop", "memhub-agent/0.1")
     return {
         "home": reverse("home"),
         "search": reverse("search") + "?q=wiki",
@@ -246,6 +255,11 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "project_members": reverse("project_members", args=[private.project_id]),
         "password_change": reverse("password_change"),
         "password_change_done": reverse("password_change_done"),
+        "project_create": reverse("project_create"),
+        "people": reverse("people"),
+        "connect": reverse("connect"),
+        "device": reverse("device") + f"?code={device.user_code}",
+        "accept_invitation": reverse("accept_invitation", args=[invitation]),
         "login": reverse("login"),
     }
 
@@ -288,9 +302,14 @@ def test_every_page_is_listed_here():
         "password_change",
         "password_change_done",
         "daily_logs",
+        "project_create",
+        "people",
+        "connect",
+        "device",
+        "accept_invitation",
         "login",
     }
-    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS == listed
 
 
 def header_problems(name: str, headers: dict[str, str]) -> list[str]:
@@ -423,6 +442,7 @@ def test_the_desktop_shows_the_navigation_on_one_line_and_the_rest_under_more(
             "API tokens",
             "API docs",
             "Projects",
+            "People",
             "Settings",
             "Admin",
         ]

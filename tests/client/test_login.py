@@ -4,10 +4,14 @@ owner; environment variables override the file."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
 from memapp.client.config import Config, config_dir, load_config, save_config
+from memapp.stores.device_auth import do_approve_device, do_deny_device
+from memapp.stores.tokens import authenticate_token
+from tests.client.conftest import AGENT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,3 +92,41 @@ def test_a_relative_xdg_config_home_is_ignored(tmp_path):
     assert config_dir({"HOME": str(tmp_path), "XDG_CONFIG_HOME": "rel"}) == (
         tmp_path / ".config" / "memhub"
     )
+
+
+def _device_login(machine, server, settings):
+    """`memhub-agent login URL` waiting in a subprocess, and the code it shows."""
+    settings.MEMHUB_DEVICE_POLL_SECONDS = 1
+    process = subprocess.Popen(
+        [str(AGENT), "login", server.url, "--no-browser", "--name", "dana-laptop"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=machine.env,
+        cwd=machine.checkout,
+    )
+    first = process.stdout.readline()
+    assert f"open {server.url}/device/ and enter the code " in first, first
+    return process, first.rsplit(" ", 1)[1].strip()
+
+
+def test_login_without_a_token_waits_for_approval_in_the_browser(machine_a, server, settings, bob):
+    process, code = _device_login(machine_a, server, settings)
+    do_approve_device(code, bob)
+    out, err = process.communicate(timeout=60)
+
+    assert process.returncode == 0, err
+    assert "logged in to" in out
+    saved = json.loads((machine_a.config_dir / "agent.json").read_text())
+    assert authenticate_token(saved["token"]).user == bob
+    assert machine_a.run("status").returncode == 0
+
+
+def test_a_denied_browser_login_stores_nothing(machine_a, server, settings, bob):
+    process, code = _device_login(machine_a, server, settings)
+    do_deny_device(code, bob)
+    _, err = process.communicate(timeout=60)
+
+    assert process.returncode == 3
+    assert "denied" in err
+    assert not (machine_a.config_dir / "agent.json").exists()

@@ -18,6 +18,7 @@ from memapp.stores.events import ordered_fields
 from memapp.stores.models import DAY_MS, Event, MemoryFile, Store
 from memapp.stores.waiting import waiting_for
 from memapp.web.event_story import story
+from memapp.web.views.joining import connect_context
 
 RECENT = 10
 # What a team sync did to the user's stores, shown on Home for a week: the files it moved to
@@ -49,6 +50,7 @@ def home(request: HttpRequest) -> HttpResponse:
     memories = MemoryFile.objects.filter(store__in=stores).select_related("store")
     stale_before = now_ms - settings.MEMHUB_STALE_DAYS * DAY_MS
     owner = local_owner()
+    is_local_owner = owner is not None and owner.pk == request.user.pk
     context = {
         "groups": groups,
         "store_count": len(stores),
@@ -59,10 +61,17 @@ def home(request: HttpRequest) -> HttpResponse:
         "stale_days": settings.MEMHUB_STALE_DAYS,
         "now_ms": now_ms,
         "discover": settings.MEMHUB_DISCOVER,
-        "is_local_owner": owner is not None and owner.pk == request.user.pk,
+        "is_local_owner": is_local_owner,
+        # Directories are the server's: only its owner has a use for them (docs/design.md §26).
+        "show_paths": is_local_owner,
         "waiting": waiting_for(request.user),
         "happened": _what_happened(request.user, stores),
+        **connect_context(request),
     }
+    # The local owner's agent works on this machine: memhub reads its memory directly.
+    context["offer_connect"] = not context["connected"] and not (
+        is_local_owner and settings.MEMHUB_DISCOVER
+    )
     return render(request, "memapp/home.html", context)
 
 

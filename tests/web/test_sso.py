@@ -1,0 +1,148 @@
+"""Single sign-on against a small OpenID provider on 127.0.0.1: an account is made (or linked
+by email) on the first sign-in; a wrong audience, an expired or badly signed id token, an
+unverified email or a foreign domain signs nobody in and makes no account."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
+
+from memapp.stores.invitations import do_create_invitation
+from memapp.stores.models import Project
+from tests.conftest import PASSWORD
+from tests.web.oidc_provider import CLIENT_ID, CLIENT_SECRET, _key, start_provider
+
+pytestmark = pytest.mark.django_db
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.fixture
+def provider(settings):
+    provider, server = start_provider()
+    settings.MEMHUB_OIDC_ISSUER = provider.url
+    settings.MEMHUB_OIDC_CLIENT_ID = CLIENT_ID
+    settings.MEMHUB_OIDC_CLIENT_SECRET = CLIENT_SECRET
+    settings.AUTHENTICATION_BACKENDS = [
+        "memapp.web.sso.SSOBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    yield provider
+    server.shutdown()
+
+
+def _sign_in(client, provider):
+    """Follow the flow as a browser does: memhub → the provider → memhub's callback."""
+    start = client.get("/sso/start/")
+    assert start.status_code == 302 and start["Location"].startswith(f"{provider.url}/authorize?")
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        opener.open(start["Location"])
+    except urllib.error.HTTPError as redirect:
+        callback = redirect.headers["Location"]
+    assert callback.startswith("http://testserver/sso/callback/?")
+    return client.get(callback.removeprefix("http://testserver"))
+
+
+def _said(response) -> str:
+    return " ".join(str(m) for m in get_messages(response.wsgi_request))
+
+
+def test_the_first_sign_in_makes_the_account_and_accepts_its_invitations(client, provider, sam):
+    project = Project.objects.create(key="acme/widgets")
+    do_create_invitation(sam, [project], "Dana@example.com")
+    assert "Sign in with single sign-on" in client.get("/login/").content.decode()
+
+    response = _sign_in(client, provider)
+    assert response.status_code == 302 and response["Location"] == "/"
+    dana = get_user_model().objects.get(email="dana@example.com")
+    assert dana.username == "dana" and dana.get_full_name() == "Dana Scully"
+    assert not dana.has_usable_password()
+    assert list(project.members.all()) == [dana]
+    assert provider.pkce_checked == 1
+    assert client.get("/").status_code == 200  # signed in
+
+    client.logout()
+    _sign_in(client, provider)
+    assert get_user_model().objects.filter(email="dana@example.com").count() == 1
+
+
+def test_an_existing_account_is_linked_by_email_and_the_staff_group_maps(
+    client, provider, settings, bob
+):
+    bob.email = "dana@example.com"
+    bob.save()
+    settings.MEMHUB_OIDC_STAFF_GROUP = "memhub-admins"
+    provider.userinfo["groups"] = ["memhub-admins"]
+    _sign_in(client, provider)
+    bob.refresh_from_db()
+    assert bob.is_staff
+    assert int(client.session["_auth_user_id"]) == bob.pk
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"token_claims": {"aud": "someone-else"}}, "Audience"),
+        ({"token_claims": {"exp": int(time.time()) - 60}}, "expired"),
+        ({"signing_key": _key()}, "Signature verification failed"),
+        ({"userinfo": {"email_verified": False}}, "not verified"),
+        ({"token_claims": {"iss": "https://evil.example"}}, "issuer"),
+    ],
+    ids=["wrong-audience", "expired", "bad-signature", "unverified-email", "wrong-issuer"],
+)
+def test_a_bad_id_token_or_claim_signs_nobody_in(client, provider, change, said):
+    for name, value in change.items():
+        if name == "userinfo":
+            provider.userinfo.update(value)
+        elif name == "token_claims":
+            provider.token_claims.update(value)
+        else:
+            setattr(provider, name, value)
+    response = _sign_in(client, provider)
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert said.lower() in _said(response).lower()
+    assert "_auth_user_id" not in client.session
+    assert not get_user_model().objects.exists()
+
+
+def test_a_foreign_domain_is_refused(client, provider, settings):
+    settings.MEMHUB_OIDC_ALLOWED_DOMAINS = ["acme.example"]
+    response = _sign_in(client, provider)
+    assert "not of an allowed domain" in _said(response)
+    assert not get_user_model().objects.exists()
+
+
+def test_passwords_can_be_turned_off(client, provider, settings, bob):
+    settings.MEMHUB_PASSWORD_LOGIN = False
+    page = client.get("/login/").content.decode()
+    assert "Sign in with single sign-on" in page and 'name="password"' not in page
+    response = client.post("/login/", {"username": "bob", "password": PASSWORD})
+    assert response.status_code == 404
+    assert "_auth_user_id" not in client.session
+
+
+def test_without_an_issuer_there_is_no_single_sign_on(client):
+    assert "single sign-on" not in client.get("/login/").content.decode()
+    assert client.get("/sso/start/").status_code == 404
+    assert client.get("/sso/callback/?code=x&state=y").status_code == 404
+
+
+def test_with_passwords_off_an_invitation_is_accepted_through_single_sign_on(
+    client, provider, settings, sam
+):
+    settings.MEMHUB_PASSWORD_LOGIN = False
+    project = Project.objects.create(key="acme/widgets")
+    _, secret = do_create_invitation(sam, [project], "dana@example.com")
+    page = client.get(f"/join/{secret}/").content.decode()
+    assert "Sign in with single sign-on" in page and 'name="password1"' not in page
+    _sign_in(client, provider)
+    assert project.members.get().email == "dana@example.com"
