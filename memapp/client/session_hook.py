@@ -6,7 +6,9 @@ memory dir before this hook runs, so the hook adds, for that client, only:
 
 - the index as it is *now*, when the pull just changed it (the copy the client loaded is stale);
 - the team index, when the client has no team memory of its own;
-- one line saying what waits for the person's review in memhub.
+- one line saying what waits for the person's review in memhub;
+- when the session resumes or was compacted (`source` `resume` or `compact`), its summary so
+  far (docs/design.md §18).
 
 All of it comes from one request; when the server is slow or down, nothing is written and
 nothing is said.
@@ -66,6 +68,8 @@ def session_start(call: HookCall) -> str:
             "memory_dir": str(memory_dir),
             "have": scanned[0],
             "team_index": not own_team,
+            "session_id": (call.session_id or "")[:200],
+            "source": str(call.payload.get("source") or "")[:40],
         },
     )
     parts = []
@@ -84,7 +88,7 @@ def session_start(call: HookCall) -> str:
         )
         if INDEX_FILENAME in pulled:
             parts.append(_fresh_index(memory_dir))
-    for name in ("team_index", "notice"):
+    for name in ("session_summary", "team_index", "notice"):
         text = answer.get(name)
         if isinstance(text, str) and text.strip():
             parts.append(text.strip())

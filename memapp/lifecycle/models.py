@@ -46,6 +46,13 @@ class Session(models.Model):
         default=dict, blank=True, help_text="Lines not kept, counted by reason."
     )
     redactions = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(
+        default=0, help_text="The main conversation's size, estimated (characters / 4)."
+    )
+    tool_calls = models.PositiveIntegerField(default=0)
+    at_rest = models.BooleanField(
+        default=False, help_text="The last assistant turn made no tool call (a natural break)."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     last_entry_at = models.DateTimeField(default=timezone.now, db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -76,6 +83,9 @@ class TranscriptEntry(models.Model):
     timestamp = models.DateTimeField(null=True, blank=True)
     prose = models.TextField(blank=True)
     tools = models.JSONField(default=list, blank=True, help_text="[name, argument, file path]")
+    errors = models.JSONField(
+        default=list, blank=True, help_text="Failed tool results, one line each."
+    )
     text = models.TextField(blank=True)
     is_user_prose = models.BooleanField(default=False)
     is_sidechain = models.BooleanField(default=False)
@@ -118,6 +128,35 @@ class Run(models.Model):
     class Meta:
         abstract = True
         ordering = ["-created_at", "-id"]
+
+
+class SessionSummary(models.Model):
+    """A session's rolling summary (docs/design.md §18): Markdown with the fixed sections,
+    written by a model or by memhub's rules, and the cursor it was written up to."""
+
+    session = models.OneToOneField(
+        Session, on_delete=models.CASCADE, primary_key=True, related_name="summary"
+    )
+    text = models.TextField(blank=True)
+    state = models.JSONField(
+        default=dict, blank=True, help_text="What the rules keep between updates."
+    )
+    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
+    through = models.PositiveIntegerField(default=0, help_text="The last entry (seq) read.")
+    tokens_at = models.PositiveIntegerField(default=0, help_text="Session tokens when written.")
+    tool_calls_at = models.PositiveIntegerField(default=0)
+    updates = models.PositiveIntegerField(default=0)
+    queued = models.BooleanField(default=False, help_text="An update waits for the worker.")
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"summary of {self.session}"
+
+    @property
+    def built(self) -> bool:
+        return self.updates > 0
 
 
 class ExtractionRun(Run):

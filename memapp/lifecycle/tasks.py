@@ -13,9 +13,15 @@ from django_tasks import task
 from memapp.lifecycle.extraction import STALE_RUN, run_extraction
 from memapp.lifecycle.models import ExtractionRun
 from memapp.lifecycle.sessions import prune_sessions
+from memapp.lifecycle.summaries import run_summary
 from memapp.stores.models import Store
 
-__all__ = ["prune_sessions_task", "request_extraction", "run_extraction_task"]
+__all__ = [
+    "prune_sessions_task",
+    "request_extraction",
+    "run_extraction_task",
+    "run_summary_task",
+]
 
 
 @task()
@@ -25,6 +31,12 @@ def run_extraction_task(run_id: int) -> dict:
     if summary["store"] is not None:
         _start_next(summary["store"])
     return summary
+
+
+@task()
+def run_summary_task(session_pk: int) -> dict:
+    """Bring one session's summary up to date (docs/design.md §18)."""
+    return run_summary(session_pk)
 
 
 @task()

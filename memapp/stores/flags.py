@@ -149,6 +149,13 @@ def _specs() -> list[FlagSpec]:
             in_effect=True,
         ),
         FlagSpec(
+            "session_summary",
+            bool,
+            True,
+            "A rolling summary of each uploaded session (session page, search, resume).",
+            in_effect=True,
+        ),
+        FlagSpec(
             "lifecycle_apply",
             str,
             "review",
