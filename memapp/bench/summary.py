@@ -20,101 +20,49 @@ replies, Read/Edit/Bash calls with results, some failing), then memhub's rules, 
 (2,000 tokens a section, 12,000 in all) and the Markdown. Target (issue 24): ≤ 200 ms."""
 
 
+def _call(call_id: str, name: str, tool_input: dict) -> list[dict]:
+    return [{"type": "tool_use", "id": call_id, "name": name, "input": tool_input}]
+
+
+def _result(call_id: str, content: str, failed: bool = False) -> list[dict]:
+    return [{"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": failed}]
+
+
 def coding_transcript(count: int) -> list[dict]:
     """`count` raw entries of a coding session, in rounds of ten."""
     entries: list[dict] = []
-    n = 0
 
-    def add(kind: str, content, **extra) -> None:
+    def add(kind: str, content) -> None:
+        n = len(entries)
         entries.append(
             {
                 "type": kind,
-                "uuid": f"00000000-0000-0000-0000-{len(entries):012d}",
+                "uuid": f"00000000-0000-0000-0000-{n:012d}",
                 "sessionId": "bench",
-                "timestamp": f"2026-03-05T{9 + len(entries) // 3600 % 12:02d}:00:00Z",
+                "timestamp": f"2026-03-05T{9 + n // 3600 % 12:02d}:00:00Z",
                 "message": {"role": kind, "content": content},
-                **extra,
             }
         )
 
+    n = 0
     while len(entries) < count:
-        path = f"/home/bench/src/app/app/module_{n % 40}.py"
-        add("user", f"Step {n}: make module_{n % 40} retry its database calls with backoff.")
-        add("assistant", [{"type": "text", "text": f"Reading module_{n % 40} first."}])
-        add(
-            "assistant",
-            [{"type": "tool_use", "id": f"r{n}", "name": "Read", "input": {"file_path": path}}],
-        )
-        add(
-            "user",
-            [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": f"r{n}",
-                    "content": "def f():\n    pass\n" * 80,
-                }
-            ],
-        )
-        add(
-            "assistant",
-            [
-                {
-                    "type": "tool_use",
-                    "id": f"e{n}",
-                    "name": "Edit",
-                    "input": {
-                        "file_path": path,
-                        "old_string": "pass",
-                        "new_string": "return retry(f)",
-                    },
-                }
-            ],
-        )
-        add(
-            "user",
-            [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": f"e{n}",
-                    "content": f"The file {path} has been updated.",
-                }
-            ],
-        )
-        add(
-            "assistant",
-            [
-                {
-                    "type": "tool_use",
-                    "id": f"b{n}",
-                    "name": "Bash",
-                    "input": {"command": f"pytest tests/test_module_{n % 40}.py -q"},
-                }
-            ],
-        )
+        module = f"module_{n % 40}"
+        path = f"/home/bench/src/app/app/{module}.py"
         failed = n % 4 == 0
-        add(
-            "user",
-            [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": f"b{n}",
-                    "content": "1 failed, 9 passed" if failed else "10 passed",
-                    "is_error": failed,
-                }
-            ],
-        )
-        add(
-            "assistant",
-            [
-                {
-                    "type": "text",
-                    "text": f"Step {n} done; the tests {'fail, fixing' if failed else 'pass'}.",
-                }
-            ],
-        )
+        add("user", f"Step {n}: make {module} retry its database calls with backoff.")
+        add("assistant", [{"type": "text", "text": f"Reading {module} first."}])
+        add("assistant", _call(f"r{n}", "Read", {"file_path": path}))
+        add("user", _result(f"r{n}", "def f():\n    pass\n" * 80))
+        edit = {"file_path": path, "old_string": "pass", "new_string": "return retry(f)"}
+        add("assistant", _call(f"e{n}", "Edit", edit))
+        add("user", _result(f"e{n}", f"The file {path} has been updated."))
+        add("assistant", _call(f"b{n}", "Bash", {"command": f"pytest tests/test_{module}.py -q"}))
+        add("user", _result(f"b{n}", "1 failed, 9 passed" if failed else "10 passed", failed))
+        outcome = "fail, fixing" if failed else "pass"
+        add("assistant", [{"type": "text", "text": f"Step {n} done; the tests {outcome}."}])
         add("system", f"Step {n} checkpoint.")
         n += 1
-    return entries[:count]  # fmt: skip
+    return entries[:count]
 
 
 def _summarize(raw: list[dict]) -> str:

@@ -220,7 +220,8 @@ def do_ingest_entries(
         session.title = _title(session, fresh)
         session.last_entry_at = now
         session.store = store
-        session.cwd = cwd[:4096] or session.cwd
+        entry_cwd = next((e.cwd for e in fresh if e.cwd), "")
+        session.cwd = (cwd or session.cwd or _clean(entry_cwd))[:4096]
         session.memory_dir = memory_dir[:4096] or session.memory_dir
         interactive = [e.interactive for e in fresh if e.interactive is not None]
         if interactive:

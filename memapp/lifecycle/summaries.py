@@ -128,7 +128,21 @@ def run_summary(session_pk: int) -> dict:
     summary.tokens_at, summary.tool_calls_at = tokens, tool_calls
     summary.updates += 1
     summary.updated_at = timezone.now()
-    summary.save()
+    # Not `queued`: a request that came in meanwhile has queued the next update.
+    summary.save(
+        update_fields=[
+            "text",
+            "state",
+            "selector",
+            "through",
+            "tokens_at",
+            "tool_calls_at",
+            "updates",
+            "attempts",
+            "error",
+            "updated_at",
+        ]
+    )
     return {
         "session": session_pk,
         "outcome": "updated",

@@ -186,7 +186,7 @@ def fit_sections(sections: Mapping[str, str]) -> dict[str, str]:
     fitted = {name: _fold(sections.get(name, "").strip(), limit) for name in SECTIONS}
     total_limit = TOTAL_TOKENS * CHARS_PER_TOKEN
     kept_last = ("Session Title", "Current State")
-    while sum(len(body) for body in fitted.values()) > total_limit:
+    while len(render_summary(fitted)) > total_limit:
         candidates = [n for n in SECTIONS if n not in kept_last and len(fitted[n]) > 200]
         if not candidates:
             break
@@ -220,9 +220,9 @@ def summary_for_context(text: str, max_chars: int) -> str:
         body = sections[name]
         if not body:
             continue
-        size = len(name) + len(body) + 4
+        size = len(name) + len(body) + 5  # "# ", the name, its newline, the body, "\n\n"
         if used + size > max_chars:
-            room = max_chars - used - len(name) - 5
+            room = max_chars - used - len(name) - 6
             if room > 200:
                 kept[name] = body[:room].rstrip() + "…"
             break
