@@ -61,9 +61,16 @@ def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
         allowed = user.is_staff or get_flag("protocol_project_creation") == "everyone"
         if not (for_put and allowed and get_flag("team_memory")):
             raise Http404
-        return None
-    if not project.members.filter(pk=user.pk).exists() or not get_flag("team_memory", project):
+    elif not project.members.filter(pk=user.pk).exists() or not get_flag("team_memory", project):
         raise Http404
+    if for_put and not get_flag("auto_memory", project):
+        raise FileRejected(
+            "auto_memory_off",
+            "Auto memory is turned off for this project: memhub takes no team memory writes "
+            "for it (an admin turns it on with the auto_memory flag).",
+        )
+    if project is None:
+        return None
     store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
     if store is None and not for_put:
         raise Http404
@@ -118,7 +125,8 @@ def do_put_team_memory(
     Raises Http404 when the user may not write it, and `FileRejected` with the protocol's code
     when the PUT must not be applied at all: ``precondition_failed`` (`details["checksum"]` is
     the current one), an entry check (``invalid_key``, ``invalid_utf8``, ``binary_content``,
-    ``entry_too_large``), ``team_memory_too_many_entries`` or ``team_memory_secret_detected``.
+    ``entry_too_large``), ``team_memory_too_many_entries``, ``team_memory_secret_detected``, or
+    ``auto_memory_off`` (the project's auto memory is turned off: memory off means off).
     Nothing is written then, and no project or store created.
     """
     with _put_lock(slug):

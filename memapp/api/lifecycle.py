@@ -65,10 +65,11 @@ def session_entries(request: Request, session_id: str) -> Response:
         memory_dir=data["memory_dir"],
         final=data["final"],
         client_skipped=data["skipped"],
+        auto_dream=data["auto_dream"],
     )
     session = result.session
     flags = get_flags(store.project)
-    if not flags["extraction"]:
+    if not (flags["extraction"] and flags["auto_memory"]):
         extraction = "off"
     elif wants_extraction(session, flags, data["final"]):
         extraction = request_extraction(store, request.user)

@@ -416,6 +416,12 @@ class SessionEntriesSerializer(PromptSerializer):
         default=dict,
         help_text="Lines the client did not send, counted by reason.",
     )
+    auto_dream = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The person's `autoDreamEnabled` (false: no scheduled consolidation).",
+    )
 
     def validate_skipped(self, value: dict) -> dict:
         if len(value) > 20 or any(len(reason) > 40 for reason in value):

@@ -37,6 +37,7 @@ from memapp.client.commands import (
 )
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
+from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
@@ -231,7 +232,13 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
     """The detached uploader: the rest of a large backlog, patiently, silently."""
     with contextlib.suppress(Exception):
         project = current_project(args.cwd)
-        fields = {**project.fields(), "memory_dir": str(project.memory_dir), "cwd": args.cwd}
+        settings = load_user_settings(None, project_dir=args.cwd or None)
+        fields = {
+            **project.fields(),
+            "memory_dir": str(project.memory_dir),
+            "cwd": args.cwd,
+            "auto_dream": auto_dream_enabled(None, settings),
+        }
         transcript = Path(args.transcript)
         cursor = Cursor.load(None, args.session_id, transcript)
         with cursor.locked(wait=True):

@@ -251,6 +251,8 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
     store = run.store
     if not flags["consolidation"]:
         return _skip(run, "flag_off")
+    if not flags["auto_memory"]:  # memory off means off, "Consolidate now" included
+        return _skip(run, "memory_off")
     reviewer = _reviewer(store, run.requested_by)
     if reviewer is None:
         return _skip(run, "no_reviewer")

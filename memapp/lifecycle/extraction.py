@@ -71,9 +71,10 @@ class ExtractionFailed(Exception):
 
 
 def wants_extraction(session: Session, flags: dict, final: bool) -> bool:
-    """Whether a session's new turns ask for a run: the `extraction` flag, the session's
-    kind, and every N turns (or its end, with anything new)."""
-    if not flags["extraction"] or session.store_id is None:
+    """Whether a session's new turns ask for a run: the `extraction` and `auto_memory` flags
+    (memory off means off), the session's kind, and every N turns (or its end, with anything
+    new)."""
+    if not (flags["extraction"] and flags["auto_memory"]) or session.store_id is None:
         return False
     if session.interactive is False and not flags["extraction_non_interactive"]:
         return False
@@ -335,7 +336,7 @@ def run_extraction(run_id: int) -> dict:
     started = time.monotonic()
     flags = get_flags(run.store.project)
     try:
-        windows = _windows(run, flags) if flags["extraction"] else []
+        windows = _windows(run, flags) if flags["extraction"] and flags["auto_memory"] else []
         read = [w for w in windows if w.verdict == "read"]
         team = team_store_for(run.owner, run.store.project) if flags["team_memory"] else None
         answer = _answer(run, read, flags, team) if read else None

@@ -50,6 +50,11 @@ class Session(models.Model):
         default=0, help_text="The main conversation's size, estimated (characters / 4)."
     )
     tool_calls = models.PositiveIntegerField(default=0)
+    auto_dream = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="The person's autoDreamEnabled, as the client said it.",
+    )
     at_rest = models.BooleanField(
         default=False, help_text="The last assistant turn made no tool call (a natural break)."
     )
@@ -371,6 +376,8 @@ class ConsolidationRun(Run):
         """Why a skipped run was skipped, for a person."""
         return {
             "flag_off": "consolidation is turned off",
+            "memory_off": "auto memory is turned off for the project",
+            "dream_off": "its owner turned consolidation off (autoDreamEnabled: false)",
             "locked": f"a local agent was consolidating the directory (PID {self.lock_holder})",
             "no_reviewer": "nobody can review it: the project has no members",
             "no_directory": "the directory is missing",

@@ -182,6 +182,7 @@ def do_ingest_entries(
     memory_dir: str = "",
     final: bool = False,
     client_skipped: dict[str, int] | None = None,
+    auto_dream: bool | None = None,
 ) -> IngestResult:
     """Store the new entries of one of `user`'s sessions (idempotent by entry key), redacted by
     the fast rules at once. detect-secrets redacts them again in the extraction task, before
@@ -228,6 +229,8 @@ def do_ingest_entries(
             session.interactive = interactive[-1]
         if final:
             session.ended_at = now
+        if auto_dream is not None:
+            session.auto_dream = auto_dream
         counts = Counter(session.skipped)
         counts.update(skipped)
         session.skipped = dict(counts)

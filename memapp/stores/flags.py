@@ -74,7 +74,8 @@ def _specs() -> list[FlagSpec]:
             "auto_memory",
             bool,
             True,
-            "Auto memory on: prompts include a memory section.",
+            "Auto memory on: prompts include a memory section. Off turns off recall, "
+            "extraction, consolidation and team memory writes for the project too.",
             in_effect=True,
         ),
         FlagSpec(

@@ -473,7 +473,7 @@ def recall_for(
     started = time.monotonic()
     project = project or private.project
     flags = get_flags(project)
-    if not flags["recall"]:
+    if not (flags["recall"] and flags["auto_memory"]):  # memory off means off
         return RecallOutcome(selector="disabled")
     session_id = None if preview else session_id
     limit = flags["recall_max"]

@@ -88,7 +88,9 @@ def test_memhubs_rules_fill_what_rules_can():
     assert "- `pytest tests/test_ratelimit.py -q`" in sections["Workflow"]
     errors = sections["Errors & Corrections"].splitlines()
     assert errors[0].startswith("- Bash `pytest tests/test_settings.py -q`: Exit code 1 FAILED")
-    assert errors[0].endswith("→ test_burst_3 fails: the window counted the boundary twice. Fixing the key.")
+    assert errors[0].endswith(
+        "→ test_burst_3 fails: the window counted the boundary twice. Fixing the key."
+    )
     assert [line[8:] for line in sections["Worklog"].splitlines()] == FIRST_REQUESTS
     assert sections["Learnings"] == ""  # what only a model can say is left empty
 
