@@ -799,6 +799,13 @@ def _propose(
     return proposal
 
 
+def _without_index(answer: Answer, flags: dict) -> Answer:
+    """With `skip_index`, memhub's own writes leave MEMORY.md alone: no index change."""
+    if flags["skip_index"]:
+        answer.changes = [c for c in answer.changes if c.file != INDEX_KEY]
+    return answer
+
+
 def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Proposal]:
     store = run.store
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
@@ -811,7 +818,7 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
     run.log_entries = len(entries)
     findings: dict = {}
     if entries:
-        answer = _distillation_answer(run, snapshot, entries)
+        answer = _without_index(_distillation_answer(run, snapshot, entries), flags)
         first, last = {}, {}
         for entry in entries:
             first.setdefault(entry.key, entry.number)
@@ -829,6 +836,7 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         run.sessions = len(sessions_since(store, since))
         logs = _logs_text(_logs_since(entries, store, since))
         answer = _consolidation_answer(run, flags, snapshot, since, sessions_text, logs)
+        answer = _without_index(answer, flags)
         sources = [{"session": s.pk, "session_id": s.session_id} for s in sessions]
         with transaction.atomic():
             proposal = _propose(

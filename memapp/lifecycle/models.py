@@ -169,6 +169,7 @@ class ExtractionRun(Run):
 
     class Outcome(models.TextChoices):
         PROPOSED = "proposed", "proposed changes"
+        LOGGED = "logged", "appended to the daily log"
         NOTHING = "nothing", "nothing worth keeping"
         SKIPPED = "skipped", "skipped by a gate"
         FAILED = "failed"

@@ -109,6 +109,7 @@ def do_save_memory(
     path: str | None = None,
     base_sha256: str | None = None,
     via: str = Via.UI,
+    index: bool = True,
 ) -> MemoryFile:
     """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
     update a topic file and its MEMORY.md line.
@@ -116,7 +117,8 @@ def do_save_memory(
     An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
     matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
     writes nothing, so an edit never overwrites a change made behind the form's back. The bytes
-    it replaces are in the file's history (docs/design.md §23).
+    it replaces are in the file's history (docs/design.md §23). `index` false leaves MEMORY.md
+    alone (the `skip_index` flag, for memhub's own writes).
     """
     root = Path(store.path)
     with store_lock(store):
@@ -143,22 +145,29 @@ def do_save_memory(
         write_atomic(target, text)
         line = format_index_entry(name, path, description)
         data = {path: text.encode("utf-8")}
-        record_changes(store, data, via=via, user=user, index_lines={path: line})
-        write_index_entry(root, path, line)
+        lines = {path: line} if index else {}
+        record_changes(store, data, via=via, user=user, index_lines=lines)
+        if index:
+            write_index_entry(root, path, line)
         rescan_store(store)
-    announce_change(store, user, {path, INDEX_FILENAME})
+    announce_change(store, user, {path, INDEX_FILENAME} if index else {path})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
 
 
-def do_forget_memory(store: Store, user, path: str, via: str = Via.UI) -> None:
+def do_forget_memory(
+    store: Store, user, path: str, via: str = Via.UI, *, index: bool = True
+) -> None:
     """Move a topic file to the trash and remove its MEMORY.md line; the mirror follows."""
-    do_forget_memories(store, user, [path], via=via)
+    do_forget_memories(store, user, [path], via=via, index=index)
 
 
-def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) -> list[str]:
+def do_forget_memories(
+    store: Store, user, paths: list[str], via: str = Via.UI, *, index: bool = True
+) -> list[str]:
     """Move topic files to the trash (restorable for MEMHUB_TRASH_DAYS, with their index
-    lines) and remove their MEMORY.md lines; returns the paths that were there."""
+    lines) and remove their MEMORY.md lines (`index` false: MEMORY.md is left alone, the
+    `skip_index` flag); returns the paths that were there."""
     root = Path(store.path)
     targets = {path: store_file_path(store, path) for path in paths}
     forgotten: dict[str, bytes] = {}
@@ -171,10 +180,11 @@ def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) 
             except FileNotFoundError:
                 continue
             delete_file(target, missing_ok=True)
-            delete_index_entry(root, path)
+            if index:
+                delete_index_entry(root, path)
         record_changes(store, {}, forgotten, via=via, user=user, index_lines=lines)
         rescan_store(store)
-    announce_change(store, user, {*targets, INDEX_FILENAME})
+    announce_change(store, user, {*targets, INDEX_FILENAME} if index else set(targets))
     for path in forgotten:
         record_event("memory_forgotten", store=store, user=user, path=path, via=via)
     return list(forgotten)
@@ -413,6 +423,8 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
         files[target] = text
         line = lines.get(path)
         index[target] = line if line and target == path else _entry_for(text, target)
+    if get_flags(team.project)["skip_index"]:
+        index = {}  # the server's own writes leave MEMORY.md alone
     if files:
         _team_gate(team, files)
         do_put_files(

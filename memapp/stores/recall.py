@@ -476,6 +476,10 @@ def recall_for(
     if not (flags["recall"] and flags["auto_memory"]):  # memory off means off
         return RecallOutcome(selector="disabled")
     session_id = None if preview else session_id
+    if session_id and flags["daily_log_mode"] and flags["consolidation"]:
+        # Daily-log mode recalls nothing per prompt (its prompt says so): the logs are read
+        # by consolidation, and the agent reads its memory itself.
+        return RecallOutcome(selector="disabled", fallback_reason="daily_log_mode")
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
     surfaced_paths = set(already_surfaced) | _session(user, session_id).paths

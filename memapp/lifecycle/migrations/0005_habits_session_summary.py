@@ -1,5 +1,5 @@
 """Session summaries (docs/design.md §18), the counts their triggers read, failed tool results
-kept per entry, and the client's autoDreamEnabled.
+kept per entry, the client's autoDreamEnabled, and extraction's daily-log outcome.
 
 SQLite adds the JSON column `errors` by rebuilding `lifecycle_transcriptentry`, which drops the
 triggers that keep past-context search's FTS table up to date (0002_search): they are made
@@ -122,4 +122,19 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(remake_triggers, remake_triggers),
+        migrations.AlterField(
+            model_name="extractionrun",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("proposed", "proposed changes"),
+                    ("logged", "appended to the daily log"),
+                    ("nothing", "nothing worth keeping"),
+                    ("skipped", "skipped by a gate"),
+                    ("failed", "Failed"),
+                ],
+                max_length=16,
+            ),
+        ),
     ]
