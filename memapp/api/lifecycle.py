@@ -27,8 +27,7 @@ from memapp.lifecycle.sessions import (
     skip_sentences,
 )
 from memapp.lifecycle.store_changes import INDEX_KEY, index_text, is_store_wide, proposed_index
-from memapp.lifecycle.summaries import request_summary
-from memapp.lifecycle.tasks import request_extraction
+from memapp.lifecycle.tasks import request_extraction, request_summary
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store
 

@@ -33,7 +33,6 @@ from memapp.stores.flags import get_flags
 __all__ = [
     "HOOK_SUMMARY_CHARS",
     "hook_summary",
-    "request_summary",
     "run_summary",
     "summary_is_due",
 ]
@@ -56,23 +55,6 @@ def summary_is_due(session: Session, summary: SessionSummary | None) -> bool:
         tool_calls_at=summary.tool_calls_at if summary is not None else 0,
         at_rest=session.at_rest,
     )
-
-
-def request_summary(session: Session) -> str:
-    """After an upload: `off` (flag), `waiting` (not due), `queued` (a task enqueued) or
-    `coalesced` (one already waits, and will read these entries too)."""
-    if not get_flags(session.project)["session_summary"]:
-        return "off"
-    summary = SessionSummary.objects.filter(session=session).first()
-    if not summary_is_due(session, summary):
-        return "waiting"
-    summary, _ = SessionSummary.objects.get_or_create(session=session)
-    if not SessionSummary.objects.filter(pk=summary.pk, queued=False).update(queued=True):
-        return "coalesced"
-    from memapp.lifecycle.tasks import run_summary_task  # tasks import this module
-
-    run_summary_task.enqueue(session.pk)
-    return "queued"
 
 
 def _ask_model(summary: SessionSummary, messages: str) -> dict[str, str]:

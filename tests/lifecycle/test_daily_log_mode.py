@@ -68,9 +68,7 @@ def test_a_sessions_recall_is_not_run_per_prompt_and_the_prompt_says_so(alice_ap
 
 
 @pytest.mark.parametrize("skip", [False, True])
-def test_approving_a_proposal_leaves_the_index_alone_with_skip_index(
-    alice_api, alice, store, skip
-):
+def test_approving_a_proposal_leaves_the_index_alone_with_skip_index(alice_api, alice, store, skip):
     if skip:
         set_flag("skip_index", True, project=store.project, user=alice)
     t = Transcript()
