@@ -119,7 +119,7 @@ def _summary_data(session) -> dict | None:
 )
 @api_view(["GET", "DELETE"])
 def session_detail(request: Request, session_id: str) -> Response:
-    """GET: one of the caller's sessions with its rolling summary (docs/design.md §18).
+    """GET: one of the caller's sessions with its rolling summary (docs/design.md §14.10).
     DELETE: forget it; its transcript is deleted."""
     session = get_agent_session_for_user(request.user, _session_id(session_id))
     if request.method == "DELETE":

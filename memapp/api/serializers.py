@@ -355,7 +355,8 @@ class SessionStartResultSerializer(serializers.Serializer):
     )
     session_summary = serializers.CharField(
         allow_blank=True,
-        help_text="The session's summary so far, for a resumed or compacted session (§18).",
+        help_text="The session's summary so far, for a resumed or compacted session "
+        "(docs/design.md §14.10).",
     )
 
 

@@ -1,4 +1,4 @@
-"""Benchmark of the offline session summary (docs/design.md §18): memhub's rules over a whole
+"""Benchmark of the offline session summary (docs/design.md §14.10): memhub's rules over a whole
 5,000-entry coding session at once (the worst case: a first summary of a long session, or a
 summary after a backlog), from the raw JSONL entries to the Markdown within its limits."""
 

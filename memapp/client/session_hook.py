@@ -8,7 +8,7 @@ memory dir before this hook runs, so the hook adds, for that client, only:
 - the team index, when the client has no team memory of its own;
 - one line saying what waits for the person's review in memhub;
 - when the session resumes or was compacted (`source` `resume` or `compact`), its summary so
-  far (docs/design.md §18).
+  far (docs/design.md §14.10).
 
 All of it comes from one request; when the server is slow or down, nothing is written and
 nothing is said.

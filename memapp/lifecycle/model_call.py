@@ -1,7 +1,7 @@
-"""The lifecycle's model calls (docs/design.md §14.5): a Messages API request that forces the
-`propose_memory_changes` tool, tried once more on a timeout, an overload or a bad tool input
-(extraction, consolidation and distillation all ask through it); and a plain text answer, for
-session summaries (§18)."""
+"""The lifecycle's model calls (docs/design.md §14.5, §14.10): a Messages API request that
+forces the `propose_memory_changes` tool, tried once more on a timeout, an overload or a bad
+tool input (extraction, consolidation and distillation all ask through it); and a plain text
+answer, for session summaries."""
 
 from __future__ import annotations
 

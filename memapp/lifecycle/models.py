@@ -136,7 +136,7 @@ class Run(models.Model):
 
 
 class SessionSummary(models.Model):
-    """A session's rolling summary (docs/design.md §18): Markdown with the fixed sections,
+    """A session's rolling summary (docs/design.md §14.10): Markdown with the fixed sections,
     written by a model or by memhub's rules, and the cursor it was written up to."""
 
     session = models.OneToOneField(

@@ -1,5 +1,5 @@
-"""Past-context search (docs/design.md §14.9): one function over a person's own sessions and the
-memories they may see, ranked, with highlighted snippets. A session's summary (§18) that holds
+"""Past-context search (docs/design.md §14.9, §14.10): one function over a person's own sessions
+and the memories they may see, ranked, with highlighted snippets. A session's summary that holds
 every word comes before its entries: it says in a paragraph what the entries say in pages.
 
 SQLite (the embedded default) answers from FTS5 tables that triggers keep up to date; PostgreSQL

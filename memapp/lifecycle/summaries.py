@@ -1,4 +1,4 @@
-"""Session summaries on the server (docs/design.md §18): when a session's upload makes one due,
+"""Session summaries on the server (docs/design.md §14.10): when a session's upload makes one due,
 a task reads the entries after the summary's cursor and writes the new summary, with a model
 when there is an API key (one Messages API call: the current summary and only the new
 messages), else with memhub's rules.

@@ -37,7 +37,7 @@ def run_extraction_task(run_id: int) -> dict:
 
 @task()
 def run_summary_task(session_pk: int) -> dict:
-    """Bring one session's summary up to date (docs/design.md §18)."""
+    """Bring one session's summary up to date (docs/design.md §14.10)."""
     return run_summary(session_pk)
 
 

@@ -1,4 +1,4 @@
-"""Session summaries (docs/design.md §18): per session, a rolling summary of what was done in it,
+"""Session summaries (docs/design.md §14.10): per session, a rolling summary of what was done in it,
 with Claude Code's fixed sections, rebuilt from a cursor so each update reads only new messages.
 
 Two writers share the template and the limits: a model (the caller sends it the current summary
@@ -8,7 +8,7 @@ task from the first request, files from tool calls, errors from failed tool resu
 from the person's requests. Either way `fit_sections` keeps each section within 2,000 tokens and
 the whole within 12,000, folding the oldest lines of the longest sections first.
 
-Tokens are estimated as characters / 4 (no tokenizer here), as §18 allows.
+Tokens are estimated as characters / 4 (no tokenizer here), as docs/design.md §14.10 allows.
 """
 
 from __future__ import annotations
@@ -101,10 +101,10 @@ def entry_tokens(entry: Entry) -> int:
 def summary_due(
     *, built: bool, tokens: int, tokens_at: int, tool_calls: int, tool_calls_at: int, at_rest: bool
 ) -> bool:
-    """Claude Code's triggers (§18): a first summary at FIRST_TOKENS; then an update once
-    UPDATE_TOKENS more arrived and either UPDATE_TOOL_CALLS tool calls happened since or the
-    last assistant turn made no tool call (a natural break). `tokens_at`/`tool_calls_at` are
-    the session's counts when the summary was last written."""
+    """Claude Code's triggers (docs/design.md §14.10): a first summary at FIRST_TOKENS; then
+    an update once UPDATE_TOKENS more arrived and either UPDATE_TOOL_CALLS tool calls happened
+    since or the last assistant turn made no tool call (a natural break). `tokens_at` and
+    `tool_calls_at` are the session's counts when the summary was last written."""
     if not built:
         return tokens >= FIRST_TOKENS
     if tokens - tokens_at < UPDATE_TOKENS:
@@ -179,9 +179,9 @@ def _fold(body: str, max_chars: int) -> str:
 
 
 def fit_sections(sections: Mapping[str, str]) -> dict[str, str]:
-    """The sections within the limits (§18): each ≤ SECTION_TOKENS, then, while the whole is
-    over TOTAL_TOKENS, the longest section folded to half its size (the title and the current
-    state are the last to go: they are what a resumed agent reads first)."""
+    """The sections within the limits (docs/design.md §14.10): each ≤ SECTION_TOKENS; then,
+    while the whole is over TOTAL_TOKENS, the longest section folded to half its size (the
+    title and the current state are the last to go: a resumed agent reads them first)."""
     limit = SECTION_TOKENS * CHARS_PER_TOKEN
     fitted = {name: _fold(sections.get(name, "").strip(), limit) for name in SECTIONS}
     total_limit = TOTAL_TOKENS * CHARS_PER_TOKEN

@@ -1,4 +1,4 @@
-"""Session summaries end to end (docs/design.md §18): real-shaped coding sessions of ~12,000 and
+"""Session summaries end to end (docs/design.md §14.10): real-shaped coding sessions of ~12,000 and
 ~40,000 tokens uploaded by the real Stop hook, the task worker writing the summary (with the
 fake Messages API, or memhub's rules without a key), once and then incrementally from its
 cursor; and the SessionStart hook handing it to a resumed or compacted session."""

@@ -1,4 +1,4 @@
-"""Where a session's summary shows (docs/design.md §18): `GET /api/v1/sessions/<id>` (its
+"""Where a session's summary shows (docs/design.md §14.10): `GET /api/v1/sessions/<id>` (its
 owner's alone), the session page, past-context search; a failed model call that leaves the
 cursor for the next update; and why lines were not kept, said in sentences."""
 

@@ -1,4 +1,4 @@
-"""Session summaries' core (docs/design.md §18): the triggers, the template, the limits, and
+"""Session summaries' core (docs/design.md §14.10): the triggers, the template, the limits, and
 memhub's own rules read incrementally."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Session summaries (docs/design.md §18), the counts their triggers read, failed tool results
+"""Session summaries (docs/design.md §14.10), the counts their triggers read, failed tool results
 kept per entry, the client's autoDreamEnabled, and extraction's daily-log outcome.
 
 SQLite adds the JSON column `errors` by rebuilding `lifecycle_transcriptentry`, which drops the
