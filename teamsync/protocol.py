@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.http import Http404
 
+from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
@@ -125,7 +126,8 @@ def do_put_team_memory(
     Raises Http404 when the user may not write it, and `FileRejected` with the protocol's code
     when the PUT must not be applied at all: ``precondition_failed`` (`details["checksum"]` is
     the current one), an entry check (``invalid_key``, ``invalid_utf8``, ``binary_content``,
-    ``entry_too_large``), ``team_memory_too_many_entries``, ``team_memory_secret_detected``, or
+    ``entry_too_large``), ``team_memory_too_many_entries``, ``team_memory_secret_detected``,
+    ``team_memory_user_memory`` (a `user` memory, which stays private), or
     ``auto_memory_off`` (the project's auto memory is turned off: memory off means off).
     Nothing is written then, and no project or store created.
     """
@@ -192,6 +194,13 @@ def _check_put(
             "team_memory_too_many_entries",
             "Too many team memory entries.",
             {"max_entries": flags["team_max_entries"], "received_entries": len(topics)},
+        )
+    personal = user_memories({k: v for k, v in uploaded.items() if not is_index_key(k)})
+    if personal:  # a protocol client has no box to tick: the rule refuses it
+        raise FileRejected(
+            "team_memory_user_memory",
+            "Refused: user memories are private and never go into team memory.",
+            {"entries": [{"key": key, "rule": "user_memory_private"} for key in personal]},
         )
     # Both layers of docs/design.md §10a: what the protocol accepts is served to every member at
     # once, so a file the push gate would quarantine must not get in either.

@@ -218,6 +218,11 @@ def _secret_reason(change: ProposedChange, check: Callable[[str], Sequence[Secre
     return ", ".join(sorted({hit.label for hit in hits}))
 
 
+USER_PRIVATE_REASON = (
+    "a user memory is private: it is never proposed into team memory (rule user_memory_private)"
+)
+
+
 def validate_changes(
     raw_changes: object,
     targets: Mapping[str, Target],
@@ -231,7 +236,8 @@ def validate_changes(
     rules (docs/design.md §4) or outside its store, an update or delete of a file that does not
     exist, a create of one that does, missing or multi-line fields, a body over the size cap,
     a secret (`secret_check`, the fast rules unless the caller passes the push gate), a second
-    change to the same file, or beyond `max_changes`. Raises ValueError only when the answer
+    change to the same file, a `user` memory for team memory (user memories are private), or
+    beyond `max_changes`. Raises ValueError only when the answer
     is not a list at all (a bad tool input, worth asking again).
     """
     if not isinstance(raw_changes, list):
@@ -252,6 +258,9 @@ def validate_changes(
             continue
         if (change.scope, change.file) in seen:
             dropped.append(Dropped(index, shown, "a second change to the same file"))
+            continue
+        if change.scope == "team" and change.type == "user":
+            dropped.append(Dropped(index, shown, USER_PRIVATE_REASON))
             continue
         secret = _secret_reason(change, secret_check)
         if secret:

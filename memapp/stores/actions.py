@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memapp.memdir.atomic import delete_file, write_atomic
-from memapp.memdir.frontmatter import Memory, parse_memory, render_memory
+from memapp.memdir.frontmatter import Memory, parse_memory, render_memory, user_memories
 from memapp.memdir.index import (
     INDEX_FILENAME,
     delete_index_entry,
@@ -394,10 +394,27 @@ def _team_gate(team: Store, files: dict[str, str]) -> None:
         )
 
 
-def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
+def refuse_user_memories(files: dict[str, str], allow: bool) -> None:
+    """FileRejected `user_memory_private` when `files` (bound for a team store) hold a `user`
+    memory and the person did not tick that they mean it (`allow`)."""
+    found = [] if allow else user_memories(files)
+    if found:
+        raise FileRejected(
+            "user_memory_private",
+            f"{', '.join(found)}: user memories are about a person and stay private; to put "
+            "one in team memory anyway, tick that you mean it (on the memory's page, or on "
+            "the import form)",
+            {"keys": found, "rule": "user_memory_private"},
+        )
+
+
+def do_share_memories(
+    store: Store, user, paths: list[str], *, allow_user: bool = False
+) -> dict[str, str]:
     """Copy private memories into the project's team store, through the push gate, each with
     its MEMORY.md line. A memory already there unchanged is left alone; a different memory of
-    the same name is never overwritten: the copy gets a new name. Returns path → team path."""
+    the same name is never overwritten: the copy gets a new name. A `user` memory goes only
+    with `allow_user` (the person ticked it). Returns path → team path."""
     team = team_store_for(user, store.project) if store.kind == Store.Kind.PRIVATE else None
     if team is None:
         raise FileRejected("no_team_store", "This memory's project has no team store you share.")
@@ -409,6 +426,7 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
             texts[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             raise FileRejected("invalid_utf8", f"{path!r} is not valid UTF-8") from None
+    refuse_user_memories(texts, allow_user)
     lines = index_lines(root, paths)
     targets: dict[str, str] = {}
     files: dict[str, str] = {}
@@ -439,11 +457,18 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
 
 
 def do_import_files(
-    store: Store, user, files: dict[str, str], index: dict[str, str], *, replace: bool
+    store: Store,
+    user,
+    files: dict[str, str],
+    index: dict[str, str],
+    *,
+    replace: bool,
+    allow_user: bool = False,
 ) -> dict[str, list[str]]:
     """Write the files of a checked import (`memapp.stores.transfer.read_import`): new files
     always; files that exist with other content only with `replace` (their old bytes stay in
-    their history), else they are listed as `kept`. Team stores pass the push gate first."""
+    their history), else they are listed as `kept`. Team stores pass the push gate first, and
+    take `user` memories only with `allow_user`."""
     root = Path(store.path)
     kept = [
         key
@@ -454,6 +479,7 @@ def do_import_files(
     ]
     wanted = {key: text for key, text in files.items() if key not in kept}
     if store.kind == Store.Kind.TEAM and wanted:
+        refuse_user_memories(wanted, allow_user)
         _team_gate(store, wanted)
     lines = {key: index.get(key) or _entry_for(text, key) for key, text in wanted.items()}
     result = do_put_files(store, user, wanted, via=Via.IMPORT, index=lines)
