@@ -402,8 +402,7 @@ def refuse_user_memories(files: dict[str, str], allow: bool) -> None:
         raise FileRejected(
             "user_memory_private",
             f"{', '.join(found)}: user memories are about a person and stay private; to put "
-            "one in team memory anyway, tick that you mean it (on the memory's page, or on "
-            "the import form)",
+            "one in team memory anyway, tick that you mean it",
             {"keys": found, "rule": "user_memory_private"},
         )
 

@@ -87,7 +87,8 @@ def test_sharing_leaves_the_team_index_alone_with_skip_index(alice, store):
     team = resolve_store(alice, PROJECT, "team")
     (Path(team.path) / "MEMORY.md").write_text("- [CI](ci.md) — CI runs on push\n")
     set_flag("skip_index", True, project=store.project, user=alice)
-    assert do_share_memories(store, alice, ["user_role.md"]) == {"user_role.md": "user_role.md"}
+    shared = do_share_memories(store, alice, ["user_role.md"], allow_user=True)
+    assert shared == {"user_role.md": "user_role.md"}
     assert (Path(team.path) / "user_role.md").is_file()
     assert (Path(team.path) / "MEMORY.md").read_text() == "- [CI](ci.md) — CI runs on push\n"
 

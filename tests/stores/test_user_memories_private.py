@@ -1,4 +1,4 @@
-""""user" memories are private (issue 24): a memory about a person never goes into team memory
+""" "user" memories are private (issue 24): a memory about a person never goes into team memory
 without that person's explicit tick — not proposed by extraction, not shared, not imported —
 and a protocol PUT of one is refused naming the rule; the lint flags those already there."""
 

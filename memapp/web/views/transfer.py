@@ -116,7 +116,8 @@ def store_bulk(request: HttpRequest, store_id: int) -> HttpResponse:
         return _zip_response(store, paths)
     if action == "share":
         try:
-            shared = do_share_memories(store, request.user, paths)
+            allow_user = request.POST.get("allow_user") == "yes"
+            shared = do_share_memories(store, request.user, paths, allow_user=allow_user)
         except FileRejected as exc:
             messages.error(request, f"Nothing was shared: {exc}")
         else:
