@@ -44,6 +44,7 @@ from memapp.memdir.extraction import (
     ProposedChange,
     Target,
     build_request,
+    derivable,
     explicit_requests,
     offline_change,
     validate_changes,
@@ -171,13 +172,21 @@ def _push_gate(text: str) -> list:
     return scan_for_push({"proposal.md": text}).get("proposal.md", [])
 
 
-def _offline(store: Store, read: list[Window], today: datetime.date) -> tuple[list, dict]:
-    """Explicit requests as changes (dicts, as a model would give them) and their lines."""
+def _offline(
+    store: Store, read: list[Window], today: datetime.date
+) -> tuple[list, dict, list[Dropped]]:
+    """Explicit requests as changes (dicts, as a model would give them) and their lines; the
+    requests for what the code, git or the session records are dropped, even though asked."""
     root, form = Path(store.path), detect_type_form(store.path)
-    raw, lines, taken = [], {}, set()
+    raw, lines, taken, dropped = [], {}, set(), []
     for window in read:
         seq_of = {row.key: row.seq for row in window.rows}
         for request in explicit_requests(window.entries):
+            what = derivable(request.text)
+            if what is not None:
+                reason = f"not kept even though asked: {what} is recorded elsewhere"
+                dropped.append(Dropped(len(raw) + len(dropped), request.text[:200], reason))
+                continue
             change = offline_change(request, "", today)
             key = new_memory_path(root, change.name, change.type, form)
             stem, n = key.removesuffix(".md"), 2
@@ -186,7 +195,7 @@ def _offline(store: Store, read: list[Window], today: datetime.date) -> tuple[li
             taken.add(key)
             raw.append({**change.as_dict(), "file": key})
             lines.setdefault(window.session.pk, []).append(seq_of[request.entry])
-    return raw, lines
+    return raw, lines, dropped
 
 
 def _likely_bodies(store: Store, query: str, limit: int) -> list[tuple[str, str, str]]:
@@ -244,6 +253,7 @@ def _ask_model(run: ExtractionRun, text: str) -> list:
 def _answer(run: ExtractionRun, read: list[Window], flags: dict, team: Store | None) -> Answer:
     store, today = run.store, timezone.localdate()
     targets = _targets(store, team)
+    unasked: list[Dropped] = []
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
         raw = _ask_model(run, _request_text(store, team, read, flags, today))
@@ -253,13 +263,13 @@ def _answer(run: ExtractionRun, read: list[Window], flags: dict, team: Store | N
         }
     else:
         run.selector = "offline"
-        raw, lines = _offline(store, read, today)
+        raw, lines, unasked = _offline(store, read, today)
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     try:
         changes, dropped = validate_changes(raw, targets, secret_check=_push_gate)
     except ValueError as exc:
         raise ExtractionFailed(f"bad tool input: {exc}") from None
-    answer = Answer(changes, dropped, lines)
+    answer = Answer(changes, [*dropped, *unasked], lines)
     answer.lines = {pk: seqs for pk, seqs in lines.items() if seqs}
     return answer
 
