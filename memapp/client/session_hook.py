@@ -58,9 +58,15 @@ def _fresh_index(memory_dir: Path) -> str:
 
 def session_start(call: HookCall) -> str:
     memory_dir = call.project.memory_dir
-    memory_dir.mkdir(parents=True, exist_ok=True)  # the prompt says it already exists
-    scanned = scan_local(memory_dir)
-    own_team = has_own_team_memory(memory_dir)
+    try:
+        memory_dir.mkdir(parents=True, exist_ok=True)  # the prompt says it already exists
+    except OSError:
+        # Read-only or not ours: no pull then, but the team index and notices still come.
+        usable = False
+    else:
+        usable = True
+    scanned: tuple[dict[str, str], set[str]] = scan_local(memory_dir) if usable else ({}, set())
+    own_team = has_own_team_memory(memory_dir) if usable else False
     answer = call.client().post(
         "/api/v1/session-start",
         {
@@ -74,7 +80,7 @@ def session_start(call: HookCall) -> str:
     )
     parts = []
     store = answer.get("store")
-    if isinstance(store, int):
+    if isinstance(store, int) and usable:
         pulled = pull_changes(
             call.config.url,
             store,
