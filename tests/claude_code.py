@@ -42,7 +42,7 @@ def install_hooks(machine: Machine) -> None:
         "hooks": {
             event: [
                 {
-                    **({"matcher": "Read"} if event == "PostToolUse" else {}),
+                    **({"matcher": "Read|Grep"} if event == "PostToolUse" else {}),
                     "hooks": [{"type": "command", "command": f"{AGENT} hook claude-code {name}"}],
                 }
             ]
