@@ -336,6 +336,7 @@ class ConsolidationRun(Run):
         PROPOSED = "proposed", "proposed changes"
         NOTHING = "nothing", "nothing to change"
         SKIPPED = "skipped", "skipped by a gate"
+        CANCELLED = "cancelled"
         FAILED = "failed"
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="consolidation_runs")
@@ -351,6 +352,9 @@ class ConsolidationRun(Run):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    cancel_requested = models.BooleanField(
+        default=False, help_text="Someone cancelled it while it ran: it stops at the next step."
+    )
     consolidate = models.BooleanField(default=True, help_text="Run the four phases.")
     distill = models.BooleanField(default=True, help_text="Distill new daily-log entries.")
     outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
@@ -379,6 +383,7 @@ class ConsolidationRun(Run):
             "flag_off": "consolidation is turned off",
             "memory_off": "auto memory is turned off for the project",
             "dream_off": "its owner turned consolidation off (autoDreamEnabled: false)",
+            "cancelled": "it was cancelled",
             "locked": f"a local agent was consolidating the directory (PID {self.lock_holder})",
             "no_reviewer": "nobody can review it: the project has no members",
             "no_directory": "the directory is missing",

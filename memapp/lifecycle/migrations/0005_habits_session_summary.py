@@ -1,5 +1,6 @@
 """Session summaries (docs/design.md §14.10), the counts their triggers read, failed tool results
-kept per entry, the client's autoDreamEnabled, and extraction's daily-log outcome.
+kept per entry, the client's autoDreamEnabled, extraction's daily-log outcome, and cancelling a
+consolidation.
 
 SQLite adds the JSON column `errors` by rebuilding `lifecycle_transcriptentry`, which drops the
 triggers that keep past-context search's FTS table up to date (0002_search): they are made
@@ -132,6 +133,29 @@ class Migration(migrations.Migration):
                     ("logged", "appended to the daily log"),
                     ("nothing", "nothing worth keeping"),
                     ("skipped", "skipped by a gate"),
+                    ("failed", "Failed"),
+                ],
+                max_length=16,
+            ),
+        ),
+        migrations.AddField(
+            model_name="consolidationrun",
+            name="cancel_requested",
+            field=models.BooleanField(
+                default=False,
+                help_text="Someone cancelled it while it ran: it stops at the next step.",
+            ),
+        ),
+        migrations.AlterField(
+            model_name="consolidationrun",
+            name="outcome",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("proposed", "proposed changes"),
+                    ("nothing", "nothing to change"),
+                    ("skipped", "skipped by a gate"),
+                    ("cancelled", "Cancelled"),
                     ("failed", "Failed"),
                 ],
                 max_length=16,
