@@ -1,4 +1,4 @@
-""""Consolidate now" from the agent API and `memhub-agent consolidate`, and cancelling a queued
+""" "Consolidate now" from the agent API and `memhub-agent consolidate`, and cancelling a queued
 or running consolidation: nothing proposed, the lock's mtime as it was (docs/design.md §14.2)."""
 
 from __future__ import annotations
