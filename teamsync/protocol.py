@@ -19,6 +19,7 @@ from pathlib import Path
 
 from django.http import Http404
 
+from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import merge_index
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -80,11 +81,18 @@ def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
             raise NoTeamMemory("no_project", no_project_message(slug))
         if not for_put:  # the first push creates it
             raise NoTeamMemory("empty", f"memhub has no team memory for {slug} yet.")
-        return None
-    if not project.members.filter(pk=user.pk).exists():
+    elif not project.members.filter(pk=user.pk).exists():
         raise NoTeamMemory("no_project", no_project_message(slug))
-    if not get_flag("team_memory", project):
+    elif not get_flag("team_memory", project):
         raise NoTeamMemory("team_memory_off", f"Team memory is switched off for {project}.")
+    if for_put and not get_flag("auto_memory", project):
+        raise FileRejected(
+            "auto_memory_off",
+            "Auto memory is turned off for this project: memhub takes no team memory writes "
+            "for it (an admin turns it on with the auto_memory flag).",
+        )
+    if project is None:
+        return None
     store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
     if store is None and not for_put:
         raise NoTeamMemory("empty", f"{project} has no team memory yet.")
@@ -139,7 +147,9 @@ def do_put_team_memory(
     Raises Http404 when the user may not write it, and `FileRejected` with the protocol's code
     when the PUT must not be applied at all: ``precondition_failed`` (`details["checksum"]` is
     the current one), an entry check (``invalid_key``, ``invalid_utf8``, ``binary_content``,
-    ``entry_too_large``), ``team_memory_too_many_entries`` or ``team_memory_secret_detected``.
+    ``entry_too_large``), ``team_memory_too_many_entries``, ``team_memory_secret_detected``,
+    ``team_memory_user_memory`` (a `user` memory, which stays private), or
+    ``auto_memory_off`` (the project's auto memory is turned off: memory off means off).
     Nothing is written then, and no project or store created.
     """
     with _put_lock(slug):
@@ -223,6 +233,13 @@ def _check_put(
             "team_memory_too_many_entries",
             "Too many team memory entries.",
             {"max_entries": flags["team_max_entries"], "received_entries": len(topics)},
+        )
+    personal = user_memories({k: v for k, v in uploaded.items() if not is_index_key(k)})
+    if personal:  # a protocol client has no box to tick: the rule refuses it
+        raise FileRejected(
+            "team_memory_user_memory",
+            "Refused: user memories are private and never go into team memory.",
+            {"entries": [{"key": key, "rule": "user_memory_private"} for key in personal]},
         )
     # Both layers of docs/design.md §10a: what the protocol accepts is served to every member at
     # once, so a file the push gate would quarantine must not get in either.

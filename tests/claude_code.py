@@ -42,7 +42,7 @@ def install_hooks(machine: Machine) -> None:
         "hooks": {
             event: [
                 {
-                    **({"matcher": "Read"} if event == "PostToolUse" else {}),
+                    **({"matcher": "Read|Grep"} if event == "PostToolUse" else {}),
                     "hooks": [{"type": "command", "command": f"{AGENT} hook claude-code {name}"}],
                 }
             ]
@@ -64,11 +64,13 @@ def request_text(request: RecordedRequest) -> str:
     return "\n".join(texts)
 
 
-def ask_claude(machine: Machine, fake: FakeAnthropic, prompt: str, **env: str) -> str:
-    """Run `claude -p PROMPT` in the checkout (hooks and all, until the CLI exits); the text of
-    the first request it sent the model with the prompt: the main turn's."""
+def ask_claude(
+    machine: Machine, fake: FakeAnthropic, prompt: str, args: tuple[str, ...] = (), **env: str
+) -> str:
+    """Run `claude -p PROMPT [ARGS]` in the checkout (hooks and all, until the CLI exits); the
+    text of the first request it sent the model with the prompt: the main turn's."""
     result = subprocess.run(
-        [str(CLAUDE), "-p", prompt],
+        [str(CLAUDE), "-p", prompt, *args],
         cwd=machine.checkout,
         env={
             **machine.env,

@@ -69,12 +69,17 @@ class Transcript:
         self._assistant(content)
         return call_id
 
-    def tool_result(self, call_id: str, output: str) -> dict:
-        content = [{"tool_use_id": call_id, "type": "tool_result", "content": output}]
+    def tool_result(self, call_id: str, output: str, error: bool = False) -> dict:
+        """The result of a call; `error`: the tool failed (Claude Code sets `is_error`)."""
+        block = {"tool_use_id": call_id, "type": "tool_result", "content": output}
+        if error:
+            block["is_error"] = True
         return self._common(
             "user",
-            message={"role": "user", "content": content},
-            toolUseResult={"stdout": output, "stderr": "", "interrupted": False},
+            message={"role": "user", "content": [block]},
+            toolUseResult=f"Error: {output}"
+            if error
+            else {"stdout": output, "stderr": "", "interrupted": False},
         )
 
     def write_memory(self, path: str, content: str) -> None:

@@ -42,6 +42,8 @@ _REFUSAL_STATUS = {
     "team_memory_too_many_entries": status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     "secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
     "team_memory_secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
+    "auto_memory_off": status.HTTP_403_FORBIDDEN,
+    "team_memory_user_memory": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 

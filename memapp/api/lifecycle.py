@@ -25,9 +25,14 @@ from memapp.lifecycle.proposals import (
     do_reject_proposal,
 )
 from memapp.lifecycle.search import Hit, search_past_context
-from memapp.lifecycle.sessions import SESSION_ID_RE, do_forget_session, do_ingest_entries
+from memapp.lifecycle.sessions import (
+    SESSION_ID_RE,
+    do_forget_session,
+    do_ingest_entries,
+    skip_sentences,
+)
 from memapp.lifecycle.store_changes import INDEX_KEY, index_as_approved, is_store_wide
-from memapp.lifecycle.tasks import request_extraction
+from memapp.lifecycle.tasks import request_extraction, request_summary
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store
 
@@ -64,10 +69,11 @@ def session_entries(request: Request, session_id: str) -> Response:
         memory_dir=data["memory_dir"],
         final=data["final"],
         client_skipped=data["skipped"],
+        auto_dream=data["auto_dream"],
     )
     session = result.session
     flags = get_flags(store.project)
-    if not flags["extraction"]:
+    if not (flags["extraction"] and flags["auto_memory"]):
         extraction = "off"
     elif wants_extraction(session, flags, data["final"]):
         extraction = request_extraction(store, request.user)
@@ -83,21 +89,62 @@ def session_entries(request: Request, session_id: str) -> Response:
             "skipped": dict(result.skipped),
             "entry_count": session.entry_count,
             "extraction": extraction,
+            "summary": request_summary(session),
         }
     )
 
 
+def _summary_data(session) -> dict | None:
+    summary = getattr(session, "summary", None)
+    if summary is None or not summary.built:
+        return None
+    return {
+        "text": summary.text,
+        "selector": summary.selector,
+        "through": summary.through,
+        "updates": summary.updates,
+        "updated_at": summary.updated_at,
+        "error": summary.error,
+    }
+
+
 @extend_schema(
+    methods=["GET"],
+    operation_id="getSession",
+    summary="A session: its counts, why lines were not kept, and its summary",
+    tags=["sessions"],
+    responses=s.SessionDetailSerializer,
+)
+@extend_schema(
+    methods=["DELETE"],
     operation_id="forgetSession",
     summary="Forget a session (delete its transcript)",
     tags=["sessions"],
     responses={204: None},
 )
-@api_view(["DELETE"])
+@api_view(["GET", "DELETE"])
 def session_detail(request: Request, session_id: str) -> Response:
-    """Forget a session: its transcript is deleted."""
-    do_forget_session(get_agent_session_for_user(request.user, _session_id(session_id)))
-    return Response(status=status.HTTP_204_NO_CONTENT)
+    """GET: one of the caller's sessions with its rolling summary (docs/design.md §14.10).
+    DELETE: forget it; its transcript is deleted."""
+    session = get_agent_session_for_user(request.user, _session_id(session_id))
+    if request.method == "DELETE":
+        do_forget_session(session)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    return Response(
+        {
+            "session": session.session_id,
+            "project": session.project.key,
+            "title": session.title,
+            "entry_count": session.entry_count,
+            "tokens": session.tokens,
+            "skipped": session.skipped,
+            "skip_reasons": skip_sentences(session.skipped),
+            "started_at": session.started_at,
+            "last_entry_at": session.last_entry_at,
+            "ended_at": session.ended_at,
+            "summary": _summary_data(session),
+        }
+    )
 
 
 def proposal_data(proposal: Proposal) -> dict:
@@ -212,6 +259,9 @@ def hit_data(request: Request, hit: Hit) -> dict:
     if hit.kind == "memory":
         url = reverse("memory", kwargs={"store_id": hit.store_id, "path": hit.path})
         data.update(store=hit.store_id, path=hit.path)
+    elif hit.kind == "summary":
+        url = reverse("session", kwargs={"session_pk": hit.session_id}) + "#summary"
+        data.update(session_id=hit.agent_session_id, when=hit.when)
     else:
         url = reverse("session", kwargs={"session_pk": hit.session_id}) + f"#e{hit.seq}"
         data.update(session_id=hit.agent_session_id, seq=hit.seq, when=hit.when)

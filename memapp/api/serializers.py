@@ -267,6 +267,16 @@ class SessionStartSerializer(MemoryDirSerializer):
         default=True,
         help_text="Include the team index (false when the agent has team memory of its own).",
     )
+    session_id = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", help_text="The hook's."
+    )
+    source = serializers.CharField(
+        max_length=40,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The hook's `source`; `resume` and `compact` get the session's summary.",
+    )
 
 
 class SurfacedSerializer(StrictSerializer):
@@ -344,6 +354,11 @@ class SessionStartResultSerializer(serializers.Serializer):
     notice = serializers.CharField(
         allow_blank=True, help_text="One line saying what waits, or empty."
     )
+    session_summary = serializers.CharField(
+        allow_blank=True,
+        help_text="The session's summary so far, for a resumed or compacted session "
+        "(docs/design.md §14.10).",
+    )
 
 
 class SurfacedResultSerializer(serializers.Serializer):
@@ -403,6 +418,12 @@ class SessionEntriesSerializer(PromptSerializer):
         default=dict,
         help_text="Lines the client did not send, counted by reason.",
     )
+    auto_dream = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The person's `autoDreamEnabled` (false: no scheduled consolidation).",
+    )
 
     def validate_skipped(self, value: dict) -> dict:
         if len(value) > 20 or any(len(reason) > 40 for reason in value):
@@ -422,6 +443,35 @@ class SessionEntriesResultSerializer(serializers.Serializer):
         choices=["off", "waiting", "queued", "trailing", "coalesced"],
         help_text="What the new turns did: nothing yet (waiting for N turns) or a run.",
     )
+    summary = serializers.ChoiceField(
+        choices=["off", "waiting", "queued", "coalesced"],
+        help_text="The session's summary: not due yet, or an update queued.",
+    )
+
+
+class SessionSummarySerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True, help_text="Markdown, the fixed sections.")
+    selector = serializers.CharField(allow_blank=True, help_text="llm or offline")
+    through = serializers.IntegerField(help_text="The last entry (seq) it has read.")
+    updates = serializers.IntegerField()
+    updated_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.CharField(allow_blank=True, help_text="Why the last update failed.")
+
+
+class SessionDetailSerializer(serializers.Serializer):
+    session = serializers.CharField()
+    project = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    entry_count = serializers.IntegerField()
+    tokens = serializers.IntegerField(help_text="Estimated: characters / 4.")
+    skipped = serializers.DictField(child=serializers.IntegerField())
+    skip_reasons = serializers.ListField(
+        child=serializers.CharField(), help_text="Why lines were not kept, in sentences."
+    )
+    started_at = serializers.DateTimeField()
+    last_entry_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    summary = SessionSummarySerializer(allow_null=True)
 
 
 class ApproveSerializer(StrictSerializer):
@@ -492,7 +542,10 @@ class DecisionResultSerializer(serializers.Serializer):
 
 
 class SearchHitSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["memory", "session"])
+    kind = serializers.ChoiceField(
+        choices=["memory", "session", "summary"],
+        help_text="A memory, a session's entry, or a session's summary (no `seq`).",
+    )
     title = serializers.CharField()
     snippet = serializers.CharField(help_text="Matched words in **bold**.")
     score = serializers.FloatField()

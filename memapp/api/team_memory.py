@@ -44,7 +44,7 @@ _PARAMETERS = [
     OpenApiParameter("repo", str, required=True, description="owner/repo"),
     OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
 ]
-_RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 404, 412, 413, 422)}
+_RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 403, 404, 412, 413, 422)}
 
 
 @extend_schema(

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from memapp.api import daily_logs, device, lifecycle, snapshots, views
+from memapp.api import consolidation, daily_logs, device, lifecycle, snapshots, views
 from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
@@ -12,6 +12,11 @@ urlpatterns = [
     path("api/v1/stores/resolve", views.store_resolve, name="api_store_resolve"),
     path("api/v1/stores/<int:store_id>/files/", views.file_list, name="api_files"),
     path("api/v1/stores/<int:store_id>/batch", views.file_batch, name="api_batch"),
+    path(
+        "api/v1/stores/<int:store_id>/consolidate",
+        consolidation.consolidate,
+        name="api_consolidate",
+    ),
     path("api/v1/stores/<int:store_id>/files/<path:key>", views.file_detail, name="api_file"),
     path("api/v1/remember", views.remember, name="api_remember"),
     path("api/v1/forget", views.forget, name="api_forget"),

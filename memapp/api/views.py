@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from memapp.api import examples
 from memapp.api import serializers as s
 from memapp.api.errors import ApiError
+from memapp.lifecycle.summaries import hook_summary
 from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import INDEX_FILENAME
 from memapp.memdir.store_files import CHECKSUM_PREFIX, FileRejected, checksum
@@ -477,6 +478,9 @@ def session_start(request: Request) -> Response:
                 for item in answer.waiting
             ],
             "notice": answer.notice,
+            "session_summary": hook_summary(request.user, data["session_id"])
+            if data["source"] in ("resume", "compact") and data["session_id"]
+            else "",
         }
     )
 

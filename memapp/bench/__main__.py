@@ -1,7 +1,7 @@
 """memhub's benchmark command.
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
-                           [--hooks] [--lifecycle] [--consolidation]
+                           [--hooks] [--lifecycle] [--consolidation] [--summary]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
@@ -9,8 +9,9 @@ through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
 (:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
 the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, transcript
 ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
-the request and applying a proposal (:mod:`memapp.bench.consolidation`). Nothing in the product
-imports this package.
+the request and applying a proposal (:mod:`memapp.bench.consolidation`), ``--summary`` the
+offline session summary of a 5,000-entry transcript (:mod:`memapp.bench.summary`, also part of
+``--lifecycle``). Nothing in the product imports this package.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "an older build's, to compare",
     )
     parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="also measure the offline session summary of a 5,000-entry transcript (no Django)",
+    )
+    parser.add_argument(
         "--lifecycle",
         action="store_true",
         help="also measure the Stop hook, transcript ingest and past-context search (Django)",
@@ -149,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
             legends.append(lifecycle.LEGEND)
+        if args.summary or args.lifecycle:
+            from memapp.bench import summary
+
+            rows += summary.bench_offline_summary(max(args.runs, 1))
+            legends.append(summary.LEGEND)
         if args.consolidation:
             from memapp.bench import consolidation  # Django only when asked for
 

@@ -22,7 +22,12 @@ __all__ = ["COMMANDS", "main"]
 # it adds, in the order `--help` lists them. A command loads only its own group's module.
 COMMANDS = {
     "memapp.client.account:add_account_commands": ("login", "status", "logout"),
-    "memapp.client.memory_commands:add_memory_commands": ("sync", "recall", "prompt"),
+    "memapp.client.memory_commands:add_memory_commands": (
+        "sync",
+        "recall",
+        "consolidate",
+        "prompt",
+    ),
     "memapp.client.daily_logs:add_log_commands": ("log",),
     "memapp.client.team:add_team_commands": ("team",),
     "memapp.client.snapshot_commands:add_snapshot_commands": ("snapshot",),

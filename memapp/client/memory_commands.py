@@ -1,4 +1,5 @@
-"""`memhub-agent sync`, `recall` and `prompt`: the project's private memory with the server."""
+"""`memhub-agent sync`, `recall`, `prompt` and `consolidate`: the project's private memory with
+the server."""
 
 from __future__ import annotations
 
@@ -145,6 +146,32 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    """ "Consolidate now" for the project's private store (or the team's), or `--cancel` the
+    run that waits or runs (docs/design.md §14.2)."""
+    project = current_project(args.cwd)
+    client = connect(timeout=args.timeout)
+    body = {**project.fields(), "scope": args.scope, "create": False}
+    store = client.post("/api/v1/stores/resolve", body)
+    answer = client.request(
+        "DELETE" if args.cancel else "POST", f"/api/v1/stores/{store['id']}/consolidate"
+    )
+    if args.json:
+        print_json(answer)
+        return EXIT_OK
+    run = answer["run"]
+    print(
+        {
+            "queued": f"consolidation #{run['id']} queued: the proposals wait for your review",
+            "busy": f"consolidation #{run['id']} is already {run['status']}",
+            "cancelled": f"consolidation #{run['id']} cancelled before it started",
+            "cancelling": f"consolidation #{run['id']} stops at its next step; the lock is put "
+            "back as it was",
+        }[answer["status"]]
+    )
+    return EXIT_OK
+
+
 def _agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--agent", metavar="AGENT_TYPE", help="an agent's own memory, e.g. code-reviewer"
@@ -196,6 +223,21 @@ def add_memory_commands(commands: argparse._SubParsersAction) -> None:
     recall.add_argument("--session", help="a session id (per-session budget)")
     _agent_options(recall)
     recall.set_defaults(func=cmd_recall)
+
+    consolidate = add_command(
+        commands,
+        "consolidate",
+        "consolidate the project's memory now, or cancel",
+        description="Ask memhub to consolidate the project's private (or team) store now, as "
+        'the store page\'s "Consolidate now" does (the time and session gates are skipped; '
+        "the result is a proposal to review), or --cancel the run that waits or runs.",
+        examples=["consolidate", "consolidate --scope team", "consolidate --cancel"],
+        environment=ENVIRONMENT,
+        parents=[JSON_OPTION, TIMEOUT_OPTION, CWD_OPTION],
+    )
+    consolidate.add_argument("--scope", choices=["private", "team"], default="private")
+    consolidate.add_argument("--cancel", action="store_true", help="cancel the waiting run")
+    consolidate.set_defaults(func=cmd_consolidate)
 
     prompt = add_command(
         commands,

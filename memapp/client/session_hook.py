@@ -6,7 +6,9 @@ memory dir before this hook runs, so the hook adds, for that client, only:
 
 - the index as it is *now*, when the pull just changed it (the copy the client loaded is stale);
 - the team index, when the client has no team memory of its own;
-- one line saying what waits for the person's review in memhub.
+- one line saying what waits for the person's review in memhub;
+- when the session resumes or was compacted (`source` `resume` or `compact`), its summary so
+  far (docs/design.md §14.10).
 
 All of it comes from one request; when the server is slow or down, nothing is written and
 nothing is said.
@@ -56,9 +58,15 @@ def _fresh_index(memory_dir: Path) -> str:
 
 def session_start(call: HookCall) -> str:
     memory_dir = call.project.memory_dir
-    memory_dir.mkdir(parents=True, exist_ok=True)  # the prompt says it already exists
-    scanned = scan_local(memory_dir)
-    own_team = has_own_team_memory(memory_dir)
+    try:
+        memory_dir.mkdir(parents=True, exist_ok=True)  # the prompt says it already exists
+    except OSError:
+        # Read-only or not ours: no pull then, but the team index and notices still come.
+        usable = False
+    else:
+        usable = True
+    scanned: tuple[dict[str, str], set[str]] = scan_local(memory_dir) if usable else ({}, set())
+    own_team = has_own_team_memory(memory_dir) if usable else False
     answer = call.client().post(
         "/api/v1/session-start",
         {
@@ -66,11 +74,13 @@ def session_start(call: HookCall) -> str:
             "memory_dir": str(memory_dir),
             "have": scanned[0],
             "team_index": not own_team,
+            "session_id": (call.session_id or "")[:200],
+            "source": str(call.payload.get("source") or "")[:40],
         },
     )
     parts = []
     store = answer.get("store")
-    if isinstance(store, int):
+    if isinstance(store, int) and usable:
         pulled = pull_changes(
             call.config.url,
             store,
@@ -84,7 +94,7 @@ def session_start(call: HookCall) -> str:
         )
         if INDEX_FILENAME in pulled:
             parts.append(_fresh_index(memory_dir))
-    for name in ("team_index", "notice"):
+    for name in ("session_summary", "team_index", "notice"):
         text = answer.get(name)
         if isinstance(text, str) and text.strip():
             parts.append(text.strip())

@@ -61,6 +61,7 @@ from memapp.client.http import DEFAULT_BACKOFF, ApiError, Client, Unreachable
 from memapp.client.sync import exclusive, local_checksum, read_refusal
 from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
 from memapp.memdir.index import merge_index
+from memapp.memdir.paths import auto_memory_enabled, load_user_settings
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
     MAX_BATCH_BYTES,
@@ -609,7 +610,13 @@ def _watch(sync: TeamSync, interval: float) -> int:
 
 
 def cmd_team_sync(args: argparse.Namespace) -> int:
-
+    where = Path(args.cwd or Path.cwd())
+    if not auto_memory_enabled(None, load_user_settings(None, project_dir=where)):
+        # Memory off means off: Claude Code's own client syncs no team memory then either.
+        raise CommandError(
+            "auto memory is off here (autoMemoryEnabled: false, or "
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY): team memory is not synced"
+        )
     project = current_project(args.cwd)
     repo = repo_slug_for(Path(args.cwd or Path.cwd()))
     if repo is None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from memapp.client.hooks import HookCall
 from memapp.client.transcripts import upload_from_hook
+from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 
 __all__ = ["session_end", "stop"]
 
@@ -14,7 +15,11 @@ __all__ = ["session_end", "stop"]
 def _upload(call: HookCall, *, final: bool) -> str:
     cwd = call.payload.get("cwd")
     where = cwd if isinstance(cwd, str) and cwd else str(Path.cwd())
-    fields = {**call.project.fields(), "memory_dir": str(call.project.memory_dir)}
+    fields = {
+        **call.project.fields(),
+        "memory_dir": str(call.project.memory_dir),
+        "auto_dream": auto_dream_enabled(call.env, load_user_settings(call.env, project_dir=where)),
+    }
     upload_from_hook(
         call.payload, call.client(), fields, where, call.env, call.deadline, final=final
     )

@@ -37,6 +37,7 @@ from memapp.client.commands import (
 )
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
+from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
@@ -98,16 +99,20 @@ class Cursor:
 
 def _transcript(value: object, env: Mapping[str, str] | None) -> tuple[Path | None, str]:
     """The transcript's path, or None and why it is not read: it must be a file inside the
-    user's home (a hook's input is not to be trusted with arbitrary paths)."""
+    user's home or inside Claude Code's config dir (`CLAUDE_CONFIG_DIR`, often outside home in
+    containers and CI), where the client writes it; a hook's input is not to be trusted with
+    arbitrary paths."""
     if not isinstance(value, str) or not value:
         return None, "transcript_missing"
-    home = (env if env is not None else os.environ).get("HOME") or str(Path.home())
+    env = env if env is not None else os.environ
+    roots = [env.get("HOME") or str(Path.home()), env.get("CLAUDE_CONFIG_DIR") or ""]
     try:
         path = Path(value).resolve(strict=True)
-        home_path = Path(home).resolve()
+        allowed = [Path(root).resolve() for root in roots if root]
+        allowed = [root for root in allowed if root != Path(root.anchor)]  # never all of "/"
     except (OSError, RuntimeError):
         return None, "transcript_missing"
-    if not path.is_relative_to(home_path) or path == home_path:
+    if not any(path.is_relative_to(root) and path != root for root in allowed):
         return None, "transcript_outside_home"
     if not path.is_file():
         return None, "transcript_missing"
@@ -227,7 +232,13 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
     """The detached uploader: the rest of a large backlog, patiently, silently."""
     with contextlib.suppress(Exception):
         project = current_project(args.cwd)
-        fields = {**project.fields(), "memory_dir": str(project.memory_dir), "cwd": args.cwd}
+        settings = load_user_settings(None, project_dir=args.cwd or None)
+        fields = {
+            **project.fields(),
+            "memory_dir": str(project.memory_dir),
+            "cwd": args.cwd,
+            "auto_dream": auto_dream_enabled(None, settings),
+        }
         transcript = Path(args.transcript)
         cursor = Cursor.load(None, args.session_id, transcript)
         with cursor.locked(wait=True):
@@ -240,7 +251,7 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
 def _print_hits(title: str, hits: list[dict]) -> None:
     print(f"{title} ({len(hits)})")
     for n, hit in enumerate(hits, 1):
-        where = hit.get("path") or f"#{hit.get('seq')}"
+        where = hit.get("path") or (f"#{hit['seq']}" if hit.get("seq") else "summary")
         when = f", {str(hit['when'])[:16].replace('T', ' ')}" if hit.get("when") else ""
         print(f"  {n}. {hit.get('title')} ({where}{when})")
         print(f"     {' '.join(str(hit.get('snippet', '')).split())}")

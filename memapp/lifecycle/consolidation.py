@@ -94,10 +94,12 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 
 __all__ = [
+    "Cancelled",
     "ConsolidationFailed",
     "consolidate_store_task",
     "consolidation_request",
     "consolidation_sweep_task",
+    "do_cancel_consolidation",
     "enqueue_due_consolidations",
     "request_consolidation",
     "run_consolidation",
@@ -120,6 +122,39 @@ ACTIVE = (ConsolidationRun.Status.QUEUED, ConsolidationRun.Status.RUNNING)
 
 class ConsolidationFailed(Exception):
     """The model could not be asked, or did not answer with the tool, in every attempt."""
+
+
+class Cancelled(Exception):  # noqa: N818 (a run's end, not an error)
+    """Someone cancelled the run while it ran; raised at its next step, before it proposes."""
+
+
+def do_cancel_consolidation(store: Store) -> ConsolidationRun | None:
+    """Cancel the store's queued or running consolidation: a queued run ends at once, a running
+    one at its next step, where the lock's mtime and the last run's time are put back and
+    nothing is proposed. The run cancelled, or None when none was active."""
+    with transaction.atomic():
+        Store.objects.select_for_update().filter(pk=store.pk).exists()
+        run = ConsolidationRun.objects.filter(store=store, status__in=ACTIVE).first()
+        if run is None:
+            return None
+        if run.status == ConsolidationRun.Status.QUEUED:
+            run.status, run.outcome = (
+                ConsolidationRun.Status.DONE,
+                ConsolidationRun.Outcome.CANCELLED,
+            )
+            run.gate, run.finished_at = "cancelled", timezone.now()
+            run.save(update_fields=["status", "outcome", "gate", "finished_at"])
+        else:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+    return run
+
+
+def _check_cancelled(run: ConsolidationRun, proposals: list[Proposal]) -> None:
+    """Raise Cancelled when the run was cancelled, taking back what it proposed so far."""
+    if ConsolidationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
+        Proposal.objects.filter(pk__in=[p.pk for p in proposals]).delete()
+        raise Cancelled
 
 
 # --- asking for a run -------------------------------------------------------------------------
@@ -253,6 +288,8 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
     store = run.store
     if not flags["consolidation"]:
         return _skip(run, "flag_off")
+    if not flags["auto_memory"]:  # memory off means off, "Consolidate now" included
+        return _skip(run, "memory_off")
     reviewer = _reviewer(store, run.requested_by)
     if reviewer is None:
         return _skip(run, "no_reviewer")
@@ -333,6 +370,10 @@ def run_consolidation(run_id: int) -> dict:
     proposals: list[Proposal] = []
     try:
         proposals = _run(run, flags)
+    except Cancelled:  # the lock and the last run's time were put back by _run
+        run.status, run.outcome = ConsolidationRun.Status.DONE, ConsolidationRun.Outcome.CANCELLED
+        run.gate, run.finished_at = "cancelled", timezone.now()
+        run.save()
     except ConsolidationFailed as exc:
         _fail(run, str(exc))
     except Exception as exc:  # a bug must not leave the store's queue stuck
@@ -825,6 +866,13 @@ def _propose(
     return proposal
 
 
+def _without_index(answer: Answer, flags: dict) -> Answer:
+    """With `skip_index`, memhub's own writes leave MEMORY.md alone: no index change."""
+    if flags["skip_index"]:
+        answer.changes = [c for c in answer.changes if c.file != INDEX_KEY]
+    return answer
+
+
 def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Proposal]:
     store = run.store
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
@@ -836,8 +884,10 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
     entries, cursor = new_log_entries(store, state.log_cursor) if run.distill else ([], {})
     run.log_entries = len(entries)
     findings: dict = {}
+    _check_cancelled(run, proposals)
     if entries:
-        answer = _distillation_answer(run, snapshot, entries)
+        answer = _without_index(_distillation_answer(run, snapshot, entries), flags)
+        _check_cancelled(run, proposals)
         first, last = {}, {}
         for entry in entries:
             first.setdefault(entry.key, entry.number)
@@ -855,6 +905,8 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         run.sessions = len(sessions_since(store, since))
         logs = _logs_text(_logs_since(entries, store, since))
         answer = _consolidation_answer(run, flags, snapshot, since, sessions_text, logs)
+        answer = _without_index(answer, flags)
+        _check_cancelled(run, proposals)
         sources = [{"session": s.pk, "session_id": s.session_id} for s in sessions]
         with transaction.atomic():
             proposal = _propose(

@@ -13,6 +13,9 @@ proposal of memory changes, with Claude Code's gates.
   Without a key: explicit requests ("remember that …") are still proposed.
 - The cursors move in the transaction that stores the proposal, so a failed run reads the same
   entries again next time.
+- Daily-log mode (the `daily_log_mode` flag, with consolidation on): what would have been
+  proposed is appended to the day's log of the private store instead, one line per memory,
+  for the distillation to turn into topic files (docs/design.md §14.8).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from memapp.lifecycle.daily_logs import do_append_daily_log
 from memapp.lifecycle.model_call import ModelFailed, ask_for_changes
 from memapp.lifecycle.models import ExtractionRun, Proposal, Session, TranscriptEntry
 from memapp.lifecycle.proposals import do_apply_proposal, do_propose_changes
@@ -40,6 +44,7 @@ from memapp.memdir.extraction import (
     ProposedChange,
     Target,
     build_request,
+    derivable,
     explicit_requests,
     offline_change,
     validate_changes,
@@ -47,6 +52,7 @@ from memapp.memdir.extraction import (
 from memapp.memdir.scan import detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.store_files import FileRejected
 from memapp.memdir.transcripts import Entry, count_turns, render_messages, wrote_memory
 from memapp.stores.actions import new_memory_path
 from memapp.stores.events import record_event
@@ -64,6 +70,7 @@ MAX_TOKENS = 8192
 LIKELY_BODIES = 5  # existing memories sent in full, those most like the new messages
 MAX_BODY_CHARS = 8_000
 MAX_MESSAGES_CHARS = 150_000
+MAX_LOG_TEXT = 1_000  # characters of one daily-log entry made from a memory
 
 
 class ExtractionFailed(Exception):
@@ -71,9 +78,10 @@ class ExtractionFailed(Exception):
 
 
 def wants_extraction(session: Session, flags: dict, final: bool) -> bool:
-    """Whether a session's new turns ask for a run: the `extraction` flag, the session's
-    kind, and every N turns (or its end, with anything new)."""
-    if not flags["extraction"] or session.store_id is None:
+    """Whether a session's new turns ask for a run: the `extraction` and `auto_memory` flags
+    (memory off means off), the session's kind, and every N turns (or its end, with anything
+    new)."""
+    if not (flags["extraction"] and flags["auto_memory"]) or session.store_id is None:
         return False
     if session.interactive is False and not flags["extraction_non_interactive"]:
         return False
@@ -164,13 +172,21 @@ def _push_gate(text: str) -> list:
     return scan_for_push({"proposal.md": text}).get("proposal.md", [])
 
 
-def _offline(store: Store, read: list[Window], today: datetime.date) -> tuple[list, dict]:
-    """Explicit requests as changes (dicts, as a model would give them) and their lines."""
+def _offline(
+    store: Store, read: list[Window], today: datetime.date
+) -> tuple[list, dict, list[Dropped]]:
+    """Explicit requests as changes (dicts, as a model would give them) and their lines; the
+    requests for what the code, git or the session records are dropped, even though asked."""
     root, form = Path(store.path), detect_type_form(store.path)
-    raw, lines, taken = [], {}, set()
+    raw, lines, taken, dropped = [], {}, set(), []
     for window in read:
         seq_of = {row.key: row.seq for row in window.rows}
         for request in explicit_requests(window.entries):
+            what = derivable(request.text)
+            if what is not None:
+                reason = f"not kept even though asked: {what} is recorded elsewhere"
+                dropped.append(Dropped(len(raw) + len(dropped), request.text[:200], reason))
+                continue
             change = offline_change(request, "", today)
             key = new_memory_path(root, change.name, change.type, form)
             stem, n = key.removesuffix(".md"), 2
@@ -179,7 +195,7 @@ def _offline(store: Store, read: list[Window], today: datetime.date) -> tuple[li
             taken.add(key)
             raw.append({**change.as_dict(), "file": key})
             lines.setdefault(window.session.pk, []).append(seq_of[request.entry])
-    return raw, lines
+    return raw, lines, dropped
 
 
 def _likely_bodies(store: Store, query: str, limit: int) -> list[tuple[str, str, str]]:
@@ -237,6 +253,7 @@ def _ask_model(run: ExtractionRun, text: str) -> list:
 def _answer(run: ExtractionRun, read: list[Window], flags: dict, team: Store | None) -> Answer:
     store, today = run.store, timezone.localdate()
     targets = _targets(store, team)
+    unasked: list[Dropped] = []
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
         raw = _ask_model(run, _request_text(store, team, read, flags, today))
@@ -246,24 +263,63 @@ def _answer(run: ExtractionRun, read: list[Window], flags: dict, team: Store | N
         }
     else:
         run.selector = "offline"
-        raw, lines = _offline(store, read, today)
+        raw, lines, unasked = _offline(store, read, today)
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
     try:
         changes, dropped = validate_changes(raw, targets, secret_check=_push_gate)
     except ValueError as exc:
         raise ExtractionFailed(f"bad tool input: {exc}") from None
-    answer = Answer(changes, dropped, lines)
+    answer = Answer(changes, [*dropped, *unasked], lines)
     answer.lines = {pk: seqs for pk, seqs in lines.items() if seqs}
     return answer
 
 
+def _log_line(change: ProposedChange) -> str:
+    """A memory as one daily-log entry: what it is, then its substance, on one line."""
+    body = " ".join(change.body.split())
+    text = f"{change.description.strip()}: {body}" if change.description.strip() else body
+    return text if len(text) <= MAX_LOG_TEXT else text[: MAX_LOG_TEXT - 1] + "…"
+
+
+def _append_to_log(run: ExtractionRun, answer: Answer) -> int:
+    """Daily-log mode: each created or updated memory appended to today's log of the private
+    store (a delete has no place in an append-only log); refused lines join the dropped."""
+    appended = 0
+    for n, change in enumerate(answer.changes):
+        if change.action == "delete":
+            continue
+        try:
+            do_append_daily_log(
+                run.store,
+                run.owner,
+                text=_log_line(change),
+                day=timezone.localdate(),
+                memory_type=change.type,
+            )
+        except FileRejected as exc:
+            answer.dropped.append(Dropped(n, change.file, f"not logged: {exc}"))
+            continue
+        appended += 1
+    return appended
+
+
 def _store_outcome(
-    run: ExtractionRun, windows: list[Window], answer: Answer | None, team: Store | None
+    run: ExtractionRun,
+    windows: list[Window],
+    answer: Answer | None,
+    team: Store | None,
+    daily_log: bool = False,
 ) -> list[Proposal]:
-    """Proposals, cursors and the run's outcome, in one transaction."""
+    """Proposals (or, in daily-log mode, log lines), cursors and the run's outcome, in one
+    transaction."""
     proposals: list[Proposal] = []
     with transaction.atomic():
-        if answer is not None:
+        if answer is not None and daily_log:
+            logged = _append_to_log(run, answer)
+            run.proposed, run.dropped = logged, len(answer.dropped)
+            run.dropped_changes = [d.as_dict() for d in answer.dropped]
+            run.outcome = ExtractionRun.Outcome.LOGGED if logged else ExtractionRun.Outcome.NOTHING
+        elif answer is not None:
             read = [w for w in windows if w.verdict == "read"]
             sources = [{**w.as_dict(), "lines": answer.lines.get(w.session.pk, [])} for w in read]
             dropped = [d.as_dict() for d in answer.dropped]
@@ -335,11 +391,12 @@ def run_extraction(run_id: int) -> dict:
     started = time.monotonic()
     flags = get_flags(run.store.project)
     try:
-        windows = _windows(run, flags) if flags["extraction"] else []
+        windows = _windows(run, flags) if flags["extraction"] and flags["auto_memory"] else []
         read = [w for w in windows if w.verdict == "read"]
         team = team_store_for(run.owner, run.store.project) if flags["team_memory"] else None
         answer = _answer(run, read, flags, team) if read else None
-        proposals = _store_outcome(run, windows, answer, team)
+        daily_log = flags["daily_log_mode"] and flags["consolidation"]
+        proposals = _store_outcome(run, windows, answer, team, daily_log)
     except ExtractionFailed as exc:
         _fail(run, str(exc))
         proposals = []

@@ -1,7 +1,8 @@
 """When a store's consolidation is due: Claude Code's gates, cheapest first (docs/design.md
 §14.2), checked for every store by a sweep the background clock enqueues.
 
-1. the `consolidation` flag (a dictionary lookup);
+1. the `consolidation` and `auto_memory` flags (a dictionary lookup), and the person's own
+   `autoDreamEnabled: false`, as the store's latest session said it;
 2. `consolidation_min_hours` since the last consolidation: the mtime of the directory's
    `.consolidate-lock` (a local agent's run counts too), or memhub's own last run (one stat);
 3. the session scan, at most once per 10 minutes per store: when the time gate passes but the
@@ -22,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from memapp.lifecycle.daily_logs import has_logs
@@ -47,7 +48,8 @@ SCAN_EVERY = datetime.timedelta(minutes=10)
 @dataclass
 class Verdict:
     """What the gates say about one store: `gate` is `due` or the first gate that said no
-    (`flag_off`, `no_directory`, `too_soon`, `scan_throttled`, `few_sessions`)."""
+    (`flag_off`, `memory_off`, `dream_off`, `no_directory`, `too_soon`, `scan_throttled`,
+    `few_sessions`)."""
 
     store: Store
     gate: str
@@ -147,9 +149,13 @@ def logs_pending(store: Store, cursor: dict) -> bool:
     return False
 
 
-def _verdict(store, state, flags, now) -> Verdict:
+def _verdict(store, state, flags, now, dream_off: bool) -> Verdict:
     if not flags["consolidation"]:
         return Verdict(store, "flag_off")
+    if not flags["auto_memory"]:
+        return Verdict(store, "memory_off")
+    if dream_off:
+        return Verdict(store, "dream_off")
     if not Path(store.path).is_dir():
         return Verdict(store, "no_directory")
     last = last_consolidated(store, state)
@@ -166,6 +172,17 @@ def _verdict(store, state, flags, now) -> Verdict:
     return Verdict(store, "due", consolidate, distill, sessions)
 
 
+def _dream_off(store_ids: list[int]) -> set[int]:
+    """The stores whose latest session's client said `autoDreamEnabled: false` (one query)."""
+    latest = Session.objects.filter(store=OuterRef("pk")).order_by("-last_entry_at", "-pk")
+    return set(
+        Store.objects.filter(pk__in=store_ids)
+        .annotate(dream=Subquery(latest.values("auto_dream")[:1]))
+        .filter(dream=False)
+        .values_list("pk", flat=True)
+    )
+
+
 def check_gates(now: datetime.datetime | None = None, stores=None) -> list[Verdict]:
     """The gates of every store (or of `stores`), each state updated with what they said."""
     now = now or timezone.now()
@@ -176,12 +193,13 @@ def check_gates(now: datetime.datetime | None = None, stores=None) -> list[Verdi
         ConsolidationState.objects.bulk_create(missing, ignore_conflicts=True)
         states.update((s.store_id, s) for s in missing)
     flags = flags_for_projects({s.project_id for s in stores})
+    dream_off = _dream_off([s.pk for s in stores])
     verdicts = []
     changed = []
     for store in stores:
         state = states[store.pk]
         before = (state.gate, state.scanned_at, state.sessions_seen)
-        verdict = _verdict(store, state, flags[store.project_id], now)
+        verdict = _verdict(store, state, flags[store.project_id], now, store.pk in dream_off)
         state.gate = verdict.gate
         if (state.gate, state.scanned_at, state.sessions_seen) != before:
             state.checked_at = now

@@ -56,6 +56,18 @@ class Session(models.Model):
         default=dict, blank=True, help_text="Lines not kept, counted by reason."
     )
     redactions = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(
+        default=0, help_text="The main conversation's size, estimated (characters / 4)."
+    )
+    tool_calls = models.PositiveIntegerField(default=0)
+    auto_dream = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="The person's autoDreamEnabled, as the client said it.",
+    )
+    at_rest = models.BooleanField(
+        default=False, help_text="The last assistant turn made no tool call (a natural break)."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     last_entry_at = models.DateTimeField(default=timezone.now, db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -88,6 +100,9 @@ class TranscriptEntry(models.Model):
     timestamp = models.DateTimeField(null=True, blank=True)
     prose = models.TextField(blank=True)
     tools = models.JSONField(default=list, blank=True, help_text="[name, argument, file path]")
+    errors = models.JSONField(
+        default=list, blank=True, help_text="Failed tool results, one line each."
+    )
     text = models.TextField(blank=True)
     is_user_prose = models.BooleanField(default=False)
     is_sidechain = models.BooleanField(default=False)
@@ -132,11 +147,41 @@ class Run(models.Model):
         ordering = ["-created_at", "-id"]
 
 
+class SessionSummary(models.Model):
+    """A session's rolling summary (docs/design.md §14.10): Markdown with the fixed sections,
+    written by a model or by memhub's rules, and the cursor it was written up to."""
+
+    session = models.OneToOneField(
+        Session, on_delete=models.CASCADE, primary_key=True, related_name="summary"
+    )
+    text = models.TextField(blank=True)
+    state = models.JSONField(
+        default=dict, blank=True, help_text="What the rules keep between updates."
+    )
+    selector = models.CharField(max_length=16, blank=True, help_text="llm or offline")
+    through = models.PositiveIntegerField(default=0, help_text="The last entry (seq) read.")
+    tokens_at = models.PositiveIntegerField(default=0, help_text="Session tokens when written.")
+    tool_calls_at = models.PositiveIntegerField(default=0)
+    updates = models.PositiveIntegerField(default=0)
+    queued = models.BooleanField(default=False, help_text="An update waits for the worker.")
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"summary of {self.session}"
+
+    @property
+    def built(self) -> bool:
+        return self.updates > 0
+
+
 class ExtractionRun(Run):
     """One extraction of one store: queued, running, then done or failed."""
 
     class Outcome(models.TextChoices):
         PROPOSED = "proposed", "proposed changes"
+        LOGGED = "logged", "appended to the daily log"
         NOTHING = "nothing", "nothing worth keeping"
         SKIPPED = "skipped", "skipped by a gate"
         FAILED = "failed"
@@ -310,6 +355,7 @@ class ConsolidationRun(Run):
         PROPOSED = "proposed", "proposed changes"
         NOTHING = "nothing", "nothing to change"
         SKIPPED = "skipped", "skipped by a gate"
+        CANCELLED = "cancelled"
         FAILED = "failed"
 
     store = models.ForeignKey(Store, on_delete=models.CASCADE, related_name="consolidation_runs")
@@ -325,6 +371,9 @@ class ConsolidationRun(Run):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    cancel_requested = models.BooleanField(
+        default=False, help_text="Someone cancelled it while it ran: it stops at the next step."
+    )
     consolidate = models.BooleanField(default=True, help_text="Run the four phases.")
     distill = models.BooleanField(default=True, help_text="Distill new daily-log entries.")
     outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
@@ -351,6 +400,9 @@ class ConsolidationRun(Run):
         """Why a skipped run was skipped, for a person."""
         return {
             "flag_off": "consolidation is turned off",
+            "memory_off": "auto memory is turned off for the project",
+            "dream_off": "its owner turned consolidation off (autoDreamEnabled: false)",
+            "cancelled": "it was cancelled",
             "locked": f"a local agent was consolidating the directory (PID {self.lock_holder})",
             "no_reviewer": "nobody can review it: the project has no members",
             "no_directory": "the directory is missing",

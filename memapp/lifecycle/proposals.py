@@ -235,8 +235,9 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
     if disk_checksum(current) != change.base_checksum:
         text = (current or b"").decode("utf-8", "replace")
         raise EditConflict(change.key, text, disk_checksum(current))
+    index = not get_flag("skip_index", store.project)  # memhub's own writes honour it
     if change.action == ProposalChange.Action.DELETE:
-        do_forget_memory(store, user, change.key, via=VIA)
+        do_forget_memory(store, user, change.key, via=VIA, index=index)
         return
     do_save_memory(
         store,
@@ -248,6 +249,7 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
         path=change.key,
         base_sha256=change.base_checksum,
         via=VIA,
+        index=index,
     )
 
 

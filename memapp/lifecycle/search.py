@@ -1,5 +1,6 @@
-"""Past-context search (docs/design.md §14.9): one function over a person's own sessions and the
-memories they may see, ranked, with highlighted snippets.
+"""Past-context search (docs/design.md §14.9, §14.10): one function over a person's own sessions
+and the memories they may see, ranked, with highlighted snippets. A session's summary that holds
+every word comes before its entries: it says in a paragraph what the entries say in pages.
 
 SQLite (the embedded default) answers from FTS5 tables that triggers keep up to date; PostgreSQL
 from its full-text search (a GIN index on the transcript text). Both take the same query: the
@@ -17,6 +18,7 @@ from django.db import connection
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from memapp.lifecycle.models import SessionSummary
 from memapp.stores.models import Store
 
 __all__ = ["MAX_QUERY", "Hit", "SearchResult", "search_past_context"]
@@ -76,7 +78,39 @@ def search_past_context(user, query: str, limit: int = 20) -> SearchResult:
     stores = list(Store.objects.visible_to(user).values_list("pk", flat=True))
     search = _sqlite if connection.vendor == "sqlite" else _postgresql
     result.memories, result.sessions = search(user, terms, stores, limit)
+    result.sessions = (_summaries(user, terms, limit) + result.sessions)[:limit]
     return result
+
+
+def _summaries(user, terms: list[str], limit: int) -> list[Hit]:
+    """The summaries of `user`'s sessions holding every term (the last also as a prefix, as
+    everywhere here), each with a snippet around its first match."""
+    found = SessionSummary.objects.filter(session__owner=user, updates__gt=0)
+    for term in terms:
+        found = found.filter(text__icontains=term)
+    hits = []
+    for summary in found.select_related("session").order_by("-updated_at")[:limit]:
+        folded = summary.text.casefold()
+        first = min((folded.find(t) for t in terms if t in folded), default=0)
+        start = max(0, first - 60)
+        snippet = summary.text[start : first + 140].replace("\n", " ")
+        for term in terms:
+            snippet = re.sub(
+                rf"({re.escape(term)}\w*)", START + r"\1" + STOP, snippet, flags=re.IGNORECASE
+            )
+        session = summary.session
+        hits.append(
+            Hit(
+                "summary",
+                session.title or session.session_id,
+                ("…" if start else "") + snippet + "…",
+                float(len(terms)),
+                session_id=session.pk,
+                agent_session_id=session.session_id,
+                when=summary.updated_at,
+            )
+        )
+    return hits
 
 
 def _sqlite(user, terms: list[str], stores: list[int], limit: int):

@@ -17,6 +17,7 @@ from django.utils.dateparse import parse_datetime
 
 from memapp.lifecycle.models import Session, TranscriptEntry
 from memapp.memdir.secret_gate import redact_with_gate
+from memapp.memdir.session_summary import entry_tokens
 from memapp.memdir.transcripts import (
     Entry,
     EntryError,
@@ -36,6 +37,7 @@ __all__ = [
     "do_ingest_entries",
     "entry_from_row",
     "prune_sessions",
+    "skip_sentences",
 ]
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
@@ -51,6 +53,42 @@ class IngestResult:
     redacted: int = 0
     turns: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+
+
+# Why lines of a transcript were not kept, as the session page and the API say it.
+_SKIP_SENTENCES = {
+    "transcript_outside_home": (
+        "The hook was given a transcript outside your home and Claude Code's config dir, so "
+        "it did not read it"
+    ),
+    "transcript_missing": "The hook was given a transcript that does not exist (or none)",
+    "not_json": "{n} line{s} of the transcript {were} not JSON",
+    "not_object": "{n} line{s} of the transcript {were} not JSON objects",
+    "binary": "{n} line{s} of the transcript {were} not UTF-8 text",
+    "unknown_type": "{n} entr{ies} of a type memhub does not keep {were} passed over",
+    "too_large": "{n} entr{ies} too large even with tool output cut {were} left out",
+}
+
+
+def skip_sentences(skipped: dict[str, int]) -> list[str]:
+    """Each reason lines were not kept, in a sentence a person can act on."""
+    sentences = []
+    for reason, n in sorted(skipped.items()):
+        words = {
+            "n": n,
+            "s": "" if n == 1 else "s",
+            "ies": "y" if n == 1 else "ies",
+            "were": "was" if n == 1 else "were",
+        }
+        template = _SKIP_SENTENCES.get(reason)
+        if template is None:
+            sentence = f"{n} line{words['s']} not kept ({reason})"
+        else:
+            sentence = template.format(**words)
+        if reason.startswith("transcript_") and n > 1:
+            sentence += f" ({n} times)"
+        sentences.append(sentence + ".")
+    return sentences
 
 
 def _timestamp(value: str | None) -> datetime.datetime | None:
@@ -84,6 +122,7 @@ def _row(session: Session, seq: int, entry: Entry) -> TranscriptEntry:
             [_clean(t.name), _clean(t.argument), _clean(t.file_path) if t.file_path else None]
             for t in entry.tools
         ],
+        errors=[_clean(error) for error in entry.errors],
         text=_clean(entry.search_text),
         is_user_prose=entry.is_user_prose,
         is_sidechain=entry.is_sidechain,
@@ -99,6 +138,7 @@ def entry_from_row(row: TranscriptEntry) -> Entry:
         timestamp=row.timestamp.isoformat() if row.timestamp else None,
         prose=row.prose,
         tools=tuple(ToolCall(name, argument, path) for name, argument, path in row.tools),
+        errors=tuple(row.errors),
         is_user_prose=row.is_user_prose,
         is_sidechain=row.is_sidechain,
     )
@@ -142,6 +182,7 @@ def do_ingest_entries(
     memory_dir: str = "",
     final: bool = False,
     client_skipped: dict[str, int] | None = None,
+    auto_dream: bool | None = None,
 ) -> IngestResult:
     """Store the new entries of one of `user`'s sessions (idempotent by entry key), redacted by
     the fast rules at once. detect-secrets redacts them again in the extraction task, before
@@ -171,16 +212,25 @@ def do_ingest_entries(
         session.turn_count += turns
         session.turns_pending += turns
         session.redactions += redacted
+        main = [e for e in fresh if not e.is_sidechain]
+        session.tokens += sum(entry_tokens(e) for e in main)
+        session.tool_calls += sum(len(e.tools) for e in main)
+        replies = [e for e in main if e.type == "assistant"]
+        if replies:
+            session.at_rest = not replies[-1].tools
         session.title = _title(session, fresh)
         session.last_entry_at = now
         session.store = store
-        session.cwd = cwd[:4096] or session.cwd
+        entry_cwd = next((e.cwd for e in fresh if e.cwd), "")
+        session.cwd = (cwd or session.cwd or _clean(entry_cwd))[:4096]
         session.memory_dir = memory_dir[:4096] or session.memory_dir
         interactive = [e.interactive for e in fresh if e.interactive is not None]
         if interactive:
             session.interactive = interactive[-1]
         if final:
             session.ended_at = now
+        if auto_dream is not None:
+            session.auto_dream = auto_dream
         counts = Counter(session.skipped)
         counts.update(skipped)
         session.skipped = dict(counts)
@@ -203,7 +253,7 @@ def check_with_gate(sessions) -> int:
     found: Counter[int] = Counter()
     clean: list[int] = []
     pending = TranscriptEntry.objects.filter(session__in=sessions, gate_checked=False)
-    for row in pending.only("pk", "session", "prose", "tools", "text").iterator():
+    for row in pending.only("pk", "session", "prose", "tools", "errors", "text").iterator():
         text, hits = redact_with_gate(row.text)
         if not hits:
             clean.append(row.pk)
@@ -212,8 +262,9 @@ def check_with_gate(sessions) -> int:
         row.text = text
         row.prose = redact_with_gate(row.prose)[0]
         row.tools = [[name, redact_with_gate(arg)[0], path] for name, arg, path in row.tools]
+        row.errors = [redact_with_gate(error)[0] for error in row.errors]
         row.gate_checked = True
-        row.save(update_fields=["text", "prose", "tools", "gate_checked"])
+        row.save(update_fields=["text", "prose", "tools", "errors", "gate_checked"])
     for start in range(0, len(clean), 500):
         TranscriptEntry.objects.filter(pk__in=clean[start : start + 500]).update(gate_checked=True)
     for session_pk, count in found.items():

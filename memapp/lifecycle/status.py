@@ -42,6 +42,13 @@ def _waiting_for(state: ConsolidationState | None, flags: dict, last) -> str:
     gate = state.gate if state is not None else ""
     if not flags["consolidation"] or gate == "flag_off":
         return "Consolidation is turned off (the consolidation flag)."
+    if not flags["auto_memory"] or gate == "memory_off":
+        return "Auto memory is turned off for this project: nothing is consolidated."
+    if gate == "dream_off":
+        return (
+            "Not on schedule: its owner's Claude Code settings say autoDreamEnabled: false "
+            "(Consolidate now still works)."
+        )
     hours, sessions = flags["consolidation_min_hours"], flags["consolidation_min_sessions"]
     if gate == "too_soon" and last is not None:
         due = timezone.localtime(last + datetime.timedelta(hours=hours))

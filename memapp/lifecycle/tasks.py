@@ -11,11 +11,19 @@ from django.utils import timezone
 from django_tasks import task
 
 from memapp.lifecycle.extraction import STALE_RUN, run_extraction
-from memapp.lifecycle.models import ExtractionRun
+from memapp.lifecycle.models import ExtractionRun, SessionSummary
 from memapp.lifecycle.sessions import prune_sessions
+from memapp.lifecycle.summaries import run_summary, summary_is_due
+from memapp.stores.flags import get_flags
 from memapp.stores.models import Store
 
-__all__ = ["prune_sessions_task", "request_extraction", "run_extraction_task"]
+__all__ = [
+    "prune_sessions_task",
+    "request_extraction",
+    "request_summary",
+    "run_extraction_task",
+    "run_summary_task",
+]
 
 
 @task()
@@ -28,9 +36,30 @@ def run_extraction_task(run_id: int) -> dict:
 
 
 @task()
+def run_summary_task(session_pk: int) -> dict:
+    """Bring one session's summary up to date (docs/design.md §14.10)."""
+    return run_summary(session_pk)
+
+
+@task()
 def prune_sessions_task() -> int:
     """Delete sessions idle for MEMHUB_TRANSCRIPT_RETENTION_DAYS (0 keeps them); how many."""
     return prune_sessions(settings.MEMHUB_TRANSCRIPT_RETENTION_DAYS)
+
+
+def request_summary(session) -> str:
+    """After an upload: `off` (flag), `waiting` (not due), `queued` (a task enqueued) or
+    `coalesced` (one already waits, and will read these entries too)."""
+    if not get_flags(session.project)["session_summary"]:
+        return "off"
+    summary = SessionSummary.objects.filter(session=session).first()
+    if not summary_is_due(session, summary):
+        return "waiting"
+    summary, _ = SessionSummary.objects.get_or_create(session=session)
+    if not SessionSummary.objects.filter(pk=summary.pk, queued=False).update(queued=True):
+        return "coalesced"
+    run_summary_task.enqueue(session.pk)
+    return "queued"
 
 
 def _enqueue(run: ExtractionRun) -> None:

@@ -59,6 +59,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "recall_offline": ("offline_recall", "recall_offline"),
     "select_reason": ("offline_recall", "select_reason"),
     "agent_memory_dir": ("paths", "agent_memory_dir"),
+    "auto_dream_enabled": ("paths", "auto_dream_enabled"),
     "auto_memory_enabled": ("paths", "auto_memory_enabled"),
     "canonical_git_root": ("paths", "canonical_git_root"),
     "config_home": ("paths", "config_home"),
@@ -133,6 +134,7 @@ __all__ = [
     "assemble_prompt",
     "choose_mode",
     "agent_memory_dir",
+    "auto_dream_enabled",
     "auto_memory_enabled",
     "canonical_git_root",
     "config_home",
@@ -244,6 +246,7 @@ if TYPE_CHECKING:
     )
     from memapp.memdir.paths import (
         agent_memory_dir,
+        auto_dream_enabled,
         auto_memory_enabled,
         canonical_git_root,
         config_home,

@@ -27,7 +27,7 @@ from typing import Any
 
 from memapp.memdir.absolute_dates import Rewrite, make_dates_absolute
 from memapp.memdir.daily_logs import LogEntry
-from memapp.memdir.extraction import MAX_BODY_BYTES, Dropped, ProposedChange
+from memapp.memdir.extraction import MAX_BODY_BYTES, WHAT_NOT_TO_SAVE, Dropped, ProposedChange
 from memapp.memdir.index import (
     INDEX_FILENAME,
     MAX_ENTRY_CHARS,
@@ -90,7 +90,8 @@ given; no entry for a file that will not exist; no content in the index itself.
 Change only what needs it, and propose an empty list when the directory is in good order. Never \
 delete what is not kept elsewhere. Never write a secret."""
 
-DISTILLATION_SYSTEM = """\
+DISTILLATION_SYSTEM = (
+    """\
 You distill the daily logs of an AI coding agent into its file-based memory. In daily-log mode \
 the agent appends one bullet per thing worth remembering to the log of the day; you turn the \
 entries given (those since the last distillation) into topic files. A person reviews every \
@@ -106,8 +107,11 @@ memories carry a **Why:** line and a **How to apply:** line.
 - Add a line for each new memory to the index: propose the whole new index as an update of \
 MEMORY.md (action "update", file "MEMORY.md", the index as body), one line per memory, \
 `- [Title](file.md) — one-line hook`, within the caps given.
-- Leave out what is not memory (task state, what the code or git history records) and never \
-write a secret. Propose an empty list when nothing is worth keeping."""
+- Propose an empty list when nothing is worth keeping.
+
+"""
+    + WHAT_NOT_TO_SAVE
+)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from memapp.memdir.transcripts import Entry
 
 __all__ = [
     "ACTIONS",
+    "USER_PRIVATE_REASON",
+    "WHAT_NOT_TO_SAVE",
     "MAX_CHANGES",
     "PROPOSE_TOOL",
     "TOOL_NAME",
@@ -34,9 +36,11 @@ __all__ = [
     "ProposedChange",
     "Target",
     "build_request",
+    "derivable",
     "change_checks",
     "explicit_requests",
     "offline_change",
+    "substance_name",
     "validate_changes",
 ]
 
@@ -79,7 +83,25 @@ PROPOSE_TOOL: dict[str, Any] = {
     },
 }
 
-EXTRACTION_SYSTEM = """\
+# What not to save, as the agent's own memory instructions list it, with the rule that it holds
+# even when the user asks; the extraction and distillation requests both carry it.
+WHAT_NOT_TO_SAVE = """\
+What NOT to save, even when it seems useful:
+- Code patterns, conventions, architecture, file paths and project structure: the code shows \
+them, and reading it is more current than a memory.
+- Git history, recent changes and who changed what: git log and git blame are authoritative.
+- Debugging recipes and fix steps: the fix is in the code, the reason in the commit message.
+- Anything CLAUDE.md (or the project's other instruction files) already says.
+- The current task's state, progress or next steps: they belong to this conversation, not to \
+memory.
+- Secrets of any kind.
+These exclusions apply even when the user explicitly asks to remember something: keep instead \
+the decision, deadline, preference or reason behind the request, if it has one, or nothing \
+("remember this PR list" becomes the release deadline or the decision the list is for, or \
+nothing at all)."""
+
+EXTRACTION_SYSTEM = (
+    """\
 You maintain the file-based memory of an AI coding agent. Read the new part of a conversation \
 between a user and the agent, and propose the memory changes worth keeping for future \
 conversations, by calling the tool propose_memory_changes once. A person reviews every change \
@@ -89,11 +111,12 @@ What is worth keeping: who the user is and how they like to work (type user); gu
 gave about how to work, corrections and confirmed approaches (type feedback, with a **Why:** \
 line and a **How to apply:** line); decisions, deadlines and context of the project that the \
 code does not show (type project, with absolute dates, never "next Thursday"); where to find \
-things outside the repository (type reference). Whatever the user explicitly asked to be \
-remembered is always worth keeping.
+things outside the repository (type reference). What the user explicitly asks to be \
+remembered is kept, unless it is something the list below excludes.
 
-What is not: what the code, git history or CLAUDE.md already record, the state of the current \
-task, secrets of any kind.
+"""
+    + WHAT_NOT_TO_SAVE
+    + """
 
 Rules:
 - Prefer updating an existing memory (listed in the manifests, some with their full text) to \
@@ -104,6 +127,7 @@ use it only for knowledge the whole team should have, never for anything persona
 name in the style of the existing files.
 - description is one line; it is what recall reads to decide whether the memory helps.
 - Propose an empty list when nothing is worth keeping."""
+)
 
 
 @dataclass(frozen=True)
@@ -218,6 +242,11 @@ def _secret_reason(change: ProposedChange, check: Callable[[str], Sequence[Secre
     return ", ".join(sorted({hit.label for hit in hits}))
 
 
+USER_PRIVATE_REASON = (
+    "a user memory is private: it is never proposed into team memory (rule user_memory_private)"
+)
+
+
 def validate_changes(
     raw_changes: object,
     targets: Mapping[str, Target],
@@ -231,7 +260,8 @@ def validate_changes(
     rules (docs/design.md §4) or outside its store, an update or delete of a file that does not
     exist, a create of one that does, missing or multi-line fields, a body over the size cap,
     a secret (`secret_check`, the fast rules unless the caller passes the push gate), a second
-    change to the same file, or beyond `max_changes`. Raises ValueError only when the answer
+    change to the same file, a `user` memory for team memory (user memories are private), or
+    beyond `max_changes`. Raises ValueError only when the answer
     is not a list at all (a bad tool input, worth asking again).
     """
     if not isinstance(raw_changes, list):
@@ -252,6 +282,9 @@ def validate_changes(
             continue
         if (change.scope, change.file) in seen:
             dropped.append(Dropped(index, shown, "a second change to the same file"))
+            continue
+        if change.scope == "team" and change.type == "user":
+            dropped.append(Dropped(index, shown, USER_PRIVATE_REASON))
             continue
         secret = _secret_reason(change, secret_check)
         if secret:
@@ -346,7 +379,7 @@ class ExplicitRequest:
     """Something a person asked to be remembered, in their words."""
 
     text: str
-    type: str  # user or feedback
+    type: str  # what it is: feedback, project, user or reference
     entry: str  # the key of the entry it came from
 
 
@@ -380,10 +413,132 @@ def _clean(what: str) -> str:
     return what[:1].upper() + what[1:] if what else what
 
 
+_ABOUT_USER = re.compile(r"^(?:i\b|i'm\b|i am\b|i've\b|my\b|me\b)", re.IGNORECASE)
+_REFERENCE = re.compile(
+    r"https?://|\b(?:dashboard|runbook|wiki|channel|board|ticket|tracker)\b.*\b(?:is|are|lives?)"
+    r"\b|\b(?:is|are|lives?|can be found)\s+(?:at|in|on)\s+(?:https?://|[\w-]+(?:\.[\w-]+)+|"
+    r"the\s+\w+\s+(?:dashboard|wiki|channel|board))",
+    re.IGNORECASE,
+)
+_TEAM_RULE = re.compile(
+    r"^(?:we|the team|everyone|nobody|no one)\s+(?:never|always|don'?t|do not|must|must not|"
+    r"shouldn'?t|should not)\b",
+    re.IGNORECASE,
+)
+
+
+def _kind(what: str) -> str:
+    """What a request is, by its words (docs/design.md §14.12): a rule for the agent or the
+    team is feedback, something about the person is user, a pointer elsewhere is reference,
+    anything else about the work (a deploy day, a deadline, a decision) is project."""
+    what = what.strip()
+    if _RULE_START.match(what) or _TEAM_RULE.match(what):
+        return "feedback"
+    if _ABOUT_USER.match(what):
+        return "user"
+    if _REFERENCE.search(what):
+        return "reference"
+    return "project"
+
+
+# What the code, git or the session itself already records (WHAT_NOT_TO_SAVE), by its words.
+_DERIVABLE = [
+    (
+        re.compile(
+            r"\b(?:commit|commits|git log|git blame|branch(?:es)?|pull requests?|PRs?|PR list|"
+            r"merged|diff|changelog)\b",
+            re.IGNORECASE,
+        ),
+        "git history",
+    ),
+    (
+        re.compile(r"(?:^|\s)[\w.-]*(?:/[\w.-]+)+\.\w{1,5}\b|\b\w+\.(?:py|js|ts|go|rs|java|rb)\b"),
+        "a file path",
+    ),
+    (
+        re.compile(
+            r"\b(?:function|class|method|module|directory|folder|file structure|project "
+            r"structure|code pattern|naming convention|architecture)\b",
+            re.IGNORECASE,
+        ),
+        "the code's structure",
+    ),
+    (
+        re.compile(
+            r"\b(?:fixed (?:it|this|that) by|the fix (?:is|was)|steps to (?:fix|reproduce)|"
+            r"stack ?trace|to debug)\b",
+            re.IGNORECASE,
+        ),
+        "a debugging recipe",
+    ),
+    (
+        re.compile(
+            r"\b(?:current task|what we'?re (?:doing|working on)|where we (?:are|left off)|"
+            r"next steps?|todo list|in progress)\b",
+            re.IGNORECASE,
+        ),
+        "the current task's state",
+    ),
+    (re.compile(r"\bCLAUDE\.md\b", re.IGNORECASE), "what CLAUDE.md says"),
+]
+
+
+def derivable(text: str) -> str | None:
+    """Why `text` is not worth a memory even when asked for (what the code, git, CLAUDE.md or
+    the session itself records), or None when it is not derivable in that sense."""
+    for pattern, what in _DERIVABLE:
+        if pattern.search(text):
+            return what
+    return None
+
+
+_NEGATION = {"don't", "dont", "never", "no", "not", "stop", "avoid"}
+_FILLER = {
+    "was", "were", "has", "have", "had", "been",
+    "we", "i", "you", "they", "the", "team", "everyone", "a", "an", "on", "at", "in", "to",
+    "of", "for", "with", "and", "or", "that", "this", "please", "remember", "again", "should",
+    "must", "will", "can", "be", "is", "are", "it", "ever", "any", "do", "does", "our", "my",
+    "always", "shouldn't", "mustn't", "won't", "let's",
+}  # fmt: skip
+_PREPOSITIONS = {"on", "at", "during", "before", "after", "in"}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def substance_name(text: str) -> str:
+    """A memory's name from what it says, not from its sentence's first words: "we never deploy
+    on Fridays" is "No Friday deploys", "remember that the freeze starts March 5" is "Freeze
+    starts March 5". At most five words."""
+    words = [w.strip(".,;:!?\"'()") for w in text.split()]
+    words = [w for w in words if w]
+    lowered = [w.lower() for w in words]
+    negated = any(w in _NEGATION or w.endswith("n't") for w in lowered)
+    kept = [
+        (w, low)
+        for w, low in zip(words, lowered, strict=True)
+        if low not in _FILLER and low not in _NEGATION and not low.endswith("n't")
+    ]
+    # "<verb> on <day>" reads better as "<day> <verb>s": "deploy on Fridays" → "Friday deploys".
+    for i, low in enumerate(lowered[:-1]):
+        if low in _PREPOSITIONS and i > 0 and lowered[i - 1] not in _FILLER | _NEGATION:
+            verb, thing = words[i - 1], _singular(words[i + 1])
+            rest = [w for w, _ in kept if w not in (words[i - 1], words[i + 1])]
+            kept = [(thing, thing.lower()), (verb + "s", verb.lower() + "s")] + [
+                (w, w.lower()) for w in rest
+            ]
+            break
+    name = " ".join(w for w, _ in kept[:5]) or " ".join(words[:5])
+    name = ("no " + name) if negated else name
+    return name[:1].upper() + name[1:]
+
+
 def explicit_requests(entries: Iterable[Entry]) -> list[ExplicitRequest]:
     """Explicit requests to remember something in the person's own turns ("remember that we
-    deploy on Fridays", "please remember …", "don't … again, remember"): `feedback` when it is
-    a rule for the agent, `user` otherwise. Questions ("do you remember …?") are not requests.
+    deploy on Fridays", "please remember …", "don't … again, remember"), typed by what they
+    are (`_kind`: a deploy rule is project or feedback, never user). Questions ("do you
+    remember …?") are not requests.
     """
     found: list[ExplicitRequest] = []
     seen: set[str] = set()
@@ -400,8 +555,7 @@ def explicit_requests(entries: Iterable[Entry]) -> list[ExplicitRequest]:
                 if text[end : end + 1] == "?":
                     continue
                 what = match["what"]
-                kind = "feedback" if _RULE_START.match(what.strip()) else "user"
-                candidates.append((what, kind))
+                candidates.append((what, _kind(what)))
         for what, kind in candidates:
             cleaned = _clean(what)
             if len(cleaned) < 3 or cleaned.lower() in seen:
@@ -412,13 +566,13 @@ def explicit_requests(entries: Iterable[Entry]) -> list[ExplicitRequest]:
 
 
 def offline_change(request: ExplicitRequest, file: str, today: datetime.date) -> ProposedChange:
-    """An explicit request as a proposed private memory (`file` chosen by the caller)."""
+    """An explicit request as a proposed private memory (`file` chosen by the caller), named
+    from its substance."""
     sentence = request.text.rstrip(".!") + "."
-    words = request.text.split()
-    name = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+    name = substance_name(request.text)
     description = sentence if len(sentence) <= 150 else sentence[:149] + "…"
     asked = f"the user asked for this to be remembered on {today.isoformat()}"
-    if request.type == "feedback":
+    if request.type in ("feedback", "project"):
         body = (
             f"{sentence}\n\n**Why:** {asked}.\n"
             "**How to apply:** follow it in this project unless the user says otherwise.\n"

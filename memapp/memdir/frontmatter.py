@@ -37,6 +37,7 @@ import codecs
 import datetime
 import io
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -58,6 +59,7 @@ __all__ = [
     "parse_header",
     "parse_memory",
     "render_memory",
+    "user_memories",
 ]
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
@@ -478,3 +480,9 @@ def _dump(mapping: dict[Any, Any], flow_nested: bool) -> str:
     finally:
         dumper.dispose()
     return stream.getvalue()
+
+
+def user_memories(files: Mapping[str, str | bytes]) -> list[str]:
+    """The keys of `files` whose header says `type: user`: memories about a person, which stay
+    in their private memory unless that person explicitly shares them (docs/design.md §14.12)."""
+    return [key for key, text in files.items() if parse_memory(text, path=key).type == "user"]

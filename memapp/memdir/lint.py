@@ -400,9 +400,11 @@ def memory_warnings(
     body: str,
     description: str | None = None,
     targets: Collection[str] | None = None,
+    team: bool = False,
 ) -> list[str]:
     """Warnings for a memory's edit form, in this order; [] when there is nothing to say.
 
+    - `User memories are private: …` for a `user` memory in a team store (`team`);
     - `Description is empty: recall relies on it to pick this memory.` when `description` is
       given but blank (None means "not being edited" and is not checked);
     - `Description should be one line.` when it spans lines (a trailing newline is fine);
@@ -416,6 +418,11 @@ def memory_warnings(
       that names no memory: `Link [[deploy-checklist]] names no memory in this store yet.`
     """
     warnings: list[str] = []
+    if team and _normal_type(memory_type) == "user":
+        warnings.append(
+            "User memories are private: this one is about a person and should not be in "
+            "team memory; move it to its owner's private memory."
+        )
     if description is not None:
         text = description.strip()
         if not text:

@@ -561,6 +561,16 @@ def auto_memory_enabled(
     return settings.get("autoMemoryEnabled") is not False
 
 
+def auto_dream_enabled(
+    env: Mapping[str, str] | None = None, settings: Mapping[str, Any] | None = None
+) -> bool:
+    """Whether background consolidation ("dream") may run for this person: auto memory on and
+    the setting `autoDreamEnabled` not the JSON boolean `false`."""
+    if settings is None:
+        settings = load_user_settings(env)
+    return auto_memory_enabled(env, settings) and settings.get("autoDreamEnabled") is not False
+
+
 def agent_memory_dir(
     agent_type: str,
     scope: AgentScope,

@@ -529,7 +529,10 @@ def _daily_log_sections(directory: str, log: str, request: PromptRequest) -> lis
         "This session runs for a long time, so memory works as a daily log: as you work, "
         f"append what is worth remembering to today's log, `{log}`. A separate consolidation "
         "process later distills the logs into topic files and the index; you do not maintain "
-        "those yourself.\n\n" + _PURPOSE + _DAILY_FORGET
+        "those yourself. Memories are not recalled for you with each prompt in this mode: "
+        "when earlier work may matter, read the index and the topic files yourself.\n\n"
+        + _PURPOSE
+        + _DAILY_FORGET
     )
     how = (
         f"- Append to `{log}`, creating it (and its `logs/YYYY/MM/` folders) if it does not "

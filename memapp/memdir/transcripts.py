@@ -69,6 +69,7 @@ MAX_ENTRY_BYTES = 64 * 1024  # one entry, once long tool output is cut
 MAX_TOOL_OUTPUT = 4 * 1024  # characters kept of each long string inside a tool result
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is not even parsed
 SHORT_ARGUMENT = 120
+MAX_ERROR_LINE = 300  # characters kept of a failed tool call's output
 # Tools that write files: a call of one of these into the memory dir means the agent kept its
 # memory itself (docs/design.md §14.4).
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
@@ -130,6 +131,7 @@ class Entry:
     prose: str  # what the person or the assistant wrote
     tools: tuple[ToolCall, ...] = ()
     output: str = ""  # tool results, cut
+    errors: tuple[str, ...] = ()  # the first line of each tool result marked `is_error`
     is_user_prose: bool = False  # a person wrote this turn
     is_sidechain: bool = False  # a sub-agent's message (extraction reads the main agent only)
     interactive: bool | None = None  # from `entrypoint`: False for SDK and `-p` sessions
@@ -232,6 +234,7 @@ def parse_entry(obj: object) -> Entry:
     prose: list[str] = []
     tools: list[ToolCall] = []
     output: list[str] = []
+    errors: list[str] = []
     if isinstance(content, str):
         prose.append(content)
     elif isinstance(content, list):
@@ -245,12 +248,15 @@ def parse_entry(obj: object) -> Entry:
                 tools.append(_tool_call(block))
             elif block_type == "tool_result":
                 output.append(_result_text(block))
+                if block.get("is_error") is True:
+                    errors.append(_one_line(output[-1], MAX_ERROR_LINE) or "(no output)")
     text = "\n".join(part for part in prose if part).strip()
     user_prose = kind == "user" and obj.get("isMeta") is not True and not output and _is_prose(text)
     return Entry(
         prose=text,
         tools=tuple(tools),
         output="\n".join(output)[:MAX_TOOL_OUTPUT],
+        errors=tuple(errors),
         is_user_prose=user_prose,
         **common,
     )

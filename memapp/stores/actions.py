@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from memapp.memdir.atomic import delete_file, write_atomic
-from memapp.memdir.frontmatter import Memory, parse_memory, render_memory
+from memapp.memdir.frontmatter import Memory, parse_memory, render_memory, user_memories
 from memapp.memdir.index import (
     INDEX_FILENAME,
     delete_index_entry,
@@ -128,6 +128,7 @@ def do_save_memory(
     base_sha256: str | None = None,
     via: str = Via.UI,
     index_line: str | None = None,
+    index: bool = True,
 ) -> MemoryFile:
     """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
     update a topic file and its MEMORY.md line: `index_line` as given (a line that is already
@@ -137,7 +138,8 @@ def do_save_memory(
     An update whose `base_sha256` (the file's `checksum` when the form was opened) no longer
     matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
     writes nothing, so an edit never overwrites a change made behind the form's back. The bytes
-    it replaces are in the file's history (docs/design.md §23).
+    it replaces are in the file's history (docs/design.md §23). `index` false leaves MEMORY.md
+    alone (the `skip_index` flag, for memhub's own writes).
     """
     root = Path(store.path)
     with store_lock(store):
@@ -170,23 +172,30 @@ def do_save_memory(
         index_before = read_index_bytes(store)
         write_atomic(target, text)
         data = {path: text.encode("utf-8")}
-        record_changes(store, data, via=via, user=user, index_lines={path: line})
-        write_index_entry(root, path, line)
-        record_index(store, index_before, via=via, user=user, note=f"the line of {path}")
+        lines = {path: line} if index else {}
+        record_changes(store, data, via=via, user=user, index_lines=lines)
+        if index:
+            write_index_entry(root, path, line)
+            record_index(store, index_before, via=via, user=user, note=f"the line of {path}")
         rescan_store(store)
-    announce_change(store, user, {path, INDEX_FILENAME})
+    announce_change(store, user, {path, INDEX_FILENAME} if index else {path})
     record_event("memory_written", store=store, user=user, path=path, via=via, created=created)
     return store.files.get(path=path)
 
 
-def do_forget_memory(store: Store, user, path: str, via: str = Via.UI) -> None:
+def do_forget_memory(
+    store: Store, user, path: str, via: str = Via.UI, *, index: bool = True
+) -> None:
     """Move a topic file to the trash and remove its MEMORY.md line; the mirror follows."""
-    do_forget_memories(store, user, [path], via=via)
+    do_forget_memories(store, user, [path], via=via, index=index)
 
 
-def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) -> list[str]:
+def do_forget_memories(
+    store: Store, user, paths: list[str], via: str = Via.UI, *, index: bool = True
+) -> list[str]:
     """Move topic files to the trash (restorable for MEMHUB_TRASH_DAYS, with their index
-    lines) and remove their MEMORY.md lines; returns the paths that were there."""
+    lines) and remove their MEMORY.md lines (`index` false: MEMORY.md is left alone, the
+    `skip_index` flag); returns the paths that were there."""
     root = Path(store.path)
     targets = {path: store_file_path(store, path) for path in paths}
     forgotten: dict[str, bytes] = {}
@@ -200,11 +209,12 @@ def do_forget_memories(store: Store, user, paths: list[str], via: str = Via.UI) 
             except FileNotFoundError:
                 continue
             delete_file(target, missing_ok=True)
-            delete_index_entry(root, path)
+            if index:
+                delete_index_entry(root, path)
         record_changes(store, {}, forgotten, via=via, user=user, index_lines=lines)
         record_index(store, index_before, via=via, user=user, note="lines of forgotten memories")
         rescan_store(store)
-    announce_change(store, user, {*targets, INDEX_FILENAME})
+    announce_change(store, user, {*targets, INDEX_FILENAME} if index else set(targets))
     for path in forgotten:
         record_event("memory_forgotten", store=store, user=user, path=path, via=via)
     return list(forgotten)
@@ -483,10 +493,26 @@ def _team_gate(team: Store, files: dict[str, str], index: dict[str, str]) -> Non
         )
 
 
-def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
+def refuse_user_memories(files: dict[str, str], allow: bool) -> None:
+    """FileRejected `user_memory_private` when `files` (bound for a team store) hold a `user`
+    memory and the person did not tick that they mean it (`allow`)."""
+    found = [] if allow else user_memories(files)
+    if found:
+        raise FileRejected(
+            "user_memory_private",
+            f"{', '.join(found)}: user memories are about a person and stay private; to put "
+            "one in team memory anyway, tick that you mean it",
+            {"keys": found, "rule": "user_memory_private"},
+        )
+
+
+def do_share_memories(
+    store: Store, user, paths: list[str], *, allow_user: bool = False
+) -> dict[str, str]:
     """Copy private memories into the project's team store, through the push gate, each with
     its MEMORY.md line. A memory already there unchanged is left alone; a different memory of
-    the same name is never overwritten: the copy gets a new name. Returns path → team path."""
+    the same name is never overwritten: the copy gets a new name. A `user` memory goes only
+    with `allow_user` (the person ticked it). Returns path → team path."""
     team = team_store_for(user, store.project) if store.kind == Store.Kind.PRIVATE else None
     if team is None:
         raise FileRejected("no_team_store", "This memory's project has no team store you share.")
@@ -498,6 +524,7 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
             texts[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             raise FileRejected("invalid_utf8", f"{path!r} is not valid UTF-8") from None
+    refuse_user_memories(texts, allow_user)
     lines = index_lines(root, paths)
     targets: dict[str, str] = {}
     files: dict[str, str] = {}
@@ -512,6 +539,8 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
         files[target] = text
         line = lines.get(path)
         index[target] = line if line and target == path else _entry_for(text, target)
+    if get_flags(team.project)["skip_index"]:
+        index = {}  # the server's own writes leave MEMORY.md alone
     if files:
         _team_gate(team, files, index)
         do_put_files(
@@ -526,11 +555,18 @@ def do_share_memories(store: Store, user, paths: list[str]) -> dict[str, str]:
 
 
 def do_import_files(
-    store: Store, user, files: dict[str, str], index: dict[str, str], *, replace: bool
+    store: Store,
+    user,
+    files: dict[str, str],
+    index: dict[str, str],
+    *,
+    replace: bool,
+    allow_user: bool = False,
 ) -> dict[str, list[str]]:
     """Write the files of a checked import (`memapp.stores.transfer.read_import`): new files
     always; files that exist with other content only with `replace` (their old bytes stay in
-    their history), else they are listed as `kept`. Team stores pass the push gate first."""
+    their history), else they are listed as `kept`. Team stores pass the push gate first, and
+    take `user` memories only with `allow_user`."""
     root = Path(store.path)
     kept = [
         key
@@ -542,6 +578,7 @@ def do_import_files(
     wanted = {key: text for key, text in files.items() if key not in kept}
     lines = {key: index.get(key) or _entry_for(text, key) for key, text in wanted.items()}
     if store.kind == Store.Kind.TEAM and wanted:
+        refuse_user_memories(wanted, allow_user)
         _team_gate(store, wanted, lines)
     result = do_put_files(store, user, wanted, via=Via.IMPORT, index=lines)
     return {**result, "kept": kept}

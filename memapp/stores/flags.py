@@ -74,7 +74,8 @@ def _specs() -> list[FlagSpec]:
             "auto_memory",
             bool,
             True,
-            "Auto memory on: prompts include a memory section.",
+            "Auto memory on: prompts include a memory section. Off turns off recall, "
+            "extraction, consolidation and team memory writes for the project too.",
             in_effect=True,
         ),
         FlagSpec(
@@ -146,6 +147,13 @@ def _specs() -> list[FlagSpec]:
             bool,
             False,
             "Extract from non-interactive sessions (SDK, -p) too.",
+            in_effect=True,
+        ),
+        FlagSpec(
+            "session_summary",
+            bool,
+            True,
+            "A rolling summary of each uploaded session (session page, search, resume).",
             in_effect=True,
         ),
         FlagSpec(

@@ -91,6 +91,12 @@ class Candidate:
     shown_path: str  # the path the agent sees (its own local path when it told us)
     scope: str
 
+    @property
+    def manifest_name(self) -> str:
+        """How the selector's manifest names it: relative to the memory dir (`team/…` for the
+        team's), since absolute paths cost tokens inside the hook's budget."""
+        return _shown(self.store, self.header.path, None)
+
 
 @dataclass
 class RecallOutcome:
@@ -234,7 +240,7 @@ class ModelRequest:
 
 
 def model_request(candidates: list[Candidate], query: str, recent_tools, limit: int, model: str):
-    shown = [replace(c.header, path=c.shown_path) for c in candidates]
+    shown = [replace(c.header, path=c.manifest_name) for c in candidates]
     user_message = f"Query: {query}\n\nAvailable memories:\n{format_manifest(shown)}"
     if recent_tools:
         user_message += f"\n\nRecently used tools: {', '.join(recent_tools)}"
@@ -343,6 +349,7 @@ def _by_path(candidates: list[Candidate], paths: list[str], limit: int) -> list[
     """The candidates the model named, best first; names it invented and repeats are dropped
     (docs/design.md §7)."""
     by_path = {c.shown_path: c for c in candidates}
+    by_path.update((c.manifest_name, c) for c in candidates)  # as the manifest names them
     picked: list[Candidate] = []
     for path in paths:
         if path in by_path and by_path[path] not in picked:
@@ -473,9 +480,13 @@ def recall_for(
     started = time.monotonic()
     project = project or private.project
     flags = get_flags(project)
-    if not flags["recall"]:
+    if not (flags["recall"] and flags["auto_memory"]):  # memory off means off
         return RecallOutcome(selector="disabled")
     session_id = None if preview else session_id
+    if session_id and flags["daily_log_mode"] and flags["consolidation"]:
+        # Daily-log mode recalls nothing per prompt (its prompt says so): the logs are read
+        # by consolidation, and the agent reads its memory itself.
+        return RecallOutcome(selector="disabled", fallback_reason="daily_log_mode")
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
     surfaced_paths = set(already_surfaced) | _session(user, session_id).paths

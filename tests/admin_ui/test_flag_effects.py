@@ -92,7 +92,8 @@ def db_note(acme):
 # -- prompt assembly ----------------------------------------------------------------------------
 
 
-def test_auto_memory_off_for_one_project_disables_its_prompt_only(alice, alice_api, acme):
+def test_auto_memory_off_for_one_project_disables_its_prompt(alice, alice_api, acme):
+    """(and recall, extraction, consolidation, team writes: tests/lifecycle/test_memory_off.py)"""
     resolve_store(alice, "acme/other", "private")
     settings_post(alice, "auto_memory", "false", acme.project)
     body = prompt(alice_api)
@@ -500,6 +501,20 @@ def test_extraction_non_interactive_lets_sdk_sessions_in(alice, acme):
     assert upload_session(client, remember_session("sdk-cli"))["extraction"] == "queued"
     background_tick()
     assert Proposal.objects.count() == 1
+
+
+def test_session_summary_off_writes_no_summary(alice, acme):
+    from tests.coding_sessions import FIRST_REQUESTS, grow
+    from tests.transcripts import Transcript
+
+    client = api_client(alice)
+    set_flag("session_summary", False, acme.project)
+    transcript = Transcript()
+    grow(transcript, 11_000, FIRST_REQUESTS)
+    assert upload_session(client, transcript)["summary"] == "off"
+    set_flag("session_summary", True, acme.project)
+    transcript.turn("One more thing.", "Sure.")
+    assert upload_session(client, transcript)["summary"] == "queued"
 
 
 @pytest.mark.django_db(transaction=True)  # the task worker commits

@@ -168,14 +168,15 @@ def test_the_system_prompt_asks_for_clearly_useful_memories_and_tool_warnings():
         assert kept in prompt
 
 
-def test_the_manifest_names_the_agents_own_paths(alice_api, fake, stores):
-    fake.answer([f"{AGENT_DIR}/team/project_deploy.md"])
+def test_the_manifest_names_memories_relative_to_the_store_the_answer_by_the_agents_paths(
+    alice_api, fake, stores
+):
+    fake.answer(["team/project_deploy.md"])
     body = recall(alice_api, query="how do we deploy?", memory_dir=AGENT_DIR + "/")
 
     content = fake.requests[0].body["messages"][0]["content"]
-    assert (
-        content == f"Query: how do we deploy?\n\nAvailable memories:\n{manifest(AGENT_DIR + '/')}"
-    )
+    assert content == f"Query: how do we deploy?\n\nAvailable memories:\n{manifest()}"
+    assert AGENT_DIR not in content  # absolute paths cost tokens inside the hook's budget
     assert "Recently used tools" not in content
     [memory] = body["memories"]
     assert memory["path"] == f"{AGENT_DIR}/team/project_deploy.md"
@@ -191,7 +192,7 @@ def test_already_surfaced_memories_are_not_offered_to_the_model(alice_api, fake,
         already_surfaced=[f"{AGENT_DIR}/feedback_testing.md", f"{AGENT_DIR}/notes.md"],
     )
     content = fake.requests[0].body["messages"][0]["content"]
-    assert content.endswith(manifest(AGENT_DIR + "/", skip=("feedback_testing.md", "notes.md")))
+    assert content.endswith(manifest(skip=("feedback_testing.md", "notes.md")))
     assert "feedback_testing.md" not in content
 
 

@@ -59,6 +59,7 @@ def test_a_project_memhub_does_not_know_is_answered_without_creating_it(alice_ap
         "team_index": "",
         "waiting": [],
         "notice": "",
+        "session_summary": "",
     }
     assert not Project.objects.filter(key="acme/unknown").exists()
 

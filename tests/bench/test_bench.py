@@ -58,6 +58,14 @@ def test_it_prints_a_table_with_every_row(capsys):
     assert sum(line.lstrip().startswith("20  ") for line in out.splitlines()) == 4
 
 
+def test_the_offline_session_summary_of_5000_entries_is_measured_against_200_ms(capsys):
+    assert bench_command.main(["--sizes", "20", "--runs", "1", "--quiet", "--summary"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("5,000  offline session")]
+    assert "≤ 200 ms" in row
+    assert "issue 24" in out
+
+
 def test_a_missing_section_dependency_is_a_skipped_row(tmp_path, monkeypatch):
     corpus = common.generate_corpus(tmp_path, 5, progress=False)
     monkeypatch.setitem(sys.modules, "memapp.memdir.index", None)

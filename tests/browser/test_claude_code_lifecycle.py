@@ -34,7 +34,7 @@ DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 REMEMBER = "remember that we deploy on Fridays"
 ASK = "Which day do we deploy on?"
-MEMORY_FILE = "user_we_deploy_on_fridays.md"
+MEMORY_FILE = "project_friday_deploys.md"  # typed by what it is, named from its substance
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_a_real_session_becomes_a_memory_the_next_session_is_given(
     assert session_start.startswith(
         f"Contents of {machine.memory_dir / 'MEMORY.md'} (changed in memhub since this session"
     )
-    assert f"[We deploy on Fridays]({MEMORY_FILE})" in session_start
+    assert f"[Friday deploys]({MEMORY_FILE})" in session_start
     recalled = sent.split("UserPromptSubmit hook additional context: ", 1)[1]
     assert f"{machine.memory_dir / MEMORY_FILE}:" in recalled
     assert "We deploy on Fridays." in recalled

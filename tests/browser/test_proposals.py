@@ -91,14 +91,14 @@ def test_remember_that_we_deploy_on_fridays_reaches_the_next_session(
     page.set_viewport_size(DESKTOP)
     page.click("button[value=approve]")
     page.wait_for_selector(".message.success")
-    assert "Applied: user_we_deploy_on_fridays.md." in page.inner_text(".messages")
+    assert "Applied: project_friday_deploys.md." in page.inner_text(".messages")
     assert page.locator("nav a[href='/proposals/'] .nav-badge").count() == 0
     screenshot("lifecycle-03-applied")
 
     following = Transcript(cwd=str(machine.checkout))
     output = hook(machine, "session-start", following, folder / "next.jsonl")
     context = json.loads(output)["hookSpecificOutput"]["additionalContext"]
-    assert "[We deploy on Fridays](user_we_deploy_on_fridays.md)" in context
+    assert "[Friday deploys](project_friday_deploys.md)" in context
 
 
 @pytest.fixture

@@ -144,3 +144,39 @@ def test_the_note_needs_no_server(machine_a, closed_port):
 
     assert read(machine_a, path) == staleness_note(mtime_ms)
     assert machine_a.without_load(time.monotonic() - started) < 1.0
+
+
+def grep(machine: Machine, response: dict) -> str:
+    """The PostToolUse hook after a `Grep` whose tool response is `response`."""
+    payload = {
+        "session_id": SESSION,
+        "cwd": str(machine.checkout),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "database", "path": str(machine.memory_dir)},
+        "tool_response": response,
+    }
+    result = machine.hook("post-tool-use", payload)
+    assert result.returncode == 0, result.stderr
+    return (
+        json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+        if result.stdout
+        else ""
+    )
+
+
+def test_a_grep_over_memory_files_notes_each_stale_one(a):
+    old = a.memory_dir / "feedback_db.md"
+    mtime_ms = age(old, 9)
+    fresh = a.write("project_freeze.md", topic("Freeze", "Merge freeze", "project"))
+    outside = a.checkout / "notes.md"
+    outside.write_text("database\n")
+    age(outside, 30)
+    names = [str(old), str(fresh), str(outside), str(a.memory_dir / "MEMORY.md")]
+
+    listed = grep(a, {"mode": "files_with_matches", "filenames": names, "numFiles": 4})
+    assert listed == f"{old}: {staleness_note(mtime_ms)}"
+    lines = f"{old}:3:Integration tests must hit a real database\n{fresh}:1:---"
+    assert grep(a, {"mode": "content", "content": lines, "filenames": []}) == listed
+    age(old, 0)
+    assert grep(a, {"mode": "files_with_matches", "filenames": names}) == ""

@@ -198,6 +198,17 @@ def test_the_team_index_is_added_when_the_agent_has_no_team_memory_of_its_own(a,
     )
 
 
+def test_a_memory_dir_that_cannot_be_made_still_gets_the_team_index(machine_b, server, team):
+    machine_b.login(server)
+    blocker = machine_b.memory_dir.parent  # a file where its folder should be
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder")
+    result, text = start(machine_b)
+    assert result.stderr == ""
+    assert "- [Deploys](deploys.md) — deploys go through ArgoCD" in text
+    assert blocker.read_text() == "not a folder"  # nothing pulled, nothing broken
+
+
 def test_no_team_index_when_the_agent_syncs_team_memory_itself(a, team):
     (a.memory_dir / "team").mkdir()
     (a.memory_dir / "team" / ".memory-sync").write_text("{}")

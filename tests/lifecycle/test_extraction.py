@@ -274,11 +274,11 @@ def test_without_a_key_explicit_requests_are_still_proposed(alice_api, private, 
     changes = list(proposal.changes.order_by("position"))
     assert [(c.type, c.description) for c in changes] == [
         ("feedback", "Don't skip the migrations check."),
-        ("user", "We deploy on Fridays."),
+        ("project", "We deploy on Fridays."),  # a deploy day is the project's, not the user's
     ]
-    assert [c.key for c in changes] == [
-        "feedback_don_t_skip_the_migrations_check.md",
-        "user_we_deploy_on_fridays.md",
+    assert [c.key for c in changes] == [  # named from the substance
+        "feedback_no_skip_migrations_check.md",
+        "project_friday_deploys.md",
     ]
     assert proposal.sources[0]["lines"] == [3, 5]
     assert ExtractionRun.objects.get().selector == "offline"

@@ -198,14 +198,15 @@ def requests_in(*texts: str):
 
 DONT = "Don't mock the database in integration tests"
 EXPLICIT = [
-    ("remember that we deploy on Fridays", "We deploy on Fridays", "user"),
+    ("remember that we deploy on Fridays", "We deploy on Fridays", "project"),  # not user
+    ("remember that we never deploy on Fridays", "We never deploy on Fridays", "feedback"),
     ("Please remember to run the linter first.", "Run the linter first", "feedback"),
     (f"{DONT} again, remember that.", DONT, "feedback"),
     ("ok, remember: never push to main directly", "Never push to main directly", "feedback"),
     (
         "Fix it. Also remember that staging is at staging.example.com",
         "Staging is at staging.example.com",
-        "user",
+        "reference",
     ),
     ("please remember my name is Ana", "My name is Ana", "user"),
 ]

@@ -108,7 +108,8 @@ def test_a_private_memory_is_shared_with_the_team_with_its_index_line(
     client.post(url("memory_share", stores.private, "feedback_tests.md"))
     assert len(timeline(stores.team, "feedback_tests.md")) == 1
     write_memory(team_root, "user_role.md", "Someone else", "A teammate's memory", "user")
-    response = client.post(url("memory_share", stores.private, "user_role.md"), follow=True)
+    share_role = url("memory_share", stores.private, "user_role.md")
+    response = client.post(share_role, {"allow_user": "yes"}, follow=True)
     assert "Shared with the team as user_role-shared.md." in text(response)
     assert "Someone else" in (team_root / "user_role.md").read_text()
 

@@ -227,6 +227,10 @@ def test_bulk_share_copies_the_ticked_memories_to_the_team(client, stores, alice
     assert 'value="share"' in page and 'name="paths" value="user_role.md"' in page
     ticked = {"action": "share", "paths": ["user_role.md", "feedback_tests.md"]}
     response = client.post(url("store_bulk", stores.private), ticked, follow=True)
+    assert "Nothing was shared: user_role.md: user memories are about a person" in text(response)
+    assert not (root(stores.team) / "feedback_tests.md").exists()
+    ticked["allow_user"] = "yes"  # the person ticks that they mean it
+    response = client.post(url("store_bulk", stores.private), ticked, follow=True)
     assert "Shared 2 with the team: feedback_tests.md, user_role.md." in text(response)
     assert (root(stores.team) / "user_role.md").read_text() == ROLE
 

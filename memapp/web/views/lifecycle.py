@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +18,13 @@ from memapp.lifecycle.access import (
     get_proposal_for_user,
     get_session_for_user,
 )
-from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
+from memapp.lifecycle.models import (
+    ExtractionRun,
+    Proposal,
+    ProposalChange,
+    Session,
+    SessionSummary,
+)
 from memapp.lifecycle.proposals import (
     AccessLost,
     ApplyResult,
@@ -29,10 +37,11 @@ from memapp.lifecycle.proposals import (
     revise_change,
 )
 from memapp.lifecycle.search import search_past_context
-from memapp.lifecycle.sessions import do_forget_session
+from memapp.lifecycle.sessions import do_forget_session, skip_sentences
 from memapp.lifecycle.store_changes import do_rebase_store_change, is_store_wide
 from memapp.stores.models import Store
 from memapp.web.lifecycle_forms import DecisionForm
+from memapp.web.markdown import render_markdown
 from memapp.web.views.consolidation import store_proposal_detail
 
 RECENT = 20
@@ -178,8 +187,15 @@ def session_list(request: HttpRequest) -> HttpResponse:
 def session_detail(request: HttpRequest, session_pk: int) -> HttpResponse:
     session = get_session_for_user(request.user, session_pk)
     entries = session.entries.filter(gate_checked=True).order_by("seq")
+    summary = SessionSummary.objects.filter(session=session, updates__gt=0).first()
     context = {
         "session": session,
+        "summary": summary,
+        # The summary's sections as headings under the page's own (h1, then "Summary" h2).
+        "summary_html": render_markdown(re.sub(r"(?m)^# ", "### ", summary.text))
+        if summary
+        else "",
+        "skip_reasons": skip_sentences(session.skipped),
         "entries": entries,
         "unchecked": session.entries.filter(gate_checked=False).count(),
         "proposals": Proposal.objects.visible_to(request.user).filter(sessions=session),

@@ -61,7 +61,8 @@ def _link_resolver(store: Store):
 def _warnings(store: Store, memory_type: str | None, body: str, description: str | None):
     """The edit form's warnings, `[[links]]` to names no memory of the store has included."""
     targets = link_targets(store.files.values_list("path", "name"))
-    return memory_warnings(memory_type or None, body, description, targets)
+    team = store.kind == Store.Kind.TEAM
+    return memory_warnings(memory_type or None, body, description, targets, team=team)
 
 
 def _preview(store: Store, body: str) -> str:
@@ -285,7 +286,8 @@ def memory_share(request: HttpRequest, store_id: int, path: str) -> HttpResponse
     """Copy a private memory into the project's team store (through the push gate)."""
     store, file = get_memory_for_user(request.user, store_id, path)
     try:
-        shared = do_share_memories(store, request.user, [path])
+        allow_user = request.POST.get("allow_user") == "yes"
+        shared = do_share_memories(store, request.user, [path], allow_user=allow_user)
     except FileRejected as exc:
         messages.error(request, f"Not shared: {exc}")
         return redirect(_memory_url(store, path))

@@ -130,6 +130,8 @@ def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
         "why_how": files.filter(type__in=["feedback", "project"]).exclude(missing_sections=[]),
         "broken": files.exclude(problem=""),
         "dangling": files.exclude(dangling_links=[]),
+        # User memories are private: one in team memory is a mistake to move back.
+        "personal": files.filter(type="user") if store.kind == Store.Kind.TEAM else [],
     }
     return render(request, "memapp/health.html", context)
 

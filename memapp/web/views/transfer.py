@@ -32,6 +32,10 @@ class ImportForm(forms.Form):
     skip_failing = forms.BooleanField(
         label="Import what passes the checks and skip the rest", required=False
     )
+    allow_user = forms.BooleanField(
+        label="Into a team store, also import user memories (they are about a person)",
+        required=False,
+    )
 
     def clean_archive(self):
         archive = self.cleaned_data["archive"]
@@ -68,7 +72,12 @@ def store_import(request: HttpRequest, store_id: int) -> HttpResponse:
             return render(request, "memapp/import.html", context, status=400)
         try:
             result = do_import_files(
-                store, request.user, plan.files, plan.index, replace=form.cleaned_data["replace"]
+                store,
+                request.user,
+                plan.files,
+                plan.index,
+                replace=form.cleaned_data["replace"],
+                allow_user=form.cleaned_data["allow_user"],
             )
         except FileRejected as exc:
             form.add_error(None, f"Nothing was imported: {exc}")
@@ -107,7 +116,8 @@ def store_bulk(request: HttpRequest, store_id: int) -> HttpResponse:
         return _zip_response(store, paths)
     if action == "share":
         try:
-            shared = do_share_memories(store, request.user, paths)
+            allow_user = request.POST.get("allow_user") == "yes"
+            shared = do_share_memories(store, request.user, paths, allow_user=allow_user)
         except FileRejected as exc:
             messages.error(request, f"Nothing was shared: {exc}")
         else:
