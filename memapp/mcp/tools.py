@@ -69,7 +69,10 @@ def caller() -> Caller:
 
 
 def _refused(exc: FileRejected) -> ToolError:
-    return ToolError(f"Refused ({exc.code}): {exc}. Nothing was written.")
+    message = str(exc).rstrip(".")
+    if "nothing was written" not in message:
+        message += ". Nothing was written"
+    return ToolError(f"Refused ({exc.code}): {message}.")
 
 
 def private_store(project: str | None) -> Store:

@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from rest_framework.decorators import api_view, authentication_classes
 from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from memapp.api.auth import BearerTokenAuthentication
 from memapp.mcp.server import server
@@ -95,43 +95,62 @@ async def _serve(scope: dict, body: bytes) -> tuple[int, list, bytes]:
     return status, headers, b"".join(chunks)
 
 
-def _too_large(length: int) -> HttpResponse:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    error = {
-        "code": -32600,
-        "message": f"Request body is {length:,} bytes; the limit is {limit:,}.",
-    }
-    return JsonResponse({"jsonrpc": "2.0", "id": None, "error": error}, status=413)
-
-
-@api_view(["GET", "POST", "DELETE"])
-@authentication_classes([McpTokenAuthentication])
-def mcp_endpoint(request: Request, project: str = "") -> HttpResponse:
-    """The MCP endpoint; `project` is the path form's `<owner>/<repo>` (a default for tools)."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-        return _too_large(length)
-    django_request = request._request
-    caller = Caller(
-        user=request.user,
-        token=request.auth,
-        project=project.strip("/"),
-        session_id=request.headers.get(SESSION_HEADER, "")[:200],
-        site_url=request.build_absolute_uri("/"),
+def _jsonrpc_error(status: int, message: str, headers=None) -> JsonResponse:
+    """An HTTP error as a JSON-RPC error body too, so an MCP client shows its sentence."""
+    error = {"code": -32600, "message": message}
+    return JsonResponse(
+        {"jsonrpc": "2.0", "id": None, "error": error}, status=status, headers=headers or {}
     )
-    reset = CALLER.set(caller)
-    try:
-        status, headers, body = async_to_sync(_serve)(_scope(django_request), django_request.body)
-    finally:
-        CALLER.reset(reset)
-    response = HttpResponse(body, status=status)
-    for name, value in headers:
-        if name.decode("latin-1").lower() not in HOP_BY_HOP:
-            response[name.decode("latin-1")] = value.decode("latin-1")
-    return response
+
+
+class McpEndpoint(APIView):
+    """The MCP endpoint; `project` is the path form's `<owner>/<repo>` (a default for tools).
+    Authentication and the throttle are the API's; their refusals keep their status and
+    headers (`WWW-Authenticate`, `Retry-After`) with a JSON-RPC error as the body."""
+
+    authentication_classes = [McpTokenAuthentication]
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        error = (response.data or {}).get("error", {}) if isinstance(response.data, dict) else {}
+        headers = {
+            name: response[name] for name in ("WWW-Authenticate", "Retry-After") if name in response
+        }
+        return _jsonrpc_error(response.status_code, error.get("message", "Refused."), headers)
+
+    def post(self, request: Request, project: str = "") -> HttpResponse:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if length > limit:
+            return _jsonrpc_error(413, f"Request body is {length:,} bytes; the limit is {limit:,}.")
+        django_request = request._request
+        caller = Caller(
+            user=request.user,
+            token=request.auth,
+            project=project.strip("/"),
+            session_id=request.headers.get(SESSION_HEADER, "")[:200],
+            site_url=request.build_absolute_uri("/"),
+        )
+        reset = CALLER.set(caller)
+        try:
+            status, headers, body = async_to_sync(_serve)(
+                _scope(django_request), django_request.body
+            )
+        finally:
+            CALLER.reset(reset)
+        response = HttpResponse(body, status=status)
+        for name, value in headers:
+            if name.decode("latin-1").lower() not in HOP_BY_HOP:
+                response[name.decode("latin-1")] = value.decode("latin-1")
+        return response
+
+    get = delete = post  # the SDK answers these (405 for a sessionless server)
+
+
+mcp_endpoint = McpEndpoint.as_view()
 
 
 @require_GET
