@@ -12,8 +12,8 @@ from memapp.lifecycle.models import Proposal
 from memapp.stores.actions import do_save_memory
 from memapp.stores.flags import set_flag
 from memapp.stores.models import ApiToken, Event, MemoryVersion, TrashItem
-from memapp.stores.tokens import do_create_api_token
 from memapp.stores.projects import resolve_store
+from memapp.stores.tokens import do_create_api_token
 from tests.client.conftest import SLUG
 from tests.mcp.conftest import over_http
 
