@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memapp.stores.models import Project
 from memapp.stores.tokens import do_create_api_token
-from tests.client.conftest import SLUG, Server
+from tests.client.conftest import SLUG, Server, machine_a  # noqa: F401 (a fixture)
 
 
 def over_http(url: str, token: str | None, work: Callable[[Client], Awaitable[Any]]) -> Any:
