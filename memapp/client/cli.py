@@ -29,6 +29,7 @@ COMMANDS = {
     "memapp.client.transcripts:add_transcript_commands": ("search", "transcript-upload"),
     "memapp.client.cli:add_hook_command": ("hook",),
     "memapp.client.mcp_stdio:add_mcp_command": ("mcp",),
+    "memapp.client.install:add_install_command": ("install",),
 }
 HOOK_AGENTS = ("claude-code",)
 HOOK_ENVIRONMENT = """\
