@@ -30,6 +30,7 @@ COMMANDS = {
     "memapp.client.cli:add_hook_command": ("hook",),
     "memapp.client.mcp_stdio:add_mcp_command": ("mcp",),
     "memapp.client.install:add_install_command": ("install",),
+    "memapp.client.doctor:add_doctor_command": ("doctor",),
 }
 HOOK_AGENTS = ("claude-code",)
 HOOK_ENVIRONMENT = """\
