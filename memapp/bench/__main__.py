@@ -1,7 +1,7 @@
 """memhub's benchmark command.
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
-                           [--hooks] [--lifecycle] [--consolidation]
+                           [--hooks] [--lifecycle] [--consolidation] [--mcp]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
@@ -9,7 +9,8 @@ through a bare repository (:mod:`memapp.bench.team`), ``--live`` the live mirror
 (:mod:`memapp.bench.live`), ``--hooks`` the Claude Code hooks and warm workers on a store of
 the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, transcript
 ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
-the request and applying a proposal (:mod:`memapp.bench.consolidation`). Nothing in the product
+the request and applying a proposal (:mod:`memapp.bench.consolidation`), ``--mcp`` the MCP
+endpoint's tools/list and recall (:mod:`memapp.bench.mcp`). Nothing in the product
 imports this package.
 """
 
@@ -102,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2000,
         help="--consolidation: files of the store consolidated",
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also measure the MCP endpoint: tools/list and a recall call (Django)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -119,6 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
             )
             legends.append(web.LEGEND)
+        if args.mcp:
+            from memapp.bench import mcp, web  # Django is set up only when asked for
+
+            stack.enter_context(web.django_on_temp_data_dir())
+            sections.append(mcp.bench_mcp)
+            legends.append(mcp.LEGEND)
         if args.live:
             from memapp.bench import live, web  # Django is set up only when asked for
 
