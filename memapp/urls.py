@@ -7,6 +7,7 @@ from memapp.web.views import errors as web_errors
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("", include("memapp.mcp.urls")),
     path("", include("memapp.web.urls")),
     path("", include("memapp.api.urls")),  # last: it ends with the API's catch-all 404
 ]

@@ -47,6 +47,10 @@ READING_VIEWS = frozenset(
         "api_recall_surfaced",
         "api_session_start",
         "api_token",
+        # MCP: every call is a POST; its write tools check the token's scope themselves
+        # (memapp/mcp/tools.py, needs_scope).
+        "mcp",
+        "mcp_project",
     }
 )
 # Views whose writes may reach a team's memory whatever store they name.

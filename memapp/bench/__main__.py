@@ -1,7 +1,7 @@
 """memhub's benchmark command.
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
-                           [--hooks] [--lifecycle] [--consolidation] [--summary]
+                           [--hooks] [--lifecycle] [--consolidation] [--summary] [--mcp]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
@@ -11,7 +11,8 @@ the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, tr
 ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
 the request and applying a proposal (:mod:`memapp.bench.consolidation`), ``--summary`` the
 offline session summary of a 5,000-entry transcript (:mod:`memapp.bench.summary`, also part of
-``--lifecycle``). Nothing in the product imports this package.
+``--lifecycle``), ``--mcp`` the MCP endpoint's tools/list and recall (:mod:`memapp.bench.mcp`).
+Nothing in the product imports this package.
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2000,
         help="--consolidation: files of the store consolidated",
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also measure the MCP endpoint: tools/list and a recall call (Django)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -125,6 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
             )
             legends.append(web.LEGEND)
+        if args.mcp:
+            from memapp.bench import mcp, web  # Django is set up only when asked for
+
+            stack.enter_context(web.django_on_temp_data_dir())
+            sections.append(mcp.bench_mcp)
+            legends.append(mcp.LEGEND)
         if args.live:
             from memapp.bench import live, web  # Django is set up only when asked for
 

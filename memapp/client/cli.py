@@ -33,6 +33,9 @@ COMMANDS = {
     "memapp.client.snapshot_commands:add_snapshot_commands": ("snapshot",),
     "memapp.client.transcripts:add_transcript_commands": ("search", "transcript-upload"),
     "memapp.client.cli:add_hook_command": ("hook",),
+    "memapp.client.mcp_stdio:add_mcp_command": ("mcp",),
+    "memapp.client.install:add_install_command": ("install",),
+    "memapp.client.doctor:add_doctor_command": ("doctor",),
 }
 HOOK_AGENTS = ("claude-code",)
 HOOK_ENVIRONMENT = """\

@@ -327,6 +327,39 @@ def do_put_files(
     return result
 
 
+def do_rename_memory(store: Store, user, old: str, new: str, via: str = Via.API) -> None:
+    """Move a topic file to a free key, its MEMORY.md line following it; `FileNotFoundError`
+    when `old` is missing, `FileRejected` (`already_exists`, a bad key) and nothing written
+    when `new` is taken or no memory file. Both keys keep their history."""
+    root = Path(store.path)
+    source, target = store_file_path(store, old), store_file_path(store, new)
+    with store_lock(store):
+        data = source.read_bytes()
+        if target.exists():
+            raise FileRejected("already_exists", f"{new!r} already exists", {"key": new})
+        text = check_entry(new, data, exclude=store.exclude)
+        capture_before_write(store, [old])
+        lines = index_lines(root, [old])
+        line = _entry_for(text, new)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, text)
+        delete_file(source, missing_ok=True)
+        delete_index_entry(root, old)
+        write_index_entry(root, new, line)
+        record_changes(
+            store,
+            {new: text.encode("utf-8")},
+            {old: data},
+            via=via,
+            user=user,
+            index_lines={**lines, new: line},
+        )
+        rescan_store(store)
+    announce_change(store, user, {old, new, INDEX_FILENAME})
+    record_event("memory_forgotten", store=store, user=user, path=old, via=via)
+    record_event("memory_written", store=store, user=user, path=new, via=via, created=True)
+
+
 def free_path(root: Path, path: str, suffix: str) -> str:
     """`path`, or `<stem>-<suffix>.md` (then `-2`, `-3` …) when a file is already there."""
     if not (root / path).exists():
@@ -343,6 +376,11 @@ def _entry_for(text: str, path: str) -> str:
     memory = parse_memory(text.encode("utf-8", "surrogateescape"), path=path)
     title = memory.name or path.rsplit("/", 1)[-1].removesuffix(".md")
     return format_index_entry(title, path, memory.description or "")
+
+
+def index_entry_for(text: str, path: str) -> str:
+    """The MEMORY.md line a writer gives `path` (for callers that propose rather than write)."""
+    return _entry_for(text, path)
 
 
 def do_restore_version(

@@ -65,17 +65,18 @@ def _events(body: dict) -> list[tuple[str, dict]]:
         ("message_start", {"type": "message_start", "message": start})
     ]
     for index, block in enumerate(body["content"]):
+        if block["type"] == "tool_use":  # its input streams as JSON text
+            opened = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opened = {**block, "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
         events.append(
             (
                 "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {**block, "text": ""},
-                },
+                {"type": "content_block_start", "index": index, "content_block": opened},
             )
         )
-        delta = {"type": "text_delta", "text": block["text"]}
         events.append(
             ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         )

@@ -1,0 +1,43 @@
+"""`memhub-agent doctor`: a line per check, each failure with its fix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.client.conftest import AGENT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_fresh_machine_is_told_to_log_in_and_install(machine_a):
+    result = machine_a.run("doctor")
+    assert result.returncode == 1
+    assert "FAIL login: not logged in\n     fix: memhub-agent login URL --token -" in result.stdout
+    assert (
+        "FAIL claude-code hooks: 0 of 5 installed\n     fix: memhub-agent install claude-code"
+        in (result.stdout)
+    )
+    assert "ok   project: acme/widgets" in result.stdout
+
+
+def test_a_set_up_machine_passes_every_check(machine_a, server):
+    machine_a.extra_env["PATH"] = f"{AGENT.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    machine_a.login(server)
+    machine_a.write("MEMORY.md", "")
+    assert machine_a.run("install", "claude-code").returncode == 0
+    result = machine_a.run("doctor")
+    assert result.returncode == 0, result.stdout
+    assert "FAIL" not in result.stdout
+    assert f"ok   server: {server.url} is memhub" in result.stdout
+    assert "ok   token: alice's token 'laptop' is valid" in result.stdout
+    assert "ok   MCP answers: 5 tools at" in result.stdout
+
+
+def test_a_refused_token_is_named_with_its_fix(machine_a, server):
+    machine_a.extra_env.update(MEMHUB_URL=server.url, MEMHUB_TOKEN="mh_not_a_token")
+    result = machine_a.run("doctor")
+    assert result.returncode == 1
+    assert f"ok   server: {server.url} is memhub" in result.stdout
+    assert "FAIL token: Invalid or revoked token." in result.stdout

@@ -1,0 +1,317 @@
+"""memhub's MCP server over Streamable HTTP, driven by the SDK's own client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import pytest
+from django.utils import timezone
+
+from memapp.lifecycle.models import Proposal
+from memapp.stores.actions import do_save_memory
+from memapp.stores.flags import set_flag
+from memapp.stores.models import ApiToken, Event, MemoryVersion, TrashItem
+from memapp.stores.projects import resolve_store
+from memapp.stores.tokens import do_create_api_token
+from tests.client.conftest import SLUG
+from tests.mcp.conftest import over_http
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _text(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+def test_it_lists_the_tools_with_schemas_and_hints(server):
+    tools = over_http(f"{server.url}/mcp", server.token, lambda c: c.list_tools())
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert set(by_name) == {"recall", "search", "memory", "log", "proposals"}
+    assert by_name["search"].annotations.read_only_hint is True
+    assert by_name["memory"].annotations.destructive_hint is True
+    assert by_name["memory"].input_schema["properties"]["command"]["enum"] == [
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+        "delete",
+        "rename",
+    ]
+    assert all(tool.description and "\n" not in tool.description for tool in tools.tools)
+
+
+def test_without_a_token_it_answers_401_naming_the_resource_metadata(server):
+    answer = httpx2.post(
+        f"{server.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert answer.status_code == 401
+    challenge = answer.headers["WWW-Authenticate"]
+    assert f'resource_metadata="{server.url}/.well-known/oauth-protected-resource/mcp"' in challenge
+    metadata = httpx2.get(f"{server.url}/.well-known/oauth-protected-resource/mcp").json()
+    assert metadata["resource"] == f"{server.url}/mcp"
+    assert metadata["bearer_methods_supported"] == ["header"]
+    with pytest.raises(Exception):  # noqa: B017 (the SDK's own error for a refused connection)
+        over_http(f"{server.url}/mcp", "mh_wrong", lambda c: c.list_tools())
+
+
+def test_recall_answers_with_fresh_memories_from_the_path_form(server, alice):
+    store = resolve_store(alice, SLUG, "private")
+    do_save_memory(
+        store,
+        alice,
+        name="Deploys",
+        description="How deploys work",
+        memory_type="project",
+        body="Deploys go out on Tuesdays through the release train.\n",
+    )
+
+    async def work(client):
+        return await client.call_tool("recall", {"query": "when do deploys go out?"})
+
+    result = over_http(f"{server.url}/mcp/{SLUG}/", server.token, work)
+    assert not result.is_error
+    text = _text(result)
+    assert "Memory (saved today): /memories/project_deploys.md:" in text
+    assert "Tuesdays" in text
+
+
+def _tools(server, path=f"/mcp/{SLUG}/", token=None):
+    """Call tools in one connection: a list of (name, arguments) -> their results."""
+
+    def run(*calls):
+        async def work(client):
+            return [await client.call_tool(name, args) for name, args in calls]
+
+        return over_http(f"{server.url}{path}", token or server.token, work)
+
+    return run
+
+
+TOPIC = "---\nname: Build\ndescription: How to build\ntype: project\n---\nRun make.\n"
+
+
+def test_the_memory_tool_writes_through_the_api_write_path_when_changes_apply_at_once(
+    server, alice
+):
+    store = resolve_store(alice, SLUG, "private")
+    set_flag("lifecycle_apply", "auto", store.project)
+    results = _tools(server)(
+        ("memory", {"command": "create", "path": "/memories/build.md", "file_text": TOPIC}),
+        (
+            "memory",
+            {
+                "command": "str_replace",
+                "path": "/memories/build.md",
+                "old_str": "Run make.",
+                "new_str": "Run make -j8.",
+            },
+        ),
+        (
+            "memory",
+            {
+                "command": "insert",
+                "path": "/memories/build.md",
+                "insert_line": 6,
+                "insert_text": "Then make test.",
+            },
+        ),
+        ("memory", {"command": "view", "path": "/memories/build.md"}),
+        (
+            "memory",
+            {
+                "command": "rename",
+                "old_path": "/memories/build.md",
+                "new_path": "/memories/building.md",
+            },
+        ),
+        ("memory", {"command": "view", "path": "/memories"}),
+    )
+    assert [r.is_error for r in results] == [False] * 6, [_text(r) for r in results]
+    assert "     6\tRun make -j8." in _text(results[3])
+    assert "     7\tThen make test." in _text(results[3])
+    assert "/memories/building.md" in _text(results[5])
+    root = Path(store.path)
+    assert not (root / "build.md").exists()
+    assert (root / "building.md").read_text().endswith("Run make -j8.\nThen make test.\n")
+    assert "- [Build](building.md) — How to build" in (root / "MEMORY.md").read_text()
+    assert "build.md)" not in (root / "MEMORY.md").read_text()
+    assert MemoryVersion.objects.filter(store=store, path="building.md").exists()
+    assert Event.objects.filter(kind="memory_written", store=store).count() == 4
+
+    deleted = _tools(server)(("memory", {"command": "delete", "path": "/memories/building.md"}))
+    assert _text(deleted[0]) == "Deleted /memories/building.md."
+    assert not (root / "building.md").exists()
+    assert TrashItem.objects.filter(store=store, path="building.md").exists()
+
+
+def test_in_review_mode_a_write_becomes_a_proposal_and_nothing_is_written(server, alice):
+    store = resolve_store(alice, SLUG, "private")
+    result = _tools(server)(
+        ("memory", {"command": "create", "path": "/memories/build.md", "file_text": TOPIC})
+    )[0]
+    assert not result.is_error
+    proposal = Proposal.objects.get(owner=alice)
+    assert f"Proposal #{proposal.pk} waits for a person" in _text(result)
+    assert f"{server.url}/proposals/{proposal.pk}/" in _text(result)
+    assert not (Path(store.path) / "build.md").exists()
+    change = proposal.changes.get()
+    assert (change.action, change.key, change.name, change.body) == (
+        "create",
+        "build.md",
+        "Build",
+        "Run make.\n",
+    )
+    listed = _tools(server)(("proposals", {}))[0]
+    assert f"#{proposal.pk}" in _text(listed) and "create build.md" in _text(listed)
+
+
+def test_a_team_store_write_becomes_a_proposal_even_when_changes_apply_at_once(
+    server, alice, project
+):
+    team = resolve_store(alice, SLUG, "team")
+    set_flag("lifecycle_apply", "auto", project)
+    set_flag("team_memory", True, project)
+    result = _tools(server)(
+        ("memory", {"command": "create", "path": "/memories/team/build.md", "file_text": TOPIC})
+    )[0]
+    assert "team memory takes changes through review" in _text(result)
+    proposal = Proposal.objects.get(owner=alice)
+    assert proposal.store == team
+    assert not (Path(team.path) / "build.md").exists()
+
+
+def test_a_second_user_sees_nothing_of_the_first(server, alice, bob, project):
+    store = resolve_store(alice, SLUG, "private")
+    do_save_memory(
+        store,
+        alice,
+        name="Secret plan",
+        description="Alice's private plan",
+        memory_type="project",
+        body="Alice keeps the launch plan private.\n",
+    )
+    _, bob_token = do_create_api_token(bob, "bob's laptop")
+    run = _tools(server, token=bob_token)
+    recalled, searched, viewed, listed = run(
+        ("recall", {"query": "launch plan"}),
+        ("search", {"query": "launch plan"}),
+        ("memory", {"command": "view", "path": "/memories"}),
+        ("proposals", {}),
+    )
+    for result in (recalled, searched, viewed, listed):
+        assert "Alice" not in _text(result) and "launch" not in _text(result).split("'")[0]
+    assert "project_secret_plan.md" not in _text(viewed)
+
+    async def resources(client):
+        return await client.list_resources()
+
+    listing = over_http(f"{server.url}/mcp", bob_token, resources)
+    assert not any("secret_plan" in str(r.uri) for r in listing.resources)
+
+
+def test_search_log_resources_and_prompt(server, alice):
+    store = resolve_store(alice, SLUG, "private")
+    do_save_memory(
+        store,
+        alice,
+        name="Deploys",
+        description="How deploys work",
+        memory_type="project",
+        body="Deploys go out on Tuesdays.\n",
+    )
+    searched, logged = _tools(server)(
+        ("search", {"query": "tuesdays"}),
+        ("log", {"text": "Moved the deploy to Wednesday", "type": "project"}),
+    )
+    assert "project_deploys.md" in _text(searched)
+    assert "Moved the deploy to Wednesday" in _text(logged)
+    logs = list((Path(store.path) / "logs").rglob("*.md"))
+    assert len(logs) == 1 and "[project] Moved the deploy to Wednesday" in logs[0].read_text()
+
+    async def work(client):
+        listing = await client.list_resources()
+        uri = f"memhub://{SLUG}/private/project_deploys.md"
+        read = await client.read_resource(uri)
+        prompt = await client.get_prompt("memory", {"project": SLUG})
+        return listing, read, prompt
+
+    listing, read, prompt = over_http(f"{server.url}/mcp", server.token, work)
+    uris = {str(r.uri) for r in listing.resources}
+    assert {
+        f"memhub://{SLUG}/private/MEMORY.md",
+        f"memhub://{SLUG}/private/project_deploys.md",
+    } <= uris
+    assert "Deploys go out on Tuesdays." in read.contents[0].text
+    assert "project_deploys.md" in prompt.messages[0].content.text
+
+
+def test_bad_input_is_an_mcp_error_with_a_clear_message_and_nothing_written(server, alice):
+    store = resolve_store(alice, SLUG, "private")
+    set_flag("lifecycle_apply", "auto", store.project)
+    huge = "---\nname: Huge\ndescription: big\ntype: project\n---\n" + "x" * 260_000
+    secret = TOPIC + "token: ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + "\n"
+    results = _tools(server)(
+        ("forget_everything", {}),
+        ("search", {"query": "x", "limit": "many"}),
+        (
+            "memory",
+            {"command": "create", "path": "/memories/../../etc/passwd.md", "file_text": TOPIC},
+        ),
+        ("memory", {"command": "create", "path": "/etc/passwd", "file_text": TOPIC}),
+        ("memory", {"command": "create", "path": "/memories/huge.md", "file_text": huge}),
+        ("memory", {"command": "create", "path": "/memories/leak.md", "file_text": secret}),
+        ("memory", {"command": "create", "path": "/memories/MEMORY.md", "file_text": "x"}),
+        ("memory", {"command": "delete", "path": "/memories/missing.md"}),
+    )
+    messages = [_text(r) for r in results]
+    assert all(r.is_error for r in results), messages
+    assert "Unknown tool: forget_everything" in messages[0]
+    assert "limit" in messages[1]
+    assert "Refused (invalid_key)" in messages[2]
+    assert "Paths start with /memories/" in messages[3]
+    assert "Refused (entry_too_large)" in messages[4]
+    assert "Refused (secret_detected)" in messages[5] and "ghp_" not in messages[5]
+    assert "MEMORY.md is the index" in messages[6]
+    assert "/memories/missing.md does not exist" in messages[7]
+    assert sorted(p.name for p in Path(store.path).rglob("*")) in ([], ["MEMORY.md"])
+    assert not Proposal.objects.exists()
+
+
+def test_a_token_revoked_mid_session_is_refused_at_the_next_call(server, alice):
+    resolve_store(alice, SLUG, "private")
+
+    async def work(client):
+        first = await client.call_tool("proposals", {})
+        ApiToken.objects.update(revoked_at=timezone.now())
+        try:
+            await client.call_tool("proposals", {})
+        except Exception as exc:  # the SDK's error for an HTTP 401
+            return first, exc
+        return first, None
+
+    first, refused = over_http(f"{server.url}/mcp/{SLUG}/", server.token, work)
+    assert not first.is_error
+    assert refused is not None and "Invalid or revoked token." in str(refused)
+
+
+def test_a_read_token_reads_and_recalls_but_writes_nothing(server, alice):
+    _, reader = do_create_api_token(alice, "dashboard", scope=ApiToken.Scope.READ)
+    store = resolve_store(alice, SLUG, "private")
+    listed, recalled, created, logged = _tools(server, token=reader)(
+        ("memory", {"command": "view", "path": "/memories"}),
+        ("recall", {"query": "anything"}),
+        ("memory", {"command": "create", "path": "/memories/build.md", "file_text": TOPIC}),
+        ("log", {"text": "deploy froze today"}),
+    )
+    assert not listed.is_error and not recalled.is_error
+    for refused in (created, logged):
+        assert refused.is_error
+        assert _text(refused).endswith(
+            ": Token 'dashboard' has the 'read' scope; this call needs 'write (own memory)': "
+            "nothing was written."
+        )
+    assert not (Path(store.path) / "build.md").exists()
+    assert not list(Path(store.path).glob("logs/**/*.md"))
