@@ -59,6 +59,7 @@ def session_entries(request: Request, session_id: str) -> Response:
         memory_dir=data["memory_dir"],
         final=data["final"],
         client_skipped=data["skipped"],
+        agent=data["agent"],
     )
     session = result.session
     flags = get_flags(store.project)

@@ -58,7 +58,8 @@ def session_start(call: HookCall) -> str:
     memory_dir = call.project.memory_dir
     memory_dir.mkdir(parents=True, exist_ok=True)  # the prompt says it already exists
     scanned = scan_local(memory_dir)
-    own_team = has_own_team_memory(memory_dir)
+    # Only Claude Code syncs team memory itself; other agents get the team index from memhub.
+    own_team = call.agent == "claude-code" and has_own_team_memory(memory_dir)
     answer = call.client().post(
         "/api/v1/session-start",
         {

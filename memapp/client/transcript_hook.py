@@ -16,7 +16,14 @@ def _upload(call: HookCall, *, final: bool) -> str:
     where = cwd if isinstance(cwd, str) and cwd else str(Path.cwd())
     fields = {**call.project.fields(), "memory_dir": str(call.project.memory_dir)}
     upload_from_hook(
-        call.payload, call.client(), fields, where, call.env, call.deadline, final=final
+        call.payload,
+        call.client(),
+        fields,
+        where,
+        call.env,
+        call.deadline,
+        final=final,
+        agent=call.agent,
     )
     return ""
 

@@ -36,6 +36,12 @@ class Session(models.Model):
         max_length=4096, blank=True, help_text="The agent's own memory dir, as it names it."
     )
     interactive = models.BooleanField(null=True, blank=True)
+    agent = models.CharField(
+        max_length=20,
+        choices=[("claude-code", "Claude Code"), ("gemini-cli", "Gemini CLI"), ("codex", "Codex")],
+        default="claude-code",
+        help_text="The coding agent whose session this is (docs/design.md §26).",
+    )
     entry_count = models.PositiveIntegerField(default=0)
     turn_count = models.PositiveIntegerField(default=0)
     extracted_through = models.PositiveIntegerField(default=0)

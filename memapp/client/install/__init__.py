@@ -24,7 +24,11 @@ from memapp.client.install.settings_files import SettingsError
 
 __all__ = ["AGENTS", "add_install_command", "agent_command", "agent_module"]
 
-AGENTS = {"claude-code": "memapp.client.install.claude_code"}
+AGENTS = {
+    "claude-code": "memapp.client.install.claude_code",
+    "gemini-cli": "memapp.client.install.gemini_cli",
+    "codex": "memapp.client.install.codex",
+}
 
 
 def agent_module(agent: str) -> ModuleType:

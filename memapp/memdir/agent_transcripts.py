@@ -1,0 +1,152 @@
+"""Other agents' transcripts read as Claude Code's (docs/design.md §26): each line of Gemini
+CLI's session file or of a Codex rollout file becomes the entry memhub's upload, redaction,
+search and extraction already read (`memapp.memdir.transcripts`), at the client, before it is
+sent. The byte offsets stay those of the agent's own file, so the upload cursor works as it
+does for Claude Code.
+
+A line of the agent's bookkeeping (metadata, `$set` updates, token counts, reasoning) is passed
+over uncounted; a line whose shape this code does not know (another version of the format) is
+skipped and counted as `unknown_format`, never guessed at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memapp.memdir.transcripts import EntryError
+
+__all__ = ["CONVERTERS", "codex_entry", "gemini_entry", "strip_hook_context"]
+
+# What Gemini CLI wraps hook output and its own environment preamble in, inside user turns.
+_INJECTED = re.compile(r"<(hook_context|session_context)>.*?</\1>\s*", re.DOTALL)
+# What Codex puts in user-role messages that no person typed.
+_CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+
+
+def strip_hook_context(text: str) -> str:
+    """`text` without the `<hook_context>`/`<session_context>` blocks an agent added to it."""
+    return _INJECTED.sub("", text).strip()
+
+
+def _bookkeeping(what: str) -> EntryError:
+    return EntryError("bookkeeping", f"{what} is the agent's bookkeeping")
+
+
+def _unknown(what: str) -> EntryError:
+    return EntryError("unknown_format", f"{what} is not a format memhub reads")
+
+
+def _key(agent: str, ident: str, entry: Mapping[str, Any]) -> str:
+    """A stable uuid: the agent's id plus a hash of what was kept, so the same message written
+    again unchanged is stored once and a message rewritten with more (tool calls) is kept."""
+    digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{agent}:{ident[:60]}:{digest}"
+
+
+def _entry(agent: str, ident: str, kind: str, timestamp: object, blocks: list[dict]) -> dict:
+    entry: dict[str, Any] = {"type": kind, "message": {"role": kind, "content": blocks}}
+    if isinstance(timestamp, str):
+        entry["timestamp"] = timestamp[:40]
+    entry["uuid"] = _key(agent, ident, entry)
+    entry["agent"] = agent
+    return entry
+
+
+def _parts_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def gemini_entry(obj: object) -> dict:
+    """One line of Gemini CLI's `chats/session-*.jsonl` (0.61: a metadata line, message records
+    `{id, timestamp, type: user|gemini|info|error|warning, content, displayContent?,
+    toolCalls?}` rewritten whole when they change, and `{"$set": …}` updates)."""
+    if not isinstance(obj, Mapping):
+        raise EntryError("not_object", "an entry is a JSON object")
+    if "$set" in obj or ("sessionId" in obj and "projectHash" in obj):
+        raise _bookkeeping("a metadata record")
+    kind, ident = obj.get("type"), obj.get("id")
+    if not isinstance(ident, str) or not ident or not isinstance(kind, str):
+        raise _unknown("a record without id and type")
+    if kind in ("info", "error", "warning"):
+        raise _bookkeeping(f"a {kind} message")
+    if kind == "user":
+        shown = obj.get("displayContent")
+        text = strip_hook_context(_parts_text(shown if shown is not None else obj.get("content")))
+        if not text:
+            raise _bookkeeping("a user record of injected context only")
+        return _entry("gemini-cli", ident, "user", obj.get("timestamp"), [{"type": "text", "text": text}])
+    if kind == "gemini":
+        blocks: list[dict] = []
+        text = _parts_text(obj.get("content"))
+        if text.strip():
+            blocks.append({"type": "text", "text": text})
+        for call in obj.get("toolCalls") or []:
+            if isinstance(call, Mapping) and isinstance(call.get("name"), str):
+                args = call.get("args")
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "name": call["name"],
+                        "input": args if isinstance(args, Mapping) else {},
+                    }
+                )
+        if not blocks:
+            raise _bookkeeping("an empty model record")
+        return _entry("gemini-cli", ident, "assistant", obj.get("timestamp"), blocks)
+    raise _unknown(f"a record of type {kind[:40]!r}")
+
+
+def codex_entry(obj: object) -> dict:
+    """One line of a Codex rollout file (`sessions/YYYY/MM/DD/rollout-*.jsonl`: `{timestamp,
+    type, payload}`). What a person typed and what the agent answered come from `event_msg`
+    `user_message`/`agent_message` (the `response_item` messages repeat them with injected
+    context); tool calls from `response_item` `function_call`/`custom_tool_call`."""
+    if not isinstance(obj, Mapping):
+        raise EntryError("not_object", "an entry is a JSON object")
+    kind, payload, timestamp = obj.get("type"), obj.get("payload"), obj.get("timestamp")
+    if kind in ("session_meta", "turn_context", "compacted") and isinstance(payload, Mapping):
+        raise _bookkeeping(f"a {kind} line")
+    if kind not in ("event_msg", "response_item") or not isinstance(payload, Mapping):
+        raise _unknown("a line without a known type and payload")
+    inner = payload.get("type")
+    ident = f"{timestamp}:{inner}"
+    if kind == "event_msg":
+        message = payload.get("message")
+        if inner in ("user_message", "agent_message") and isinstance(message, str):
+            if inner == "user_message" and message.lstrip().startswith(_CODEX_INJECTED):
+                raise _bookkeeping("injected context")
+            role = "user" if inner == "user_message" else "assistant"
+            text = {"type": "text", "text": message}
+            return _entry("codex", ident, role, timestamp, [text])
+        raise _bookkeeping(f"a {str(inner)[:40]} event")
+    if inner in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
+        raw = payload.get("arguments", payload.get("input"))
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            arguments = {"input": raw}
+        if not isinstance(arguments, Mapping):
+            arguments = {"input": str(raw)}
+        ident = f"{timestamp}:{payload.get('call_id', '')}"
+        block = {"type": "tool_use", "name": payload["name"], "input": dict(arguments)}
+        return _entry("codex", ident, "assistant", timestamp, [block])
+    raise _bookkeeping(f"a {str(inner)[:40]} item")
+
+
+# Each agent's converter, by memhub-agent's name for the agent (Claude Code's needs none).
+CONVERTERS: dict[str, Callable[[object], dict]] = {
+    "gemini-cli": gemini_entry,
+    "codex": codex_entry,
+}
