@@ -181,3 +181,59 @@ def ask_gemini(
         text=True,
         timeout=180,
     )
+
+
+class FakeOpenAI(_Fake):
+    """OpenAI's Responses API as Codex streams it: every `POST …/responses` answers `reply` as
+    one assistant message (`response.created`, `response.output_item.done`,
+    `response.completed`)."""
+
+    def answer(self, handler: BaseHTTPRequestHandler, path: str, body: dict) -> None:
+        if not path.rstrip("/").endswith("/responses"):
+            send(handler, 404, "application/json", b'{"error": {"message": "not here"}}')
+            return
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_fake",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": self.reply, "annotations": []}],
+        }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 2,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 12,
+        }
+        events = [
+            {"type": "response.created", "response": {"id": "resp_fake"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": {"id": "resp_fake", "usage": usage}},
+        ]
+        data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        send(handler, 200, "text/event-stream", data.encode())
+
+
+def codex_config(fake: FakeOpenAI) -> str:
+    """config.toml lines that send Codex's model requests to `fake`."""
+    return (
+        'model = "gpt-fake"\nmodel_provider = "fake"\n\n[model_providers.fake]\n'
+        f'name = "fake"\nbase_url = "{fake.url}/v1"\nwire_api = "responses"\n'
+        'env_key = "FAKE_OPENAI_KEY"\n'
+    )
+
+
+def ask_codex(
+    env: dict[str, str], cwd: Path, prompt: str
+) -> subprocess.CompletedProcess:
+    """`codex exec PROMPT` in `cwd` (its config in `$CODEX_HOME`), until it exits."""
+    return subprocess.run(
+        [str(CODEX), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", prompt],
+        cwd=cwd,
+        env={**env, "CODEX_HOME": str(Path(env["HOME"]) / ".codex"), "FAKE_OPENAI_KEY": "k"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )

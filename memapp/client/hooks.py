@@ -85,6 +85,7 @@ CODEX_HOOKS: dict[str, Hook] = {
     "session-start": Hook("SessionStart", "memapp.client.agent_hooks:session_start"),
     "user-prompt-submit": Hook("UserPromptSubmit", "memapp.client.agent_hooks:recall"),
     "stop": Hook("Stop", "memapp.client.transcript_hook:stop"),
+    "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
 }
 AGENT_HOOKS: dict[str, dict[str, Hook]] = {
     "claude-code": HOOKS,

@@ -25,6 +25,17 @@ __all__ = ["CONVERTERS", "codex_entry", "gemini_entry", "strip_hook_context"]
 _INJECTED = re.compile(r"<(hook_context|session_context)>.*?</\1>\s*", re.DOTALL)
 # What Codex puts in user-role messages that no person typed.
 _CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+# Rollout line types that hold no conversation (0.171), passed over uncounted.
+CODEX_BOOKKEEPING = frozenset(
+    {
+        "session_meta",
+        "turn_context",
+        "event_msg",
+        "world_state",
+        "token_usage_record",
+        "compacted",
+    }
+)
 
 
 def strip_hook_context(text: str) -> str:
@@ -108,29 +119,43 @@ def gemini_entry(obj: object) -> dict:
     raise _unknown(f"a record of type {kind[:40]!r}")
 
 
+def _codex_text(content: object) -> str:
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        part["text"]
+        for part in content
+        if isinstance(part, Mapping)
+        and part.get("type") in ("input_text", "output_text")
+        and isinstance(part.get("text"), str)
+    )
+
+
 def codex_entry(obj: object) -> dict:
-    """One line of a Codex rollout file (`sessions/YYYY/MM/DD/rollout-*.jsonl`: `{timestamp,
-    type, payload}`). What a person typed and what the agent answered come from `event_msg`
-    `user_message`/`agent_message` (the `response_item` messages repeat them with injected
-    context); tool calls from `response_item` `function_call`/`custom_tool_call`."""
+    """One line of a Codex rollout file (0.171: `sessions/YYYY/MM/DD/rollout-*.jsonl`, each line
+    `{timestamp, ordinal?, type, payload}`). The conversation is in `response_item` lines:
+    `message` items of role `user` (the person, and injected `<environment_context>`) and
+    `assistant`, `developer` items (instructions, hook context), `function_call`s; every other
+    line type (`session_meta`, `turn_context`, `event_msg`, `world_state`, …) is bookkeeping."""
     if not isinstance(obj, Mapping):
         raise EntryError("not_object", "an entry is a JSON object")
     kind, payload, timestamp = obj.get("type"), obj.get("payload"), obj.get("timestamp")
-    if kind in ("session_meta", "turn_context", "compacted") and isinstance(payload, Mapping):
+    if not isinstance(kind, str) or not isinstance(payload, Mapping):
+        raise _unknown("a line without a type and a payload")
+    if kind in CODEX_BOOKKEEPING:
         raise _bookkeeping(f"a {kind} line")
-    if kind not in ("event_msg", "response_item") or not isinstance(payload, Mapping):
-        raise _unknown("a line without a known type and payload")
+    if kind != "response_item":
+        raise _unknown(f"a line of type {kind[:40]!r}")
     inner = payload.get("type")
-    ident = f"{timestamp}:{inner}"
-    if kind == "event_msg":
-        message = payload.get("message")
-        if inner in ("user_message", "agent_message") and isinstance(message, str):
-            if inner == "user_message" and message.lstrip().startswith(_CODEX_INJECTED):
-                raise _bookkeeping("injected context")
-            role = "user" if inner == "user_message" else "assistant"
-            text = {"type": "text", "text": message}
-            return _entry("codex", ident, role, timestamp, [text])
-        raise _bookkeeping(f"a {str(inner)[:40]} event")
+    ident = str(payload.get("id") or payload.get("call_id") or f"{timestamp}:{inner}")
+    if inner == "message":
+        role, text = payload.get("role"), _codex_text(payload.get("content")).strip()
+        if role == "user" and text and not text.startswith(_CODEX_INJECTED):
+            return _entry("codex", ident, "user", timestamp, [{"type": "text", "text": text}])
+        if role == "assistant" and text:
+            block = {"type": "text", "text": text}
+            return _entry("codex", ident, "assistant", timestamp, [block])
+        raise _bookkeeping(f"a {str(role)[:20]} message")
     if inner in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
         raw = payload.get("arguments", payload.get("input"))
         try:
@@ -139,7 +164,6 @@ def codex_entry(obj: object) -> dict:
             arguments = {"input": raw}
         if not isinstance(arguments, Mapping):
             arguments = {"input": str(raw)}
-        ident = f"{timestamp}:{payload.get('call_id', '')}"
         block = {"type": "tool_use", "name": payload["name"], "input": dict(arguments)}
         return _entry("codex", ident, "assistant", timestamp, [block])
     raise _bookkeeping(f"a {str(inner)[:40]} item")

@@ -1,11 +1,13 @@
-"""memhub in Codex CLI: its hooks in `hooks.json`, and in `config.toml` the hooks feature flag
-and `memhub-agent mcp` as an MCP server (docs/design.md §26). `user` scope: `$CODEX_HOME`
-(`~/.codex` when unset); `project` scope: the checkout's `.codex/`.
+"""memhub in Codex CLI: its hooks in `hooks.json`, and `memhub-agent mcp` as an MCP server in
+`config.toml` (docs/design.md §26). `user` scope: `$CODEX_HOME` (`~/.codex` when unset);
+`project` scope: the checkout's `.codex/` (Codex reads it in trusted projects only).
+
+Hooks are on by default in Codex 0.171 (`[features] hooks`), but Codex runs a new or changed
+hook only once the person has trusted it (`/hooks` in the CLI), so install says so.
 
 `config.toml` is edited as text, so the person's comments and layout stay: memhub's lines are
-one block between marker comments, appended at the end (or, when a `[features]` table is
-there already, one marked line under it). The result must parse as TOML, else nothing is
-written. `--uninstall` removes the block and the marked line, nothing else.
+one block between marker comments, appended at the end. The result must parse as TOML, else
+nothing is written. `--uninstall` removes the block, nothing else.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ HOOKS = {
     "SessionStart": "session-start",
     "UserPromptSubmit": "user-prompt-submit",
     "Stop": "stop",
+    "SessionEnd": "session-end",
 }
 SERVER_NAME = "memhub"
 BEGIN = "# memhub-agent: begin (memhub-agent install codex; --uninstall removes it)"
 END = "# memhub-agent: end"
-MARK = "  # memhub-agent"
 _BLOCK = re.compile(rf"\n?{re.escape(BEGIN)}\n.*?{re.escape(END)}\n?", re.DOTALL)
 
 
@@ -64,9 +66,10 @@ def _toml(text: str) -> str:
 
 
 def _without_ours(text: str) -> str:
-    text = _BLOCK.sub("\n", text)
-    lines = [line for line in text.split("\n") if not line.endswith(MARK)]
-    return "\n".join(lines).strip("\n") + "\n" if any(lines) else ""
+    if BEGIN not in text:
+        return text
+    text = _BLOCK.sub("\n", text).strip("\n")
+    return text + "\n" if text else ""
 
 
 def _with_ours(text: str, program: str, path: Path) -> str:
@@ -79,15 +82,6 @@ def _with_ours(text: str, program: str, path: Path) -> str:
     if server is not None:
         raise SettingsError(f"{path} already has another MCP server named {SERVER_NAME!r}")
     block = [BEGIN]
-    features = config.get("features")
-    if isinstance(features, dict) and "codex_hooks" not in features:
-        header = re.search(r"^\[features\][ \t]*(#.*)?$", text, re.MULTILINE)
-        if header is None:  # features set with dotted keys: say so rather than guess
-            raise SettingsError(f"{path}: add `codex_hooks = true` under [features] yourself")
-        at = header.end()
-        text = f"{text[:at]}\ncodex_hooks = true{MARK}{text[at:]}"
-    elif features is None:
-        block += ["[features]", "codex_hooks = true", ""]
     block += [
         f"[mcp_servers.{SERVER_NAME}]",
         f"command = {_toml(program)}",
@@ -122,7 +116,11 @@ def install(
     where = placement(scope, checkout, env)
     config = _edit_text(where.mcp_file, lambda text: _with_ours(text, agent, where.mcp_file))
     hooks = edit_json(where.hooks_file, lambda s: with_hooks(s, AGENT, agent, HOOKS))
-    return [hooks, config]
+    trust = (
+        "Codex runs new hooks only once you trust them: open /hooks in Codex and trust "
+        "memhub's (automation that checked them may pass --dangerously-bypass-hook-trust)"
+    )
+    return [hooks, config, trust]
 
 
 def uninstall(scope: str, checkout: Path, env: Mapping[str, str] | None = None) -> list[str]:
