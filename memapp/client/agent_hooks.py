@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memapp.client import recall_hook, session_hook
+from memapp.client import recall_hook
 from memapp.client.hooks import HookCall
-from memapp.memdir.agent_transcripts import strip_hook_context
+from memapp.memdir.hook_context import strip_hook_context
 from memapp.memdir.store_files import INDEX_FILENAME
 
 __all__ = ["recall", "session_start"]
@@ -34,7 +34,9 @@ def _private_index(call: HookCall) -> str:
 
 
 def session_start(call: HookCall) -> str:
-    answer = session_hook.session_start(call)
+    from memapp.client.session_hook import session_start as claude_session_start  # pull, sync
+
+    answer = claude_session_start(call)
     fresh = str(call.project.memory_dir / INDEX_FILENAME)
     if f"Contents of {fresh}" in answer:
         return answer  # the pull changed it: the fresh copy is already there

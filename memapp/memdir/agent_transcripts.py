@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memapp.memdir.hook_context import strip_hook_context
 from memapp.memdir.transcripts import EntryError
 
-__all__ = ["CONVERTERS", "codex_entry", "gemini_entry", "strip_hook_context"]
-
-# What Gemini CLI wraps hook output and its own environment preamble in, inside user turns.
-_INJECTED = re.compile(r"<(hook_context|session_context)>.*?</\1>\s*", re.DOTALL)
+__all__ = ["CONVERTERS", "codex_entry", "gemini_entry"]
 # What Codex puts in user-role messages that no person typed.
 _CODEX_INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 # Rollout line types that hold no conversation (0.171), passed over uncounted.
@@ -36,11 +33,6 @@ CODEX_BOOKKEEPING = frozenset(
         "compacted",
     }
 )
-
-
-def strip_hook_context(text: str) -> str:
-    """`text` without the `<hook_context>`/`<session_context>` blocks an agent added to it."""
-    return _INJECTED.sub("", text).strip()
 
 
 def _bookkeeping(what: str) -> EntryError:
