@@ -46,6 +46,7 @@ def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create
                 Q(project__key=project_ref) | Q(project__repo_slug=project_ref),
                 kind=Store.Kind.PRIVATE,
                 owner=user,
+                agent_type="",  # not another agent's (Gemini CLI's) mirrored memory dir
             )
             .select_related("project")
             .order_by("pk")  # not Meta.ordering, which joins and sorts on every call
@@ -88,7 +89,7 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
             raise Http404("No such project.")
         project = Project.objects.create(key=project_ref)
         project.members.add(user)
-    store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user).first()
+    store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user, agent_type="").first()
     if store is None:
         if not create:
             raise Http404("No private store.")

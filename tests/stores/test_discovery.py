@@ -127,3 +127,31 @@ def test_a_discovered_project_is_shown_by_its_repo_slug_or_its_path(memory_base,
     shown = sorted(str(s.project) for s in Store.objects.filter(kind="private"))
     assert shown == ["-home-alice-app", str(plain), "acme/my-app"]  # the first is not on disk
     assert Project.objects.get(name="acme/my-app").repo_slug == ""  # shown, not linked
+
+
+def test_gemini_clis_memory_dirs_are_private_stores_of_the_same_project(memory_base, tmp_path, alice):
+    """Gemini CLI 0.61 keeps a project's memory in `~/.gemini/tmp/<id>/memory/`, the id given by
+    `~/.gemini/projects.json` (docs/design.md §26): the store belongs to the project Claude
+    Code's directory of the same folder belongs to, and recall keeps using Claude Code's."""
+    gemini = tmp_path / "gemini-home" / ".gemini"
+    memory = gemini / "tmp" / "app" / "memory"
+    write_memory(memory, "project_ci.md", "CI", "CI runs on every push", "project")
+    (memory / "MEMORY.md").write_text("- [CI](project_ci.md) — every push\n")
+    write_memory(memory / "skills" / "deploy", "SKILL.md", "Deploy", "How to deploy", "reference")
+    (gemini / "projects.json").write_text('{"projects": {"/home/alice/app": "app"}}')
+    (gemini / "tmp" / "orphan" / "memory").mkdir(parents=True)  # no project it belongs to
+
+    discover_local_stores(memory_base)
+
+    store = Store.objects.get(path=str(memory))
+    assert (store.kind, store.agent_type, store.project.key) == (
+        "private",
+        "gemini-cli",
+        "-home-alice-app",
+    )
+    assert list(store.files.values_list("path", flat=True)) == ["project_ci.md"]  # no skills
+    assert not Store.objects.filter(path__contains="orphan").exists()
+    from memapp.stores.projects import resolve_store
+
+    claude = resolve_store(alice, "-home-alice-app", "private")
+    assert claude.path == str(memory_base / "projects" / "-home-alice-app" / "memory")
