@@ -214,6 +214,11 @@ class Proposal(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} proposal for {self.store} ({self.status})"
 
+    @property
+    def agents(self) -> list[str]:
+        """The coding agents of the sessions it came from, by name (docs/design.md §26)."""
+        return sorted({session.get_agent_display() for session in self.sessions.all()})
+
 
 class ProposalChange(models.Model):
     """One proposed create, update or delete of a topic file, with the checksum the file had
