@@ -127,3 +127,16 @@ def test_install_codex_leaves_a_broken_config_alone(a):
     assert "is not valid TOML" in result.stderr
     assert config.read_text() == "model = \n"
     assert not (a.home / ".codex" / "hooks.json").exists()
+
+
+def test_install_all_sets_up_every_agent_on_the_machine(a):
+    (a.home / ".gemini").mkdir()
+    (a.home / ".codex").mkdir()  # no Claude Code here: no ~/.claude, no `claude` on the PATH
+    a.extra_env["PATH"] = "/usr/bin:/bin"
+    result = a.run("install", "--all")
+    assert result.returncode == 0, result.stderr
+    assert {line.split(":")[0] for line in result.stdout.splitlines()} == {"gemini-cli", "codex"}
+    assert (a.home / ".gemini" / "settings.json").is_file()
+    assert (a.home / ".codex" / "hooks.json").is_file()
+    assert a.run("install", "--all", "--uninstall").returncode == 0
+    assert a.run("install").returncode != 0  # neither an agent nor --all
