@@ -10,6 +10,7 @@ skipped, saying so, without them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -94,10 +95,8 @@ class _Fake:
                     body = {"unparsed": raw.decode("utf-8", "replace")}
                 with fake._lock:
                     fake.requests.append(Recorded(self.path, body))
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     fake.answer(self, self.path, body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
             def do_GET(self) -> None:  # noqa: N802
                 send(self, 404, "application/json", b"{}")
@@ -150,7 +149,6 @@ class FakeGemini(_Fake):
             send(handler, 200, "text/event-stream", event)
         else:
             send(handler, 200, "application/json", json.dumps(response).encode())
-
 
     def turns(self, prompt: str) -> list[Recorded]:
         """The main turns' requests (not the router's) that hold `prompt`."""
@@ -224,9 +222,7 @@ def codex_config(fake: FakeOpenAI) -> str:
     )
 
 
-def ask_codex(
-    env: dict[str, str], cwd: Path, prompt: str
-) -> subprocess.CompletedProcess:
+def ask_codex(env: dict[str, str], cwd: Path, prompt: str) -> subprocess.CompletedProcess:
     """`codex exec PROMPT` in `cwd` (its config in `$CODEX_HOME`), until it exits."""
     return subprocess.run(
         [str(CODEX), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", prompt],

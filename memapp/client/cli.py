@@ -84,7 +84,9 @@ def add_hook_command(commands: argparse._SubParsersAction) -> None:
         environment=f"{HOOK_ENVIRONMENT}\n{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
     )
     hook.add_argument("agent", choices=HOOK_AGENTS)
-    hook.add_argument("event", choices=sorted({e for events in AGENT_HOOKS.values() for e in events}))
+    hook.add_argument(
+        "event", choices=sorted({e for events in AGENT_HOOKS.values() for e in events})
+    )
     hook.set_defaults(func=cmd_hook)
 
 

@@ -165,10 +165,10 @@ def run_hook(
     budget: float | None = None,
     agent: str = "claude-code",
 ) -> bool:
-    """Answer one hook `event` (a key of `agent`'s table in AGENT_HOOKS) within `budget` seconds of the process's start.
-    Returns whether the worker finished in time (when it did not, the caller should end the
-    process rather than wait for it). Never raises; writes to `stdout` only a complete
-    answer."""
+    """Answer one hook `event` (a key of `agent`'s table in AGENT_HOOKS) within `budget`
+    seconds of the process's start. Returns whether the worker finished in time (when it did
+    not, the caller should end the process rather than wait for it). Never raises; writes to
+    `stdout` only a complete answer."""
     budget = hook_budget(env) if budget is None else budget
     deadline = time.monotonic() + budget - process_age()
     result: dict[str, Any] = {}

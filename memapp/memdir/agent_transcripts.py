@@ -89,7 +89,9 @@ def gemini_entry(obj: object) -> dict:
         text = strip_hook_context(_parts_text(shown if shown is not None else obj.get("content")))
         if not text:
             raise _bookkeeping("a user record of injected context only")
-        return _entry("gemini-cli", ident, "user", obj.get("timestamp"), [{"type": "text", "text": text}])
+        return _entry(
+            "gemini-cli", ident, "user", obj.get("timestamp"), [{"type": "text", "text": text}]
+        )
     if kind == "gemini":
         blocks: list[dict] = []
         text = _parts_text(obj.get("content"))
@@ -145,8 +147,8 @@ def codex_entry(obj: object) -> dict:
         if role == "user" and text and not text.startswith(_CODEX_INJECTED):
             return _entry("codex", ident, "user", timestamp, [{"type": "text", "text": text}])
         if role == "assistant" and text:
-            block = {"type": "text", "text": text}
-            return _entry("codex", ident, "assistant", timestamp, [block])
+            said = {"type": "text", "text": text}
+            return _entry("codex", ident, "assistant", timestamp, [said])
         raise _bookkeeping(f"a {str(role)[:20]} message")
     if inner in ("function_call", "custom_tool_call") and isinstance(payload.get("name"), str):
         raw = payload.get("arguments", payload.get("input"))
@@ -156,7 +158,11 @@ def codex_entry(obj: object) -> dict:
             arguments = {"input": raw}
         if not isinstance(arguments, Mapping):
             arguments = {"input": str(raw)}
-        block = {"type": "tool_use", "name": payload["name"], "input": dict(arguments)}
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "name": payload["name"],
+            "input": dict(arguments),
+        }
         return _entry("codex", ident, "assistant", timestamp, [block])
     raise _bookkeeping(f"a {str(inner)[:40]} item")
 

@@ -46,7 +46,9 @@ def test_what_gemini_cli_was_told_is_given_to_codex(machine_a, server, alice, se
     )
     gemini_settings = a.home / ".gemini" / "settings.json"
     gemini_settings.parent.mkdir(parents=True)
-    gemini_settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    gemini_settings.write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+    )
     with FakeGemini("Noted.") as gemini:
         assert a.run("install", "gemini-cli").returncode == 0
         said = ask_gemini(a.env, a.checkout, gemini, REMEMBER)

@@ -230,9 +230,13 @@ def test_each_session_and_proposal_says_which_agent_it_came_from(alice, proposal
     Session.objects.filter(pk=session.pk).update(agent="gemini-cli")
     client = client_for(alice)
     assert "Gemini CLI" in text(client.get(reverse("sessions")))
-    assert "Agent Gemini CLI" in text(client.get(reverse("session", kwargs={"session_pk": session.pk})))
+    assert "Agent Gemini CLI" in text(
+        client.get(reverse("session", kwargs={"session_pk": session.pk}))
+    )
     assert "Gemini CLI" in text(client.get(reverse("proposals")))
-    assert "Gemini CLI" in text(client.get(reverse("proposal", kwargs={"proposal_id": proposal.pk})))
+    assert "Gemini CLI" in text(
+        client.get(reverse("proposal", kwargs={"proposal_id": proposal.pk}))
+    )
     Session.objects.filter(pk=session.pk).update(agent="claude-code")
     assert "Gemini CLI" not in text(client.get(reverse("proposals")))
     assert "Claude Code" in text(client.get(reverse("proposals")))

@@ -18,7 +18,17 @@ GEMINI_LINES = [
         "lastUpdated": "2026-11-26T11:28:52.429Z",
         "kind": "main",
     },
-    {"$set": {"messages": [{"id": "d049", "type": "user", "content": [{"text": "<session_context>x</session_context>"}]}]}},
+    {
+        "$set": {
+            "messages": [
+                {
+                    "id": "d049",
+                    "type": "user",
+                    "content": [{"text": "<session_context>x</session_context>"}],
+                }
+            ]
+        }
+    },
     {
         "id": "6ffcc6b9-6ecd-427f-8b75-c18654996e46",
         "timestamp": "2026-11-26T11:30:19.878Z",
@@ -27,7 +37,9 @@ GEMINI_LINES = [
             {"text": "<hook_context>CTX-SessionStart</hook_context>\n\nWhat is the plan?"},
             {"text": "<hook_context>CTX-BeforeAgent</hook_context>"},
         ],
-        "displayContent": [{"text": "<hook_context>CTX-SessionStart</hook_context>\n\nWhat is the plan?"}],
+        "displayContent": [
+            {"text": "<hook_context>CTX-SessionStart</hook_context>\n\nWhat is the plan?"}
+        ],
     },
     {"$set": {"lastUpdated": "2026-11-26T11:30:19.878Z"}},
     {
@@ -46,15 +58,78 @@ GEMINI_LINES = [
 ]
 
 CODEX_LINES = [
-    {"timestamp": "2026-11-26T11:40:24.474Z", "ordinal": 0, "type": "session_meta", "payload": {"id": "01a2"}},
-    {"timestamp": "2026-11-26T11:40:24.5Z", "type": "response_item", "payload": {"type": "message", "id": "m1", "role": "developer", "content": [{"type": "input_text", "text": "CTX-SessionStart"}]}},
-    {"timestamp": "2026-11-26T11:40:24.6Z", "type": "response_item", "payload": {"type": "message", "id": "m2", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/tmp/p</cwd>\n</environment_context>"}]}},
+    {
+        "timestamp": "2026-11-26T11:40:24.474Z",
+        "ordinal": 0,
+        "type": "session_meta",
+        "payload": {"id": "01a2"},
+    },
+    {
+        "timestamp": "2026-11-26T11:40:24.5Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "id": "m1",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "CTX-SessionStart"}],
+        },
+    },
+    {
+        "timestamp": "2026-11-26T11:40:24.6Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "id": "m2",
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": "<environment_context>\n  <cwd>/tmp/p</cwd>\n</environment_context>",
+                }
+            ],
+        },
+    },
     {"timestamp": "2026-11-26T11:40:24.7Z", "type": "world_state", "payload": {"full": True}},
-    {"timestamp": "2026-11-26T11:40:24.8Z", "type": "response_item", "payload": {"type": "message", "id": "m3", "role": "user", "content": [{"type": "input_text", "text": "What is the plan?"}]}},
-    {"timestamp": "2026-11-26T11:40:24.9Z", "type": "event_msg", "payload": {"type": "item_completed"}},
-    {"timestamp": "2026-11-26T11:40:25.0Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"ls\"]}", "call_id": "call_1"}},
-    {"timestamp": "2026-11-26T11:40:25.1Z", "type": "response_item", "payload": {"type": "message", "id": "msg_fake", "role": "assistant", "content": [{"type": "output_text", "text": "Fake answer.", "annotations": []}]}},
-    {"timestamp": "2026-11-26T11:40:25.2Z", "type": "token_usage_record", "payload": {"thread_id": "01a2"}},
+    {
+        "timestamp": "2026-11-26T11:40:24.8Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "id": "m3",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What is the plan?"}],
+        },
+    },
+    {
+        "timestamp": "2026-11-26T11:40:24.9Z",
+        "type": "event_msg",
+        "payload": {"type": "item_completed"},
+    },
+    {
+        "timestamp": "2026-11-26T11:40:25.0Z",
+        "type": "response_item",
+        "payload": {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command": ["ls"]}',
+            "call_id": "call_1",
+        },
+    },
+    {
+        "timestamp": "2026-11-26T11:40:25.1Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "id": "msg_fake",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Fake answer.", "annotations": []}],
+        },
+    },
+    {
+        "timestamp": "2026-11-26T11:40:25.2Z",
+        "type": "token_usage_record",
+        "payload": {"thread_id": "01a2"},
+    },
     {"timestamp": "2026-11-26T11:40:25.3Z", "type": "thread_snapshot_v9", "payload": {}},
     {"timestamp": "2026-11-26T11:40:25.4Z", "kind": "response_item", "item": {"type": "message"}},
 ]

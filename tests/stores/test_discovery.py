@@ -129,7 +129,9 @@ def test_a_discovered_project_is_shown_by_its_repo_slug_or_its_path(memory_base,
     assert Project.objects.get(name="acme/my-app").repo_slug == ""  # shown, not linked
 
 
-def test_gemini_clis_memory_dirs_are_private_stores_of_the_same_project(memory_base, tmp_path, alice):
+def test_gemini_clis_memory_dirs_are_private_stores_of_the_same_project(
+    memory_base, tmp_path, alice
+):
     """Gemini CLI 0.61 keeps a project's memory in `~/.gemini/tmp/<id>/memory/`, the id given by
     `~/.gemini/projects.json` (docs/design.md §26): the store belongs to the project Claude
     Code's directory of the same folder belongs to, and recall keeps using Claude Code's."""

@@ -47,7 +47,11 @@ def agent_command() -> str:
 
 # What says an agent is on this machine, for `install --all`: its program on the PATH, or its
 # configuration folder in the home directory.
-PRESENT = {"claude-code": ("claude", ".claude"), "gemini-cli": ("gemini", ".gemini"), "codex": ("codex", ".codex")}
+PRESENT = {
+    "claude-code": ("claude", ".claude"),
+    "gemini-cli": ("gemini", ".gemini"),
+    "codex": ("codex", ".codex"),
+}
 
 
 def agents_here() -> list[str]:

@@ -18,7 +18,7 @@ import re
 import shutil
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +93,7 @@ def _with_ours(text: str, program: str, path: Path) -> str:
     return result
 
 
-def _edit_text(path: Path, change) -> str:
+def _edit_text(path: Path, change: Callable[[str], str]) -> str:
     try:
         before = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -42,7 +42,11 @@ def gemini_home(env: Mapping[str, str] | None = None) -> Path:
 
 
 def placement(scope: str, checkout: Path, env: Mapping[str, str] | None = None) -> Placement:
-    path = checkout / ".gemini" / "settings.json" if scope == "project" else gemini_home(env) / "settings.json"
+    path = (
+        checkout / ".gemini" / "settings.json"
+        if scope == "project"
+        else gemini_home(env) / "settings.json"
+    )
     return Placement(path, path)
 
 

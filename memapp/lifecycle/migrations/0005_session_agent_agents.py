@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('lifecycle', '0004_proposalchange_base_text'),
+        ("lifecycle", "0004_proposalchange_base_text"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='session',
-            name='agent',
-            field=models.CharField(choices=[('claude-code', 'Claude Code'), ('gemini-cli', 'Gemini CLI'), ('codex', 'Codex')], default='claude-code', help_text='The coding agent whose session this is (docs/design.md §26).', max_length=20),
+            model_name="session",
+            name="agent",
+            field=models.CharField(
+                choices=[
+                    ("claude-code", "Claude Code"),
+                    ("gemini-cli", "Gemini CLI"),
+                    ("codex", "Codex"),
+                ],
+                default="claude-code",
+                help_text="The coding agent whose session this is (docs/design.md §26).",
+                max_length=20,
+            ),
         ),
     ]
