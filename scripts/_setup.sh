@@ -81,3 +81,27 @@ setup_claude_code() {
     echo "memhub: installing Claude Code $CLAUDE_CODE_VERSION failed: its test will be skipped" >&2
   fi
 }
+
+# Gemini CLI and Codex CLI, for the end-to-end tests of their hooks (tests/client/test_gemini_cli.py,
+# tests/client/test_codex.py), the same way: pinned, in .node-agents/ (git-ignored), skipped
+# with a reason when npm is missing or the install fails.
+GEMINI_CLI_VERSION=0.61.0
+CODEX_VERSION=0.171.0
+setup_other_agents() {
+  if ! command -v npm >/dev/null; then
+    echo "memhub: no npm: the tests with the real Gemini CLI and Codex CLI will be skipped" >&2
+    return 0
+  fi
+  local stamp=".node-agents/.memhub-installed" want="$GEMINI_CLI_VERSION $CODEX_VERSION"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  mkdir -p .node-agents
+  if npm install --prefix .node-agents --no-save --no-audit --no-fund --loglevel=error \
+      "@google/gemini-cli@$GEMINI_CLI_VERSION" "@openai/codex@$CODEX_VERSION" >/dev/null 2>&1; then
+    echo "$want" > "$stamp"
+    echo "memhub: installed Gemini CLI $GEMINI_CLI_VERSION and Codex $CODEX_VERSION into .node-agents/" >&2
+  else
+    echo "memhub: installing Gemini CLI and Codex failed: their tests will be skipped" >&2
+  fi
+}

@@ -181,6 +181,7 @@ def memory_base(tmp_path, monkeypatch):
     write_memory(agent, "reference_style.md", "Style", "Style guide lives in docs/", "reference")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base))
     monkeypatch.delenv("CLAUDE_CODE_REMOTE_MEMORY_DIR", raising=False)
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-home"))  # not the real one
     return base
 
 

@@ -70,6 +70,7 @@ def session_entries(request: Request, session_id: str) -> Response:
         final=data["final"],
         client_skipped=data["skipped"],
         auto_dream=data["auto_dream"],
+        agent=data["agent"],
     )
     session = result.session
     flags = get_flags(store.project)

@@ -412,6 +412,13 @@ class SessionEntriesSerializer(PromptSerializer):
     final = serializers.BooleanField(
         required=False, default=False, help_text="The session ended (SessionEnd)."
     )
+    agent = serializers.ChoiceField(
+        choices=["claude-code", "gemini-cli", "codex"],
+        required=False,
+        default="claude-code",
+        help_text="The coding agent whose transcript this is; another agent's entries are "
+        "converted to Claude Code's shape by the client.",
+    )
     skipped = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=1_000_000),
         required=False,

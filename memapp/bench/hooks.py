@@ -148,13 +148,23 @@ def bench_start_up(size: int, runs: int, hook: Sequence[str]) -> list[Row]:
         stamp = time.time() - 10 * 86_400
         os.utime(note, (stamp, stamp))
         env = _hook_env(home, url, "mh_bench")
-        events = ["user-prompt-submit", "session-start", "post-tool-use"]
+        # Claude Code's hooks, and the prompt-time hook of Gemini CLI and of Codex CLI (the
+        # same payload fields; docs/design.md §28).
+        events = [
+            "user-prompt-submit",
+            "session-start",
+            "post-tool-use",
+            "gemini-cli before-agent",
+            "codex user-prompt-submit",
+        ]
         samples: dict[str, list[float]] = {name: [] for name in ["bare", *events]}
         for run in range(runs):
             samples["bare"].append(_wall([sys.executable, "-c", "pass"], env=env)[0])
             for event in events:
-                stdin = _payload(event, home, home, f"s-{run}", "how do we run the tests?")
-                elapsed, done = _wall([*hook, "hook", "claude-code", event], stdin, env, home)
+                agent, name = event.split() if " " in event else ("claude-code", event)
+                kind = "user-prompt-submit" if name == "before-agent" else name
+                stdin = _payload(kind, home, home, f"s-{run}", "how do we run the tests?")
+                elapsed, done = _wall([*hook, "hook", agent, name], stdin, env, home)
                 if done.returncode != 0:
                     raise RuntimeError(f"hook {event} exited {done.returncode}: {done.stderr}")
                 samples[event].append(elapsed)

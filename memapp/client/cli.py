@@ -37,7 +37,7 @@ COMMANDS = {
     "memapp.client.install:add_install_command": ("install",),
     "memapp.client.doctor:add_doctor_command": ("doctor",),
 }
-HOOK_AGENTS = ("claude-code",)
+HOOK_AGENTS = ("claude-code", "gemini-cli", "codex")
 HOOK_ENVIRONMENT = """\
   MEMHUB_HOOK_TIMEOUT                  seconds a hook may take (default 0.7)
   CLAUDE_CODE_DISABLE_AUTO_MEMORY      true: memory is off and every hook is silent, as
@@ -56,13 +56,13 @@ def version() -> str:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
-    return _run_hook(args.event)
+    return _run_hook(args.agent, args.event)
 
 
-def _run_hook(event: str) -> int:
+def _run_hook(agent: str, event: str) -> int:
     from memapp.client.hooks import run_hook
 
-    finished = run_hook(event, sys.stdin, sys.stdout)
+    finished = run_hook(event, sys.stdin, sys.stdout, agent=agent)
     if not finished:
         # The worker is stuck on the network or stdin: leave without waiting for it.
         sys.stdout.flush()
@@ -72,7 +72,7 @@ def _run_hook(event: str) -> int:
 
 def add_hook_command(commands: argparse._SubParsersAction) -> None:
     from memapp.client.commands import LOGIN_ENVIRONMENT, PROJECT_ENVIRONMENT, add_command
-    from memapp.client.hooks import HOOKS
+    from memapp.client.hooks import AGENT_HOOKS
 
     hook = add_command(
         commands,
@@ -81,12 +81,18 @@ def add_hook_command(commands: argparse._SubParsersAction) -> None:
         description="Answer one hook of a coding agent: JSON in on stdin, JSON out on stdout "
         "for the agent to add to its context. It answers within a second and prints nothing, "
         "with exit status 0 whatever happens, when it cannot help (memory off, not logged in, "
-        "the server slow or down). Register it in ~/.claude/settings.json (see the README).",
-        examples=[f"hook claude-code {event} < input.json" for event in HOOKS],
+        "the server slow or down). `memhub-agent install AGENT` registers it (see the README).",
+        examples=[
+            f"hook {agent} {event} < input.json"
+            for agent, events in AGENT_HOOKS.items()
+            for event in events
+        ],
         environment=f"{HOOK_ENVIRONMENT}\n{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
     )
     hook.add_argument("agent", choices=HOOK_AGENTS)
-    hook.add_argument("event", choices=list(HOOKS))
+    hook.add_argument(
+        "event", choices=sorted({e for events in AGENT_HOOKS.values() for e in events})
+    )
     hook.set_defaults(func=cmd_hook)
 
 
@@ -152,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # is silence and exit 0 like any other (Claude Code reads exit status 2 from a
         # UserPromptSubmit hook as "block this prompt").
         if len(argv) == 3 and argv[1] in HOOK_AGENTS:
-            return _run_hook(argv[2])
+            return _run_hook(argv[1], argv[2])
         return 0
     args = _parser(argv[0] if argv else None).parse_args(argv)
     from memapp.client.commands import PROG, CommandError

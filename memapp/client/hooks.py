@@ -30,6 +30,7 @@ from memapp.client.project import Project, find_project
 from memapp.memdir.paths import auto_memory_enabled, load_user_settings
 
 __all__ = [
+    "AGENT_HOOKS",
     "HOOK_BUDGET",
     "HOOKS",
     "Hook",
@@ -71,6 +72,26 @@ HOOKS: dict[str, Hook] = {
     "stop": Hook("Stop", "memapp.client.transcript_hook:stop"),
     "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
 }
+# Gemini CLI and Codex CLI speak the same hook I/O as Claude Code for these events (the same
+# stdin fields, `hookSpecificOutput.additionalContext` out; docs/design.md §28): their events
+# map onto the same handlers, their transcripts are converted where they are read.
+GEMINI_HOOKS: dict[str, Hook] = {
+    "session-start": Hook("SessionStart", "memapp.client.agent_hooks:session_start"),
+    "before-agent": Hook("BeforeAgent", "memapp.client.agent_hooks:recall"),
+    "after-agent": Hook("AfterAgent", "memapp.client.transcript_hook:stop"),
+    "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
+}
+CODEX_HOOKS: dict[str, Hook] = {
+    "session-start": Hook("SessionStart", "memapp.client.agent_hooks:session_start"),
+    "user-prompt-submit": Hook("UserPromptSubmit", "memapp.client.agent_hooks:recall"),
+    "stop": Hook("Stop", "memapp.client.transcript_hook:stop"),
+    "session-end": Hook("SessionEnd", "memapp.client.transcript_hook:session_end"),
+}
+AGENT_HOOKS: dict[str, dict[str, Hook]] = {
+    "claude-code": HOOKS,
+    "gemini-cli": GEMINI_HOOKS,
+    "codex": CODEX_HOOKS,
+}
 
 
 @dataclass
@@ -82,6 +103,7 @@ class HookCall:
     config: Config
     deadline: float  # time.monotonic() by which the answer must be printed
     env: Mapping[str, str] | None = None
+    agent: str = "claude-code"  # whose hook this is: a key of AGENT_HOOKS
     # Held while files are written, so an expired hook never exits in the middle of a write.
     writing: threading.Lock = field(default_factory=threading.Lock)
 
@@ -118,11 +140,10 @@ def hook_budget(env: Mapping[str, str] | None = None) -> float:
     return budget if budget > 0 else HOOK_BUDGET
 
 
-def hook_output(event: str, text: str) -> str:
-    """The hook's stdout for `text` (docs/design.md §16)."""
-    output = {
-        "hookSpecificOutput": {"hookEventName": HOOKS[event].event, "additionalContext": text}
-    }
+def hook_output(event: str, text: str, agent: str = "claude-code") -> str:
+    """The hook's stdout for `text` (docs/design.md §16, §28)."""
+    name = AGENT_HOOKS[agent][event].event
+    output = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
     return json.dumps(output)
 
 
@@ -142,18 +163,19 @@ def run_hook(
     stdout: IO[str],
     env: Mapping[str, str] | None = None,
     budget: float | None = None,
+    agent: str = "claude-code",
 ) -> bool:
-    """Answer one hook `event` (a key of HOOKS) within `budget` seconds of the process's start.
-    Returns whether the worker finished in time (when it did not, the caller should end the
-    process rather than wait for it). Never raises; writes to `stdout` only a complete
-    answer."""
+    """Answer one hook `event` (a key of `agent`'s table in AGENT_HOOKS) within `budget`
+    seconds of the process's start. Returns whether the worker finished in time (when it did
+    not, the caller should end the process rather than wait for it). Never raises; writes to
+    `stdout` only a complete answer."""
     budget = hook_budget(env) if budget is None else budget
     deadline = time.monotonic() + budget - process_age()
     result: dict[str, Any] = {}
 
     def work() -> None:
         with contextlib.suppress(Exception):
-            result["text"] = _context(event, stdin, env, deadline, result)
+            result["text"] = _context(agent, event, stdin, env, deadline, result)
 
     worker = threading.Thread(target=work, name="memhub-hook", daemon=True)
     worker.start()
@@ -166,19 +188,20 @@ def run_hook(
     text = result.get("text", "")
     if text.strip():
         with contextlib.suppress(Exception):
-            stdout.write(hook_output(event, text) + "\n")
+            stdout.write(hook_output(event, text, agent) + "\n")
             stdout.flush()
     return True
 
 
 def _context(
+    agent: str,
     event: str,
     stdin: IO[str],
     env: Mapping[str, str] | None,
     deadline: float,
     result: dict[str, Any],
 ) -> str:
-    hook = HOOKS.get(event)
+    hook = AGENT_HOOKS.get(agent, {}).get(event)
     config = load_config(env)
     if hook is None or config is None:
         return ""
@@ -191,6 +214,6 @@ def _context(
     if not auto_memory_enabled(env, settings):
         return ""  # memory is off: nothing is read, sent or said
     project = find_project(where, env, settings)
-    call = HookCall(payload, project, config, deadline, env)
+    call = HookCall(payload, project, config, deadline, env, agent)
     result["call"] = call
     return hook.load()(call)

@@ -66,7 +66,8 @@ def session_start(call: HookCall) -> str:
     else:
         usable = True
     scanned: tuple[dict[str, str], set[str]] = scan_local(memory_dir) if usable else ({}, set())
-    own_team = has_own_team_memory(memory_dir) if usable else False
+    # Only Claude Code syncs team memory itself; other agents get the team index from memhub.
+    own_team = usable and call.agent == "claude-code" and has_own_team_memory(memory_dir)
     answer = call.client().post(
         "/api/v1/session-start",
         {

@@ -21,7 +21,14 @@ def _upload(call: HookCall, *, final: bool) -> str:
         "auto_dream": auto_dream_enabled(call.env, load_user_settings(call.env, project_dir=where)),
     }
     upload_from_hook(
-        call.payload, call.client(), fields, where, call.env, call.deadline, final=final
+        call.payload,
+        call.client(),
+        fields,
+        where,
+        call.env,
+        call.deadline,
+        final=final,
+        agent=call.agent,
     )
     return ""
 

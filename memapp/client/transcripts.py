@@ -37,6 +37,7 @@ from memapp.client.commands import (
 )
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
+from memapp.memdir.agent_transcripts import CONVERTERS
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
@@ -127,15 +128,17 @@ def upload_transcript(
     *,
     final: bool,
     deadline: float | None = None,
+    agent: str = "claude-code",
 ) -> bool:
     """Upload the transcript from the cursor, a batch at a time; True when everything was
-    sent, False when the deadline (a `time.monotonic()` value) came first."""
+    sent, False when the deadline (a `time.monotonic()` value) came first. Another `agent`'s
+    lines are converted to Claude Code's entries as they are read (docs/design.md §28)."""
     url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
     sent = False
     while True:
         if deadline is not None and time.monotonic() > deadline - MARGIN:
             return False
-        read = read_entries(cursor.transcript, cursor.offset)
+        read = read_entries(cursor.transcript, cursor.offset, convert=CONVERTERS.get(agent))
         last = not read.more
         moved = read.offset != cursor.offset
         if not moved and not read.entries and (sent or not final):
@@ -155,7 +158,12 @@ def upload_transcript(
 
 
 def _spawn(
-    session_id: str, transcript: Path, cwd: str, final: bool, env: Mapping[str, str] | None
+    session_id: str,
+    transcript: Path,
+    cwd: str,
+    final: bool,
+    env: Mapping[str, str] | None,
+    agent: str,
 ) -> None:
     """Leave the rest to a detached process (its own session, no terminal, no output)."""
     args = [
@@ -169,6 +177,8 @@ def _spawn(
         str(transcript),
         "--cwd",
         cwd,
+        "--agent",
+        agent,
     ]
     if final:
         args.append("--final")
@@ -193,6 +203,7 @@ def upload_from_hook(
     deadline: float,
     *,
     final: bool,
+    agent: str = "claude-code",
 ) -> None:
     """What the Stop (and, with `final`, SessionEnd) hook does: upload what fits in the
     budget, hand a larger backlog to a background process. Raises on network errors (the
@@ -201,7 +212,7 @@ def upload_from_hook(
         return
     session_id = str(payload["session_id"])
     transcript, reason = _transcript(payload.get("transcript_path"), env)
-    upload_fields = {**fields, "cwd": cwd}
+    upload_fields = {**fields, "cwd": cwd, "agent": agent}
     if transcript is None:
         url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
         client.post(url, {**upload_fields, "entries": [], "final": final, "skipped": {reason: 1}})
@@ -213,7 +224,13 @@ def upload_from_hook(
         start = cursor.offset
         try:
             done = upload_transcript(
-                client, session_id, cursor, upload_fields, final=final, deadline=deadline
+                client,
+                session_id,
+                cursor,
+                upload_fields,
+                final=final,
+                deadline=deadline,
+                agent=agent,
             )
         except Exception:
             # A batch that ran out of time after others went through: the server is there,
@@ -222,7 +239,7 @@ def upload_from_hook(
                 raise
             done = False
     if not done:
-        _spawn(session_id, transcript, cwd, final, env)
+        _spawn(session_id, transcript, cwd, final, env, agent)
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -238,13 +255,16 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
             "memory_dir": str(project.memory_dir),
             "cwd": args.cwd,
             "auto_dream": auto_dream_enabled(None, settings),
+            "agent": args.agent,
         }
         transcript = Path(args.transcript)
         cursor = Cursor.load(None, args.session_id, transcript)
         with cursor.locked(wait=True):
             cursor = Cursor.load(None, args.session_id, transcript)  # the hook may have moved it
             client = connect(timeout=30.0, backoff=INTERACTIVE)
-            upload_transcript(client, args.session_id, cursor, fields, final=args.final)
+            upload_transcript(
+                client, args.session_id, cursor, fields, final=args.final, agent=args.agent
+            )
     return 0
 
 
@@ -298,4 +318,5 @@ def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
     upload.add_argument("--transcript", required=True)
     upload.add_argument("--cwd", required=True)
     upload.add_argument("--final", action="store_true")
+    upload.add_argument("--agent", default="claude-code")
     upload.set_defaults(func=cmd_transcript_upload)

@@ -46,6 +46,12 @@ class Session(models.Model):
         max_length=4096, blank=True, help_text="The agent's own memory dir, as it names it."
     )
     interactive = models.BooleanField(null=True, blank=True)
+    agent = models.CharField(
+        max_length=20,
+        choices=[("claude-code", "Claude Code"), ("gemini-cli", "Gemini CLI"), ("codex", "Codex")],
+        default="claude-code",
+        help_text="The coding agent whose session this is (docs/design.md §28).",
+    )
     entry_count = models.PositiveIntegerField(default=0)
     turn_count = models.PositiveIntegerField(default=0)
     extracted_through = models.PositiveIntegerField(default=0)
@@ -266,6 +272,11 @@ class Proposal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} proposal for {self.store} ({self.status})"
+
+    @property
+    def agents(self) -> list[str]:
+        """The coding agents of the sessions it came from, by name (docs/design.md §28)."""
+        return sorted({session.get_agent_display() for session in self.sessions.all()})
 
 
 class ProposalChange(models.Model):

@@ -183,6 +183,7 @@ def do_ingest_entries(
     final: bool = False,
     client_skipped: dict[str, int] | None = None,
     auto_dream: bool | None = None,
+    agent: str = "claude-code",
 ) -> IngestResult:
     """Store the new entries of one of `user`'s sessions (idempotent by entry key), redacted by
     the fast rules at once. detect-secrets redacts them again in the extraction task, before
@@ -194,7 +195,7 @@ def do_ingest_entries(
         session, _ = Session.objects.select_for_update().get_or_create(
             owner=user,
             session_id=session_id,
-            defaults={"project": store.project, "store": store},
+            defaults={"project": store.project, "store": store, "agent": agent},
         )
         known = set(
             session.entries.filter(key__in=[e.key for e in kept]).values_list("key", flat=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memapp.memdir.paths import sanitize_path
 from memapp.memdir.store_files import INDEX_FILENAME, TEAM_DIR
 
 # A private store's team memory is a store of its own; its daily logs are no memories at all,
@@ -78,4 +81,51 @@ def discover_memory_dirs(base: Path) -> list[FoundStore]:
             found.extend(_team_stores(team, project_dir.name))
     for agent_dir in _subdirs(base / "agent-memory"):
         found.append(FoundStore("agent", agent_dir, agent_type=agent_dir.name))
+    return found
+
+
+# What Gemini CLI keeps beside its notes in a project's memory dir: drafted skills (its
+# `/memory inbox` patches are under `.inbox/`, hidden like every dot entry).
+GEMINI_EXCLUDE = ("skills",)
+
+
+def gemini_home(env: Mapping[str, str] | None = None) -> Path:
+    """`~/.gemini` (`$GEMINI_CLI_HOME/.gemini` when that is set), as Gemini CLI finds it."""
+    environ = os.environ if env is None else env
+    return Path(environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or Path.home()) / ".gemini"
+
+
+def discover_gemini_dirs(gemini: Path) -> list[FoundStore]:
+    """Gemini CLI's memory dirs, `tmp/<project id>/memory/` (docs/design.md §28), as private
+    stores of the project whose folder the id stands for (`projects.json`, else the id's
+    `.project_root` file), named as Claude Code names that folder so both agents' memories
+    belong to one project."""
+    roots: dict[str, str] = {}
+    try:
+        projects = json.loads((gemini / "projects.json").read_text(encoding="utf-8"))["projects"]
+        roots = {v: k for k, v in projects.items() if isinstance(k, str) and isinstance(v, str)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    found = []
+    for folder in _subdirs(gemini / "tmp"):
+        memory = folder / "memory"
+        if not memory.is_dir() or memory.is_symlink():
+            continue
+        root = roots.get(folder.name)
+        if root is None:
+            try:
+                root = (folder / ".project_root").read_text(encoding="utf-8").strip()
+            except OSError:
+                continue
+        if not root.startswith("/"):
+            continue
+        found.append(
+            FoundStore(
+                "private",
+                memory,
+                sanitize_path(root),
+                agent_type="gemini-cli",
+                exclude=GEMINI_EXCLUDE,
+            )
+        )
     return found

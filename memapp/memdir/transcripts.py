@@ -19,7 +19,7 @@ import json
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -348,9 +348,11 @@ def read_entries(
     max_bytes: int = MAX_BATCH_BYTES,
     *,
     redact: bool = True,
+    convert: Callable[[object], dict[str, Any]] | None = None,
 ) -> ReadResult:
     """The kept entries of the transcript from byte `offset`, shrunk and redacted, whose JSON
-    together stays under `max_bytes`; `offset` of the result is where to continue. Raises
+    together stays under `max_bytes`; `offset` of the result is where to continue. `convert`
+    turns another agent's line into a Claude Code entry first (docs/design.md §28). Raises
     OSError when the file cannot be read."""
     result = ReadResult(offset=offset)
     budget = max_bytes - 1024  # room for the request's other fields
@@ -367,6 +369,8 @@ def read_entries(
                 continue
             try:
                 obj = json.loads(line.decode("utf-8"))
+                if convert is not None:
+                    obj = convert(obj)
                 parse_entry(obj)
                 obj = shrink_entry(obj)
             except UnicodeDecodeError:

@@ -10,7 +10,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from memapp.memdir.memory_dirs import FoundStore, discover_memory_dirs
+from memapp.memdir.memory_dirs import (
+    FoundStore,
+    discover_gemini_dirs,
+    discover_memory_dirs,
+    gemini_home,
+)
 from memapp.memdir.paths import memory_base, original_path, repo_slug_for
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
@@ -78,8 +83,9 @@ def _project(dirname: str) -> Project:
     return project
 
 
-def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
-    """Create or update a store for every memory directory found under the memory base.
+def discover_local_stores(base=None, progress=None, gemini=None) -> DiscoveryResult:
+    """Create or update a store for every memory directory found under the memory base, and
+    for Gemini CLI's memory dirs (under `gemini`, default `~/.gemini`).
 
     Stores discovered earlier whose directory is gone are removed from the mirror (disk is the
     truth; nothing on disk is touched). `progress`, when given, is called with each store.
@@ -87,7 +93,9 @@ def discover_local_stores(base=None, progress=None) -> DiscoveryResult:
     started = time.monotonic()
     base = memory_base() if base is None else base
     owner = local_owner()
-    found = discover_memory_dirs(base)
+    found = discover_memory_dirs(base) + discover_gemini_dirs(
+        gemini_home() if gemini is None else gemini
+    )
     seen: list[str] = []
     with transaction.atomic():
         for item in found:

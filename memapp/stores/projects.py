@@ -97,6 +97,7 @@ def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create
                 _named(project_ref, "project__"),
                 kind=Store.Kind.PRIVATE,
                 owner=user,
+                agent_type="",  # not another agent's (Gemini CLI's) mirrored memory dir
             )
             .select_related("project")
             .order_by("pk")  # not Meta.ordering, which joins and sorts on every call
@@ -148,7 +149,7 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
         slug = project_ref if REPO_SLUG_RE.fullmatch(project_ref) else ""
         project = Project.objects.create(key=project_ref, repo_slug=slug)
         project.members.add(user)
-    store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user).first()
+    store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user, agent_type="").first()
     if store is None:
         if not create:
             raise Http404("No private store.")

@@ -222,3 +222,21 @@ def test_everyone_else_gets_a_404(bob, sam, proposal, session):
         found = text(client.get(reverse("past_context"), {"q": "deploy"}))
         assert "Nothing matches every word of deploy" in found
     assert Session.objects.exists()
+
+
+def test_each_session_and_proposal_says_which_agent_it_came_from(alice, proposal, session):
+    """docs/design.md §28: the agent a session's transcript came from, on the sessions list,
+    the session page, the queue and the proposal page."""
+    Session.objects.filter(pk=session.pk).update(agent="gemini-cli")
+    client = client_for(alice)
+    assert "Gemini CLI" in text(client.get(reverse("sessions")))
+    assert "Agent Gemini CLI" in text(
+        client.get(reverse("session", kwargs={"session_pk": session.pk}))
+    )
+    assert "Gemini CLI" in text(client.get(reverse("proposals")))
+    assert "Gemini CLI" in text(
+        client.get(reverse("proposal", kwargs={"proposal_id": proposal.pk}))
+    )
+    Session.objects.filter(pk=session.pk).update(agent="claude-code")
+    assert "Gemini CLI" not in text(client.get(reverse("proposals")))
+    assert "Claude Code" in text(client.get(reverse("proposals")))

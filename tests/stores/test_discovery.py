@@ -8,6 +8,7 @@ from memapp.memdir.memory_dirs import discover_memory_dirs
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Event, Project, Store
+from memapp.stores.projects import resolve_store
 from tests.conftest import write_memory
 
 
@@ -166,3 +167,31 @@ def test_two_checkouts_of_one_repository_are_one_project(memory_base, tmp_path, 
     assert sorted(project.aliases.values_list("name", flat=True)) == sorted(
         sanitize_path(str(tmp_path / n)) for n in ("one", "two")
     )
+
+
+def test_gemini_clis_memory_dirs_are_private_stores_of_the_same_project(
+    memory_base, tmp_path, alice
+):
+    """Gemini CLI 0.61 keeps a project's memory in `~/.gemini/tmp/<id>/memory/`, the id given by
+    `~/.gemini/projects.json` (docs/design.md §28): the store belongs to the project Claude
+    Code's directory of the same folder belongs to, and recall keeps using Claude Code's."""
+    gemini = tmp_path / "gemini-home" / ".gemini"
+    memory = gemini / "tmp" / "app" / "memory"
+    write_memory(memory, "project_ci.md", "CI", "CI runs on every push", "project")
+    (memory / "MEMORY.md").write_text("- [CI](project_ci.md) — every push\n")
+    write_memory(memory / "skills" / "deploy", "SKILL.md", "Deploy", "How to deploy", "reference")
+    (gemini / "projects.json").write_text('{"projects": {"/home/alice/app": "app"}}')
+    (gemini / "tmp" / "orphan" / "memory").mkdir(parents=True)  # no project it belongs to
+
+    discover_local_stores(memory_base)
+
+    store = Store.objects.get(path=str(memory))
+    assert (store.kind, store.agent_type, store.project.key) == (
+        "private",
+        "gemini-cli",
+        "-home-alice-app",
+    )
+    assert list(store.files.values_list("path", flat=True)) == ["project_ci.md"]  # no skills
+    assert not Store.objects.filter(path__contains="orphan").exists()
+    claude = resolve_store(alice, "-home-alice-app", "private")
+    assert claude.path == str(memory_base / "projects" / "-home-alice-app" / "memory")

@@ -24,7 +24,11 @@ from memapp.client.install.settings_files import SettingsError
 
 __all__ = ["AGENTS", "add_install_command", "agent_command", "agent_module"]
 
-AGENTS = {"claude-code": "memapp.client.install.claude_code"}
+AGENTS = {
+    "claude-code": "memapp.client.install.claude_code",
+    "gemini-cli": "memapp.client.install.gemini_cli",
+    "codex": "memapp.client.install.codex",
+}
 
 
 def agent_module(agent: str) -> ModuleType:
@@ -41,18 +45,42 @@ def agent_command() -> str:
     return str(running) if running.name == PROG else PROG
 
 
+# What says an agent is on this machine, for `install --all`: its program on the PATH, or its
+# configuration folder in the home directory.
+PRESENT = {
+    "claude-code": ("claude", ".claude"),
+    "gemini-cli": ("gemini", ".gemini"),
+    "codex": ("codex", ".codex"),
+}
+
+
+def agents_here() -> list[str]:
+    home = Path.home()
+    return [
+        agent
+        for agent, (program, folder) in PRESENT.items()
+        if shutil.which(program) or (home / folder).is_dir()
+    ]
+
+
 def cmd_install(args: argparse.Namespace) -> int:
-    module = agent_module(args.agent)
+    if args.all == bool(args.agent):
+        raise CommandError("name one agent, or --all", EXIT_USAGE)
+    agents = agents_here() if args.all else [args.agent]
+    if not agents:
+        print("no coding agent found on this machine (claude, gemini or codex)")
     checkout = current_project(args.cwd).checkout
-    try:
-        if args.uninstall:
-            lines = module.uninstall(args.scope, checkout)
-        else:
-            lines = module.install(args.scope, checkout, agent_command())
-    except SettingsError as exc:
-        raise CommandError(str(exc), EXIT_USAGE) from None
-    for line in lines:
-        print(line)
+    for agent in agents:
+        module = agent_module(agent)
+        try:
+            if args.uninstall:
+                lines = module.uninstall(args.scope, checkout)
+            else:
+                lines = module.install(args.scope, checkout, agent_command())
+        except SettingsError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
+        for line in lines:
+            print(f"{agent}: {line}" if args.all else line)
     return 0
 
 
@@ -71,11 +99,19 @@ def add_install_command(commands: argparse._SubParsersAction) -> None:
             "install claude-code",
             "install claude-code --scope project",
             "install claude-code --uninstall",
+            "install gemini-cli",
+            "install codex",
+            "install --all",
         ],
-        environment="  CLAUDE_CONFIG_DIR                    Claude Code's config home",
+        environment="  CLAUDE_CONFIG_DIR                    Claude Code's config home\n"
+        "  GEMINI_CLI_HOME                      Gemini CLI's home (its .gemini/ is there)\n"
+        "  CODEX_HOME                           Codex CLI's config home (~/.codex)",
         parents=[CWD_OPTION],
     )
-    install.add_argument("agent", choices=sorted(AGENTS))
+    install.add_argument("agent", nargs="?", choices=sorted(AGENTS))
+    install.add_argument(
+        "--all", action="store_true", help="every agent on this machine (claude, gemini, codex)"
+    )
     install.add_argument("--scope", choices=["user", "project"], default="user")
     install.add_argument("--uninstall", action="store_true", help="remove memhub's entries")
     install.set_defaults(func=cmd_install)
