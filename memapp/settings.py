@@ -84,6 +84,8 @@ ANTHROPIC_BASE_URL = env_url("ANTHROPIC_BASE_URL")
 MEMHUB_RECALL_MODEL = env_str("MEMHUB_RECALL_MODEL", "claude-sonnet-4-6")
 # Seconds the LLM selector may take per attempt (one retry) before recall falls back offline.
 MEMHUB_RECALL_TIMEOUT = env_float("MEMHUB_RECALL_TIMEOUT", 10.0, minimum=0.1)
+# The longest one MCP request may take before the worker answers 504 (docs/design.md §27).
+MEMHUB_MCP_TIMEOUT = env_float("MEMHUB_MCP_TIMEOUT", 60.0, minimum=1.0)
 
 # Extraction (docs/design.md §14): the model that proposes memories from sessions, and how long
 # one attempt may take (a failed attempt is tried once more).

@@ -14,6 +14,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from rest_framework.request import Request
@@ -91,7 +92,11 @@ async def _serve(scope: dict, body: bytes) -> tuple[int, list, bytes]:
                 answered.set()
 
     async with manager.run():
-        await manager.handle_request(scope, receive, send)
+        # A request the SDK never finishes answering (a stream) must not hold a worker forever.
+        with anyio.move_on_after(settings.MEMHUB_MCP_TIMEOUT):
+            await manager.handle_request(scope, receive, send)
+    if not answered.is_set():
+        return 504, [], b""
     return status, headers, b"".join(chunks)
 
 
@@ -103,6 +108,7 @@ def _jsonrpc_error(status: int, message: str, headers=None) -> JsonResponse:
     )
 
 
+@extend_schema(exclude=True)  # JSON-RPC, described by tools/list, not by the REST schema
 class McpEndpoint(APIView):
     """The MCP endpoint; `project` is the path form's `<owner>/<repo>` (a default for tools).
     Authentication and the throttle are the API's; their refusals keep their status and
@@ -141,6 +147,8 @@ class McpEndpoint(APIView):
             )
         finally:
             CALLER.reset(reset)
+        if status == 504:
+            return _jsonrpc_error(504, "memhub's MCP server did not finish answering in time.")
         response = HttpResponse(body, status=status)
         for name, value in headers:
             if name.decode("latin-1").lower() not in HOP_BY_HOP:
