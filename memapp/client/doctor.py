@@ -21,7 +21,7 @@ from memapp.client.commands import (
 )
 from memapp.client.config import load_config
 from memapp.client.http import ApiError, NotMemhub, Unreachable
-from memapp.client.install import AGENTS, agent_module
+from memapp.client.install import agent_module, agents_here
 from memapp.client.mcp_stdio import Relay
 
 __all__ = ["Check", "add_doctor_command", "checks"]
@@ -124,7 +124,7 @@ def checks(cwd: str | None) -> list[Check]:
             f"start the agent once in this project, or `{PROG} sync` to fetch it",
         )
     )
-    for agent in AGENTS:
+    for agent in agents_here() or ["claude-code"]:  # every agent on this machine
         found += _install_checks(agent, project.checkout)
     if connected:
         found.append(_mcp_answers(project.ref))

@@ -41,3 +41,16 @@ def test_a_refused_token_is_named_with_its_fix(machine_a, server):
     assert result.returncode == 1
     assert f"ok   server: {server.url} is memhub" in result.stdout
     assert "FAIL token: Invalid or revoked token." in result.stdout
+
+
+def test_every_agent_on_the_machine_is_checked(machine_a, server):
+    machine_a.extra_env["PATH"] = f"{AGENT.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    machine_a.login(server)
+    (machine_a.home / ".gemini").mkdir()  # Gemini CLI is here; Codex is not
+    result = machine_a.run("doctor")
+    assert "FAIL gemini-cli hooks: 0 of 4 installed\n     fix: memhub-agent install gemini-cli" in (
+        result.stdout
+    )
+    assert "codex" not in result.stdout
+    assert machine_a.run("install", "gemini-cli").returncode == 0
+    assert "ok   gemini-cli hooks: 4 of 4 installed" in machine_a.run("doctor").stdout

@@ -22,7 +22,7 @@ from memapp.client.commands import (
 )
 from memapp.client.install.settings_files import SettingsError
 
-__all__ = ["AGENTS", "add_install_command", "agent_command", "agent_module"]
+__all__ = ["AGENTS", "add_install_command", "agent_command", "agent_module", "agents_here"]
 
 AGENTS = {
     "claude-code": "memapp.client.install.claude_code",
