@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memapp.client.install.hook_settings import hook_events, without_hooks
 from memapp.client.install.settings_files import SettingsError, edit_json
 from memapp.memdir import config_home
 
 __all__ = ["HOOKS", "SERVER_NAME", "Placement", "install", "installed", "placement", "uninstall"]
 
 # Claude Code's hook events, memhub-agent's names for them, and a matcher where one is needed.
+AGENT = "claude-code"  # its name in `memhub-agent hook <agent> <event>`
 HOOKS = {
     "SessionStart": ("session-start", None),
     "UserPromptSubmit": ("user-prompt-submit", None),
@@ -49,42 +51,12 @@ def placement(scope: str, checkout: Path, env: Mapping[str, str] | None = None) 
     return Placement(config_home(env) / "settings.json", mcp_file)
 
 
-def _ours(command: object) -> bool:
-    return isinstance(command, str) and "memhub-agent hook claude-code " in command
-
-
-def _without_ours(settings: dict[str, Any]) -> None:
-    hooks = settings.get("hooks")
-    if not isinstance(hooks, dict):
-        return
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list):
-                mine = [h for h in inner if isinstance(h, dict) and _ours(h.get("command"))]
-                if mine:
-                    group = {**group, "hooks": [h for h in inner if h not in mine]}
-                    if not group["hooks"]:
-                        continue
-            kept.append(group)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if not hooks:
-        del settings["hooks"]
-
-
 def _with_ours(settings: dict[str, Any], agent: str) -> None:
-    _without_ours(settings)
+    without_hooks(settings, AGENT)
     hooks = settings.setdefault("hooks", {})
     for event, (name, matcher) in HOOKS.items():
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [{"type": "command", "command": f"{agent} hook claude-code {name}"}]
+        group["hooks"] = [{"type": "command", "command": f"{agent} hook {AGENT} {name}"}]
         hooks.setdefault(event, []).append(group)
 
 
@@ -133,7 +105,7 @@ def uninstall(scope: str, checkout: Path, env: Mapping[str, str] | None = None) 
                 del config["mcpServers"]
 
     return [
-        edit_json(where.hooks_file, _without_ours),
+        edit_json(where.hooks_file, lambda settings: without_hooks(settings, AGENT)),
         edit_json(where.mcp_file, drop_server),
     ]
 
@@ -143,20 +115,7 @@ def installed(
 ) -> tuple[list[str], bool]:
     """Which of memhub's hooks are in `scope`'s settings (by event), and whether its server is."""
     where = placement(scope, checkout, env)
-    events = []
-    try:
-        settings = json.loads(where.hooks_file.read_text(encoding="utf-8"))
-        for event, groups in (settings.get("hooks") or {}).items():
-            if any(
-                _ours(h.get("command"))
-                for g in groups
-                if isinstance(g, dict)
-                for h in g.get("hooks") or []
-                if isinstance(h, dict)
-            ):
-                events.append(event)
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+    events = hook_events(where.hooks_file, AGENT)
     try:
         config = json.loads(where.mcp_file.read_text(encoding="utf-8"))
         server = _our_server((config.get("mcpServers") or {}).get(SERVER_NAME))
