@@ -12,6 +12,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.shared_state import locked
 from memapp.stores.tokens import authenticate_token, refusal, scope_allows
+from memapp.stores.warm import begin_request
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -29,6 +30,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Malformed token.") from None
+        begin_request()  # what this request resolves may come from what the worker kept
         row = authenticate_token(token, request.META.get("HTTP_USER_AGENT", ""))
         if row is None:
             raise exceptions.AuthenticationFailed(refusal(token))

@@ -9,3 +9,8 @@ class StoresConfig(AppConfig):
     name = "memapp.stores"
     label = "memapp"
     verbose_name = "memhub"
+
+    def ready(self) -> None:
+        from memapp.stores.warm import connect_signals
+
+        connect_signals()

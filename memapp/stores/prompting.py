@@ -14,22 +14,32 @@ from memapp.memdir.prompt import (
 from memapp.stores.events import record_event_later
 from memapp.stores.flags import get_flags
 from memapp.stores.models import Store
+from memapp.stores.warm import remembered
 
 
 def team_store_for(user, project) -> Store | None:
-    """The project's main team store, when the user is a member."""
+    """The project's main team store, when the user is a member (kept by a warm worker:
+    memapp.stores.warm)."""
     if project is None:
         return None
-    return (
-        Store.objects.filter(project=project, kind=Store.Kind.TEAM, mount="", project__members=user)
+    return remembered(
+        ("team-store", user.pk, project.pk),
+        lambda: Store.objects.filter(
+            project=project, kind=Store.Kind.TEAM, mount="", project__members=user
+        )
         .order_by("pk")
-        .first()
+        .first(),
     )
 
 
 def agent_store_for(user, project, agent_type: str, scope: str) -> Store | None:
     """The user's memory of one agent in one scope (docs/design.md §13): user scope belongs to
     no project, project and local scope to this project's checkouts."""
+    key = ("agent-store", user.pk, getattr(project, "pk", None), agent_type, scope)
+    return remembered(key, lambda: _agent_store(user, project, agent_type, scope))
+
+
+def _agent_store(user, project, agent_type: str, scope: str) -> Store | None:
     stores = Store.objects.filter(
         kind=Store.Kind.AGENT, owner=user, agent_type=agent_type, agent_scope=scope
     )

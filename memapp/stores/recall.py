@@ -53,6 +53,7 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import update
+from memapp.stores.warm import remembered
 
 if TYPE_CHECKING:
     import anthropic
@@ -141,7 +142,11 @@ def store_recall_index(store: Store, limit: int) -> RecallIndex:
             store.refresh_from_db(fields=["scanned_at"])  # another worker may have just done it
             if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
                 rescan_store(store)
-    return index_from_mirror(store, limit, _indexes_by_store, _indexes_lock)
+    # The mirror changes only with a save of its store, which replaces the warm stamp.
+    return remembered(
+        ("recall-index", store.pk, limit),
+        lambda: index_from_mirror(store, limit, _indexes_by_store, _indexes_lock),
+    )
 
 
 def index_from_mirror(
