@@ -203,8 +203,10 @@ def django_on_temp_data_dir() -> Iterator[Path]:
             from django.db import connections
 
             from memapp.stores.events import flush_events
+            from memapp.stores.recall_stats import flush_recall_counts
 
             flush_events()  # now, while the database still exists, not at exit
+            flush_recall_counts()
             connections.close_all()
             _data_dir = None
 

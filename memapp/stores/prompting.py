@@ -24,11 +24,13 @@ def team_store_for(user, project) -> Store | None:
         return None
     return remembered(
         ("team-store", user.pk, project.pk),
-        lambda: Store.objects.filter(
-            project=project, kind=Store.Kind.TEAM, mount="", project__members=user
-        )
-        .order_by("pk")
-        .first(),
+        lambda: (
+            Store.objects.filter(
+                project=project, kind=Store.Kind.TEAM, mount="", project__members=user
+            )
+            .order_by("pk")
+            .first()
+        ),
     )
 
 

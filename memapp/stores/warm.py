@@ -107,10 +107,12 @@ def _replace_stamp() -> None:
 
 
 def bump() -> None:
-    """Something an answer depends on changed: this process forgets what it kept now, and the
-    shared stamp is replaced when the transaction commits (not before: a worker that read the
-    new stamp could otherwise keep what the database said before the commit). Once per
+    """Something an answer depends on changed: this process forgets what it kept now, the rest
+    of this request keeps nothing (it sees its own writes, which may yet be rolled back), and
+    the shared stamp is replaced when the transaction commits (not before: a worker that read
+    the new stamp could otherwise keep what the database said before the commit). Once per
     transaction, however many rows it changes."""
+    _stamp.set(None)
     with _lock:
         _entries.clear()
     connection = transaction.get_connection()
