@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 __all__ = [
+    "StampedQuerySet",
     "begin_request",
     "bump",
     "connect_signals",
@@ -126,10 +126,25 @@ def bump() -> None:
 # -- what bumps --------------------------------------------------------------------------------
 
 
+class StampedQuerySet(models.QuerySet):
+    """A queryset whose bulk `update` bumps too (a save, a delete and a change of members bump
+    through signals, a bulk update sends none). `quiet_fields` change no answer."""
+
+    quiet_fields: frozenset[str] = frozenset()
+
+    def update(self, **kwargs):
+        rows = super().update(**kwargs)
+        if rows and not set(kwargs) <= self.quiet_fields:
+            bump()
+        return rows
+
+
 def _saved(sender, instance, update_fields=None, **kwargs) -> None:
-    # A store's rescan that found nothing new only records when it looked (mirror._touch):
-    # no answer depends on that, and every idle store does it every minute.
-    if update_fields is not None and set(update_fields) <= {"scanned_at"}:
+    # A store's rescan that found nothing new only records when it looked (mirror._touch): no
+    # answer depends on that, and every idle store does it every minute. (A kept store asks
+    # the database for its scan time before it counts as due: memapp.stores.recall.)
+    touched = update_fields is not None and set(update_fields) == {"scanned_at"}
+    if touched and getattr(instance, "scanned_at", None) is not None:
         return
     bump()
 
@@ -143,13 +158,10 @@ def _members_changed(sender, action: str, **kwargs) -> None:
         bump()
 
 
-def connect_signals() -> None:
-    """Bump on every save and delete of what requests resolve (called by the app's ready)."""
-    from memapp.stores.models import ApiToken, FlagValue, Project, ProjectAlias, Store
-
-    for model in (Store, Project, ProjectAlias, FlagValue, ApiToken, get_user_model()):
+def connect_signals(models_answered_from: Iterable[type[models.Model]], members) -> None:
+    """Bump on every save and delete of these models and every change of `members` (the
+    through model of a project's members); called once by the app's `ready`."""
+    for model in models_answered_from:
         post_save.connect(_saved, sender=model, dispatch_uid=f"warm-save-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"warm-delete-{model.__name__}")
-    m2m_changed.connect(
-        _members_changed, sender=Project.members.through, dispatch_uid="warm-members"
-    )
+    m2m_changed.connect(_members_changed, sender=members, dispatch_uid="warm-members")

@@ -14,6 +14,7 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from django.db import connection
@@ -23,7 +24,7 @@ from memapp.bench.web import _free_port
 from memapp.stores.actions import do_save_memory
 from memapp.stores.flags import set_flag
 from memapp.stores.members import do_remove_member
-from memapp.stores.models import Project, Store
+from memapp.stores.models import ApiToken, Project, Store
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token
 from tests.conftest import write_memory
 
@@ -35,7 +36,10 @@ def _database_url() -> str:
     db = connection.settings_dict
     if connection.vendor == "sqlite":
         return f"sqlite:///{db['NAME']}"
-    return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
+    if db["HOST"].startswith("/"):  # a Unix socket's directory
+        return f"postgres://{auth}@/{db['NAME']}?host={db['HOST']}"
+    return f"postgres://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 class Worker:
@@ -140,10 +144,16 @@ def warm(workers, token: str, query: str) -> list[dict]:
 
 def test_a_revoked_token_is_refused_by_every_worker_at_once(workers, alice, project):
     row, token = do_create_api_token(alice, "agent")
+    other_row, other = do_create_api_token(alice, "script")
     warm(workers, token, "database tests")
+    warm(workers, other, "database tests")
     do_revoke_api_token(row)
     for worker in workers:
         assert recall(worker, token, "database tests")[0] == 401
+        assert recall(worker, other, "database tests")[0] == 200
+    ApiToken.objects.filter(pk=other_row.pk).update(revoked_at=timezone.now())  # in bulk
+    for worker in workers:
+        assert recall(worker, other, "database tests")[0] == 401
 
 
 def test_an_expired_token_is_refused_by_every_worker_at_once(workers, alice, project):

@@ -45,3 +45,10 @@ def test_the_table_is_culled_every_so_many_writes(monkeypatch):
         (count,) = cursor.fetchone()
     assert count <= 10 + 5  # culled at the last count, at most CULL_EVERY written since
     assert small.get("key-29") == 29
+
+
+def test_a_key_longer_than_the_column_is_refused():
+    cache.set("k" * 250, 1, 60)  # with Django's prefix ":1:", 253 characters
+    assert cache.get("k" * 250) == 1
+    with pytest.raises(ValueError, match="longer than 255"):
+        cache.set("k" * 256, 1, 60)
