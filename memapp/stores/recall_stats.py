@@ -48,6 +48,8 @@ def flush_recall_counts() -> int:
         pending = dict(_pending)
         _pending.clear()
     rows = [(store, path, times, at) for (store, path), (times, at) in pending.items()]
+    if not rows:
+        return 0
     try:
         with transaction.atomic():
             _add_counts(rows)
