@@ -80,6 +80,7 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
         max_bytes=flags["index_max_bytes"],
         private_display_dir=memory_dir,
         team_display_dir=f"{memory_dir.rstrip('/')}/team" if memory_dir else None,
+        agent_scope=private.agent_scope if agent else None,
     )
     result = assemble_prompt(request)
     # Index blocks come private first, then team (when the mode shows a team index).
