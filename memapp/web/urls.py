@@ -36,6 +36,11 @@ urlpatterns = [
         name="consolidate_now",
     ),
     path(
+        "stores/<int:store_id>/consolidate/cancel/",
+        consolidation.cancel_consolidation,
+        name="consolidation_cancel",
+    ),
+    path(
         "stores/<int:store_id>/consolidation/",
         consolidation.consolidation_panel,
         name="consolidation_panel",
