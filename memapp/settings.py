@@ -119,6 +119,8 @@ MEMHUB_OIDC_ALLOWED_DOMAINS = [
     d.strip().lower() for d in env_str("MEMHUB_OIDC_ALLOWED_DOMAINS").split(",") if d.strip()
 ]
 MEMHUB_OIDC_STAFF_GROUP = env_str("MEMHUB_OIDC_STAFF_GROUP")
+# The userinfo claim holding the person's groups or roles; dots reach into objects.
+MEMHUB_OIDC_STAFF_CLAIM = env_str("MEMHUB_OIDC_STAFF_CLAIM", "groups")
 MEMHUB_PASSWORD_LOGIN = env_bool("MEMHUB_PASSWORD_LOGIN", True)
 if MEMHUB_OIDC_ISSUER and not MEMHUB_OIDC_CLIENT_ID:
     raise ImproperlyConfigured("MEMHUB_OIDC_ISSUER is set: set MEMHUB_OIDC_CLIENT_ID too.")
