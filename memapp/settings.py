@@ -108,8 +108,9 @@ MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 # A token lives this many days, then is renewed on the API tokens page; 0: tokens never expire.
 MEMHUB_TOKEN_DAYS = env_int("MEMHUB_TOKEN_DAYS", 90, minimum=0)
 MEMHUB_INVITATION_DAYS = env_int("MEMHUB_INVITATION_DAYS", 7, minimum=1)
-# The command the Connect your agent page gives for installing memhub-agent.
-MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL", "pipx install memhub")
+# The command the Connect your agent page gives for installing memhub-agent; unset: pipx from
+# the site's own package index (`/client/simple/`, docs/design.md §26).
+MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL")
 # Single sign-on with OpenID Connect (docs/design.md §26): on when an issuer is set. Its
 # endpoints come from the issuer's discovery document, read when first needed.
 MEMHUB_OIDC_ISSUER = env_str("MEMHUB_OIDC_ISSUER").rstrip("/")
