@@ -1,7 +1,7 @@
 """Starting memhub as a person does: `serve --ensure-admin` ends with a box holding the address
-and the admin's password (what the servers print goes to log files), and two instances with
-their own data dirs and ports run side by side and stop cleanly (the password in the box logging the admin in), each with its own gunicorn
-control socket (one data dir so deep that its socket path would not fit)."""
+and the admin's password, which logs the admin in (what the servers print goes to log files),
+and two instances with their own data dirs and ports run side by side and stop cleanly, each
+with its own gunicorn control socket (one data dir so deep that its socket path would not fit)."""
 
 from __future__ import annotations
 
