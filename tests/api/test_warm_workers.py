@@ -37,9 +37,10 @@ def _database_url() -> str:
     if connection.vendor == "sqlite":
         return f"sqlite:///{db['NAME']}"
     auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    if db["HOST"].startswith("/"):  # a Unix socket's directory
-        return f"postgres://{auth}@/{db['NAME']}?host={db['HOST']}"
-    return f"postgres://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    host = db["HOST"] or db.get("OPTIONS", {}).get("host", "")
+    if host.startswith("/"):  # a Unix socket's directory
+        return f"postgres://{auth}@/{db['NAME']}?host={host}"
+    return f"postgres://{auth}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 class Worker:
