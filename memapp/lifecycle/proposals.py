@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
-from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
+from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
 from memapp.memdir.scan import detect_type_form

@@ -41,8 +41,8 @@ from memapp.lifecycle.proposals import (
     rendered_change,
     revise_change,
 )
-from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.consolidate_lock import (
     LockUnavailable,
     read_lock,
