@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memapp.api.errors import ApiError
-from memapp.lifecycle.consolidation import do_cancel_consolidation, request_consolidation
+from memapp.lifecycle.consolidation import do_cancel_consolidation
 from memapp.lifecycle.models import ConsolidationRun, Proposal
 from memapp.lifecycle.proposals import ApplyResult
 from memapp.lifecycle.store_changes import (
@@ -22,6 +22,7 @@ from memapp.lifecycle.store_changes import (
     StoreBusy,
     do_apply_store_proposal,
 )
+from memapp.lifecycle.tasks import request_consolidation
 from memapp.stores.access import get_store_for_user
 
 

@@ -1,9 +1,10 @@
-"""Consolidation and distillation as tasks, per store (docs/design.md §14.7–§14.8).
+"""Consolidation and distillation runs, per store (docs/design.md §14.7–§14.8).
 
-A run is asked for by the sweep when the gates of `memapp.lifecycle.gates` say a store is due,
-or by a person ("Consolidate now", which skips the time and session gates). The task checks the
-flag, finds who reviews the result, then takes the directory's `.consolidate-lock` (the last
-gate: a local agent holding it means skip). Under it:
+A run is asked for (`memapp.lifecycle.tasks`) by the sweep when the gates of
+`memapp.lifecycle.gates` say a store is due, or by a person ("Consolidate now", which skips the
+time and session gates). The task checks the flag, finds who reviews the result, then takes
+the directory's `.consolidate-lock` (the last gate: a local agent holding it means skip).
+Under it:
 
 - distillation, when daily logs hold entries it has not read: one model call (or the offline
   rules) turns them into a `distillation` proposal, and the log cursor moves with it;
@@ -24,13 +25,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
-from django_tasks import task
 
 from memapp.lifecycle.daily_logs import new_log_entries, store_logs
 from memapp.lifecycle.gates import (
-    check_gates,
     latest_consolidation,
     session_scope,
     sessions_since,
@@ -96,12 +94,8 @@ from memapp.stores.models import Store
 __all__ = [
     "Cancelled",
     "ConsolidationFailed",
-    "consolidate_store_task",
     "consolidation_request",
-    "consolidation_sweep_task",
     "do_cancel_consolidation",
-    "enqueue_due_consolidations",
-    "request_consolidation",
     "run_consolidation",
     "take_snapshot",
 ]
@@ -138,12 +132,8 @@ def do_cancel_consolidation(store: Store) -> ConsolidationRun | None:
         if run is None:
             return None
         if run.status == ConsolidationRun.Status.QUEUED:
-            run.status, run.outcome = (
-                ConsolidationRun.Status.DONE,
-                ConsolidationRun.Outcome.CANCELLED,
-            )
-            run.gate, run.finished_at = "cancelled", timezone.now()
-            run.save(update_fields=["status", "outcome", "gate", "finished_at"])
+            run.gate = "cancelled"
+            run.finish(ConsolidationRun.Outcome.CANCELLED)
         else:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested"])
@@ -157,90 +147,7 @@ def _check_cancelled(run: ConsolidationRun, proposals: list[Proposal]) -> None:
         raise Cancelled
 
 
-# --- asking for a run -------------------------------------------------------------------------
-
-
-def _expire_lost_runs(store_id: int) -> None:
-    cutoff = timezone.now() - STALE_RUN
-    ConsolidationRun.objects.filter(
-        Q(status=ConsolidationRun.Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=ConsolidationRun.Status.QUEUED, created_at__lt=cutoff),
-        store_id=store_id,
-    ).update(
-        status=ConsolidationRun.Status.FAILED,
-        outcome=ConsolidationRun.Outcome.FAILED,
-        error="lost: the task worker stopped before it finished",
-        finished_at=timezone.now(),
-    )
-
-
-def request_consolidation(
-    store: Store,
-    *,
-    trigger: str,
-    requested_by=None,
-    consolidate: bool = True,
-    distill: bool = True,
-) -> tuple[str, ConsolidationRun]:
-    """Queue a run of `store`: (`queued`, the new run), or (`busy`, the run already queued or
-    running, which serves this request too)."""
-    with transaction.atomic():
-        Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
-        _expire_lost_runs(store.pk)
-        active = ConsolidationRun.objects.filter(store=store, status__in=ACTIVE).first()
-        if active is not None:
-            return "busy", active
-        run = ConsolidationRun.objects.create(
-            store=store,
-            trigger=trigger,
-            requested_by=requested_by,
-            consolidate=consolidate,
-            distill=distill,
-        )
-    result = consolidate_store_task.enqueue(run.pk)
-    ConsolidationRun.objects.filter(pk=run.pk, task_id="").update(task_id=result.id)
-    return "queued", run
-
-
-def enqueue_due_consolidations(now: datetime.datetime | None = None) -> list[int]:
-    """Check every store's gates and queue a run for each that is due; the new runs' ids."""
-    queued = []
-    for verdict in check_gates(now):
-        if not verdict.due:
-            continue
-        status, run = request_consolidation(
-            verdict.store,
-            trigger=ConsolidationRun.Trigger.SCHEDULE,
-            consolidate=verdict.consolidate,
-            distill=verdict.distill,
-        )
-        if status == "queued":
-            queued.append(run.pk)
-    return queued
-
-
-@task()
-def consolidate_store_task(run_id: int) -> dict:
-    """One consolidation run; its summary."""
-    return run_consolidation(run_id)
-
-
-@task()
-def consolidation_sweep_task() -> list[int]:
-    """The gates of every store; the runs it queued."""
-    return enqueue_due_consolidations()
-
-
 # --- the run ----------------------------------------------------------------------------------
-
-
-def _claim(run_id: int) -> ConsolidationRun | None:
-    claimed = ConsolidationRun.objects.filter(
-        pk=run_id, status=ConsolidationRun.Status.QUEUED
-    ).update(status=ConsolidationRun.Status.RUNNING, started_at=timezone.now())
-    if not claimed:
-        return None
-    return ConsolidationRun.objects.select_related("store__project", "requested_by").get(pk=run_id)
 
 
 def _reviewer(store: Store, requested_by):
@@ -278,9 +185,7 @@ def _enclosing_holder(store: Store) -> int | None:
 
 def _skip(run: ConsolidationRun, gate: str, holder: int | None = None) -> list[Proposal]:
     run.gate, run.lock_holder = gate, holder
-    run.outcome, run.status = ConsolidationRun.Outcome.SKIPPED, ConsolidationRun.Status.DONE
-    run.finished_at = timezone.now()
-    run.save()
+    run.finish(ConsolidationRun.Outcome.SKIPPED)
     return []
 
 
@@ -326,12 +231,6 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
     return proposals
 
 
-def _fail(run: ConsolidationRun, error: str) -> None:
-    run.status, run.outcome = ConsolidationRun.Status.FAILED, ConsolidationRun.Outcome.FAILED
-    run.error, run.finished_at = error[:2000], timezone.now()
-    run.save()
-
-
 def _record(run: ConsolidationRun, started: float) -> None:
     kinds = [
         k for k, on in (("distillation", run.distill), ("consolidation", run.consolidate)) if on
@@ -362,23 +261,22 @@ def _record(run: ConsolidationRun, started: float) -> None:
 
 def run_consolidation(run_id: int) -> dict:
     """Carry out one queued run; a summary of what it did (the task's result)."""
-    run = _claim(run_id)
-    if run is None:
+    if not ConsolidationRun.objects.claim(run_id):
         return {"run": run_id, "store": None, "outcome": "not queued"}
+    run = ConsolidationRun.objects.select_related("store__project", "requested_by").get(pk=run_id)
     started = time.monotonic()
     flags = get_flags(run.store.project)
     proposals: list[Proposal] = []
     try:
         proposals = _run(run, flags)
     except Cancelled:  # the lock and the last run's time were put back by _run
-        run.status, run.outcome = ConsolidationRun.Status.DONE, ConsolidationRun.Outcome.CANCELLED
-        run.gate, run.finished_at = "cancelled", timezone.now()
-        run.save()
+        run.gate = "cancelled"
+        run.finish(ConsolidationRun.Outcome.CANCELLED)
     except ConsolidationFailed as exc:
-        _fail(run, str(exc))
+        run.fail(str(exc))
     except Exception as exc:  # a bug must not leave the store's queue stuck
         log.exception("consolidation run %s failed", run.pk)
-        _fail(run, f"{type(exc).__name__}: {exc}")
+        run.fail(f"{type(exc).__name__}: {exc}")
     _record(run, started)
     if proposals and flags["lifecycle_apply"] == "auto":
         for proposal in proposals:
@@ -923,11 +821,7 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         if index is not None:
             run.index_after = _measure(index.body)
     run.findings = findings
-    run.outcome = (
-        ConsolidationRun.Outcome.PROPOSED if proposals else ConsolidationRun.Outcome.NOTHING
-    )
-    run.status, run.finished_at = ConsolidationRun.Status.DONE, timezone.now()
-    run.save()
+    run.finish(ConsolidationRun.Outcome.PROPOSED if proposals else ConsolidationRun.Outcome.NOTHING)
     run.proposals.set(proposals)
     return proposals
 

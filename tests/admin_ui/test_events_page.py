@@ -95,7 +95,7 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
-    from memapp.lifecycle.consolidation import request_consolidation
+    from memapp.lifecycle.tasks import request_consolidation
     from tests.conftest import background_tick
     from tests.transcripts import Transcript
 
