@@ -58,7 +58,8 @@ def _sync_json(report: SyncReport, logs: LogSyncReport, dry_run: bool) -> dict[s
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from memapp.client.daily_logs import sync_daily_logs
-    from memapp.client.sync import SyncBusy, sync_project
+    from memapp.client.sync import sync_project
+    from memapp.client.sync_state import SyncBusy
 
     project = current_project(args.cwd)
     client = connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF)
