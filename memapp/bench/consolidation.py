@@ -144,8 +144,8 @@ def _proposal(web, run: int):
     makes it from a model's answer."""
     from memapp.lifecycle.consolidation import take_snapshot
     from memapp.lifecycle.proposals import do_propose_changes
-    from memapp.memdir.consolidation import plan_index
     from memapp.memdir.extraction import ProposedChange
+    from memapp.memdir.index_plan import plan_index
     from memapp.stores.flags import get_flags
 
     rows = list(

@@ -63,13 +63,10 @@ from memapp.memdir.consolidation import (
     DISTILLATION_SYSTEM,
     DUPLICATE_THRESHOLD,
     DatedMemory,
-    TopicFile,
     build_consolidation_request,
     build_distillation_request,
-    index_checks,
     offline_consolidation,
     offline_distillation,
-    plan_index,
     replaced_unsure_dates,
     take_index_change,
 )
@@ -78,6 +75,7 @@ from memapp.memdir.extraction import Dropped, ProposedChange, Target
 from memapp.memdir.extraction import validate_changes as validate_topic_changes
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health, index_size, parse_index_entries
+from memapp.memdir.index_plan import TopicFile, index_checks, plan_index
 from memapp.memdir.lint import near_duplicates, similar_to
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate

@@ -50,7 +50,6 @@ from memapp.memdir.consolidate_lock import (
     restore_lock,
     try_acquire_lock,
 )
-from memapp.memdir.consolidation import Risk, fit_index, index_checks, store_risks
 from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import (
     INDEX_FILENAME,
@@ -63,6 +62,7 @@ from memapp.memdir.index import (
     with_index_entry,
     without_index_entry,
 )
+from memapp.memdir.index_plan import Risk, fit_index, index_checks, store_risks
 from memapp.memdir.store_files import FileRejected, walk_store
 from memapp.stores.actions import EditConflict, do_put_files, do_save_memory, store_file_path
 from memapp.stores.changes import announce_change
