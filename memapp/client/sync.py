@@ -77,7 +77,7 @@ except ImportError:  # pragma: no cover (not on Windows)
 __all__ = [
     "PRIVATE_STORES",
     "Action",
-    "SyncReport",
+    "PrivateSyncReport",
     "conflict_copy_key",
     "is_syncable_key",
     "merge_index_lines",
@@ -181,7 +181,7 @@ def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
 
 
 @dataclass
-class SyncReport:
+class PrivateSyncReport:
     uploaded: list[str] = field(default_factory=list)
     downloaded: list[str] = field(default_factory=list)
     deleted_local: list[str] = field(default_factory=list)
@@ -236,7 +236,7 @@ class _Upload:
         return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
 
 
-def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
+def _read_local(memory_dir: Path, key: str, report: PrivateSyncReport) -> str | None:
     """A local file's text for upload, or None (reported) when it cannot be sent."""
     try:
         data = (memory_dir / key).read_bytes()
@@ -251,7 +251,7 @@ def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
 
 
 def _without_local_secrets(
-    uploads: list[_Upload], secret_scan: SecretScan | None, report: SyncReport
+    uploads: list[_Upload], secret_scan: SecretScan | None, report: PrivateSyncReport
 ) -> list[_Upload]:
     """The uploads the local rules find no secret in; the others are reported, by rule and
     line, never by value."""
@@ -277,7 +277,7 @@ class _Run:
         store_id: int,
         memory_dir: Path,
         base: dict[str, str],
-        report: SyncReport,
+        report: PrivateSyncReport,
         bar: tqdm,
         secret_scan: SecretScan | None,
         save: Callable[[], None],
@@ -529,10 +529,10 @@ def _dry_run(
     secret_scan: SecretScan | None,
     *,
     new_store: bool = False,
-) -> SyncReport:
+) -> PrivateSyncReport:
     """A dry run's report: the plan, less the uploads a sync would skip, which are reported as
     the sync reports them (read and scanned by the same functions)."""
-    report = SyncReport(new_store=new_store)
+    report = PrivateSyncReport(new_store=new_store)
     uploads = []
     for action in actions:
         if action.kind in ("upload", "keep_both"):
@@ -544,7 +544,7 @@ def _dry_run(
     return report
 
 
-def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> SyncReport:
+def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> PrivateSyncReport:
     """A dry run's decision when the server has no store yet: every local file is uploaded."""
     local, _ = scan_local(memory_dir)
     actions, _ = plan_sync(local, {}, {})
@@ -559,7 +559,7 @@ def sync_project(
     dry_run: bool = False,
     progress: bool = True,
     secret_scan: SecretScan | None = scan_text,
-) -> SyncReport:
+) -> PrivateSyncReport:
     """Sync `project`'s private memory dir with the caller's private store on the server.
 
     Raises `ApiError` / `Unreachable` when the server fails in a way a retry cannot fix, and
@@ -576,7 +576,7 @@ def sync_project(
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
     identity = state_identity(client.url, store_id, memory_dir)
-    report = SyncReport(store_id=store_id)
+    report = PrivateSyncReport(store_id=store_id)
     base = load_base(path, identity)
 
     def save() -> None:

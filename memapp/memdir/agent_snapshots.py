@@ -58,7 +58,7 @@ __all__ = [
     "MAX_SNAPSHOT_FILE_BYTES",
     "SNAPSHOTS_FOLDER",
     "SNAPSHOT_JSON",
-    "ApplyResult",
+    "SnapshotActionResult",
     "PublishResult",
     "Refusal",
     "SnapshotChanged",
@@ -449,7 +449,7 @@ def compare_snapshot(
 
 
 @dataclass(frozen=True)
-class ApplyResult:
+class SnapshotActionResult:
     """What an action did: files written and removed, files refused, index entries added."""
 
     action: str
@@ -526,7 +526,7 @@ def initialize_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Copy the snapshot's top-level files into ``memory_dir`` (created if missing), then write
     the marker. ``updated_at``, when given, must still be the snapshot's (else
     :class:`SnapshotChanged`); so must each file's SHA-256 in ``expected``."""
@@ -536,7 +536,9 @@ def initialize_from_snapshot(
     written = _write_files(memory_dir, files)
     _write_marker(memory_dir, stamp)
     approved = {name: content_sha256(data) for name, data in files.items()}
-    return ApplyResult("initialize", stamp, tuple(written), (), tuple(refused), (), approved)
+    return SnapshotActionResult(
+        "initialize", stamp, tuple(written), (), tuple(refused), (), approved
+    )
 
 
 def _index_lines(data: bytes) -> dict[str, str]:
@@ -550,7 +552,7 @@ def merge_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Apply the snapshot files in ``names`` (the ones a person ticked), keep every other local
     file, then write the marker.
 
@@ -591,7 +593,9 @@ def merge_from_snapshot(
             write_atomic_bytes(index_path, text.encode("utf-8", "surrogateescape"))
     _write_marker(memory_dir, stamp)
     approved = {name: content_sha256(data) for name, data in picked.items()}
-    return ApplyResult("merge", stamp, tuple(written), (), tuple(refused), tuple(entries), approved)
+    return SnapshotActionResult(
+        "merge", stamp, tuple(written), (), tuple(refused), tuple(entries), approved
+    )
 
 
 def keep_local(
@@ -599,7 +603,7 @@ def keep_local(
     memory_dir: str | os.PathLike[str],
     *,
     updated_at: str | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Change no memory file; only write the marker, so the snapshot counts as synced."""
     snapshot, memory_dir = Path(snapshot), Path(memory_dir)
     meta = read_snapshot_meta(snapshot)
@@ -611,7 +615,7 @@ def keep_local(
             f"the snapshot is now {meta.updated_at}, the decision was for {updated_at}"
         )
     _write_marker(memory_dir, meta.updated_at)
-    return ApplyResult("keep", meta.updated_at)
+    return SnapshotActionResult("keep", meta.updated_at)
 
 
 def replace_from_snapshot(
@@ -620,7 +624,7 @@ def replace_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Make the local top-level ``*.md`` files exactly the snapshot's, then write the marker.
 
     Other local files (not ``*.md``, hidden, or in subdirectories) are kept. The snapshot's files
@@ -640,7 +644,7 @@ def replace_from_snapshot(
             removed.append(entry.name)
     _write_marker(memory_dir, stamp)
     approved = {name: content_sha256(data) for name, data in files.items()}
-    return ApplyResult(
+    return SnapshotActionResult(
         "replace", stamp, tuple(written), tuple(removed), tuple(refused), (), approved
     )
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from django import forms
 
 from memapp.lifecycle.models import ProposalChange
-from memapp.lifecycle.store_changes import INDEX_KEY, proposed_index
+from memapp.lifecycle.store_proposals import INDEX_KEY, proposed_index
 from memapp.web.lifecycle_forms import DecisionForm
 
 

@@ -14,7 +14,7 @@ from memapp.lifecycle.daily_logs import has_logs, store_logs
 from memapp.lifecycle.models import ConsolidationRun, Proposal, ProposalChange
 from memapp.lifecycle.proposals import AccessLost, ProposalClosed, do_reject_proposal
 from memapp.lifecycle.status import consolidation_status
-from memapp.lifecycle.store_changes import (
+from memapp.lifecycle.store_proposals import (
     ApplyRefused,
     NeedsConfirmation,
     default_selection,

@@ -27,9 +27,9 @@ from memapp.lifecycle.models import (
 )
 from memapp.lifecycle.proposals import (
     AccessLost,
-    ApplyResult,
     EditRefused,
     ProposalClosed,
+    ProposalResult,
     change_diff,
     do_apply_proposal,
     do_rebase_change,
@@ -38,7 +38,7 @@ from memapp.lifecycle.proposals import (
 )
 from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session, skip_sentences
-from memapp.lifecycle.store_changes import do_rebase_store_change, is_store_wide
+from memapp.lifecycle.store_proposals import do_rebase_store_change, is_store_wide
 from memapp.stores.models import Store
 from memapp.web.lifecycle_forms import DecisionForm
 from memapp.web.markdown import render_markdown
@@ -83,7 +83,7 @@ def _sources(proposal: Proposal) -> list[dict]:
     return shown
 
 
-def _result_message(request: HttpRequest, result: ApplyResult) -> None:
+def _result_message(request: HttpRequest, result: ProposalResult) -> None:
     if result.applied:
         messages.success(request, f"Applied: {', '.join(result.applied)}.")
     if result.conflicts:

@@ -17,7 +17,7 @@ from memapp.memdir.index import index_health, load_index
 from memapp.memdir.lint import near_duplicates
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import do_rebuild_index_entries
-from memapp.stores.flags import get_flag
+from memapp.stores.flags import project_index_caps
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
@@ -64,8 +64,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
     context["trash_count"] = store.trash.count()
-    max_lines = get_flag("index_max_lines", store.project)
-    max_bytes = get_flag("index_max_bytes", store.project)
+    max_lines, max_bytes = project_index_caps(store.project)
     truncation = load_index(store.path, max_lines, max_bytes)
     context.update(
         index=truncation,
@@ -114,11 +113,9 @@ def store_rescan(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
+    max_lines, max_bytes = project_index_caps(store.project)
     health = index_health(
-        Path(store.path),
-        exclude=tuple(store.exclude),
-        max_lines=get_flag("index_max_lines", store.project),
-        max_bytes=get_flag("index_max_bytes", store.project),
+        Path(store.path), exclude=tuple(store.exclude), max_lines=max_lines, max_bytes=max_bytes
     )
     files = store.files.all()
     described = [(f.path, f.description) for f in files if f.description]
