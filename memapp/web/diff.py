@@ -5,56 +5,37 @@ changed line marked. The side-by-side review of a snapshot or a proposal draws t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from memapp.memdir.comparison import CONTEXT, Line, line_diff
+from memapp.memdir.comparison import CONTEXT, Line, LineDiff, line_diff
 
 
 @dataclass(frozen=True)
-class Row:
-    """One line of a diff: `kind` is `same`, `add`, `del` or `gap` (unchanged lines left out);
-    `old` and `new` are its line numbers on each side (None where it has none)."""
-
-    kind: str
-    old: int | None
-    new: int | None
-    html: SafeString
+class Row(Line):
+    """A line of the core's diff as a template draws it: `html` is its text escaped, with the
+    changed words in `<mark>`; `sign` the mark in its margin."""
 
     @property
     def sign(self) -> str:
         return {"add": "+", "del": "−", "same": " ", "gap": "⋯"}[self.kind]
 
-
-@dataclass(frozen=True)
-class Diff:
-    rows: list[Row]
-    added: int
-    removed: int
-
     @property
-    def same(self) -> bool:
-        return not self.added and not self.removed
+    def html(self) -> SafeString:
+        if not self.changed:
+            return escape(self.text)
+        out, at = [], 0
+        for start, end in self.changed:
+            out.append(escape("".join(self.words[at:start])))
+            out.append(f"<mark>{escape(''.join(self.words[start:end]))}</mark>")
+            at = end
+        out.append(escape("".join(self.words[at:])))
+        return mark_safe("".join(out))  # every piece of text above is escaped
 
 
-def _html(line: Line) -> SafeString:
-    """The line escaped, its changed words in `<mark>`."""
-    if not line.changed:
-        return escape(line.text)
-    words = line.words
-    out, at = [], 0
-    for start, end in line.changed:
-        out.append(escape("".join(words[at:start])))
-        out.append(f"<mark>{escape(''.join(words[start:end]))}</mark>")
-        at = end
-    out.append(escape("".join(words[at:])))
-    return mark_safe("".join(out))  # every piece of text above is escaped
-
-
-def diff_lines(old: str | None, new: str | None, context: int = CONTEXT) -> Diff:
+def diff_lines(old: str | None, new: str | None, context: int = CONTEXT) -> LineDiff:
     """The diff from `old` to `new` (None: the file did not exist), ready to draw."""
     found = line_diff(old, new, context)
-    rows = [Row(line.kind, line.old, line.new, _html(line)) for line in found.rows]
-    return Diff(rows, found.added, found.removed)
+    return replace(found, rows=[Row(**vars(line)) for line in found.rows])
