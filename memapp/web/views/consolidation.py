@@ -25,7 +25,7 @@ from memapp.lifecycle.store_proposals import (
 from memapp.lifecycle.tasks import request_consolidation
 from memapp.memdir.daily_logs import log_day
 from memapp.stores.access import get_store_for_user
-from memapp.web.consolidation_forms import StoreDecisionForm
+from memapp.web.forms import StoreDecisionForm
 
 PANEL = "lifecycle/partials/consolidation_panel.html"
 
