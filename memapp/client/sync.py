@@ -69,11 +69,6 @@ from memapp.memdir.store_files import (
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover (not on Windows)
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = [
     "PRIVATE_STORES",
     "Action",
