@@ -410,7 +410,7 @@ def memory_warnings(
       given but blank (None means "not being edited" and is not checked);
     - `Description should be one line.` when it spans lines (a trailing newline is fine);
     - `Description is 612 characters: keep it to one line under ~200 …` when it is longer than
-      `MAX_ENTRY_CHARS`, the index entry's own limit (§5);
+      `MAX_ENTRY_CHARS`, the index entry's own limit (docs/design.md §5);
     - for feedback and project memories, per missing label (see `missing_why_how`), e.g.
       `Missing **Why:** — feedback memories should say why (an incident, a preference).` and
       `Missing **How to apply:** — project memories should say when and where it applies.`;
