@@ -4,8 +4,9 @@ It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
 team sync's own policy), the daily pruning of events, of session transcripts and of the trash,
 and each minute the check of every store's consolidation gates (which queues the stores that
-are due) and of Gemini CLI's `/memory inbox` (its patches become proposals). The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
-other machines), never here.
+are due) and of Gemini CLI's `/memory inbox` (its patches become proposals). The tasks
+themselves run in the task worker (`manage.py db_worker`, or RQ workers on other machines),
+never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """

@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from memapp.stores.models import Project, Store
 
-
 AGENTS = [("claude-code", "Claude Code"), ("gemini-cli", "Gemini CLI"), ("codex", "Codex")]
 
 
