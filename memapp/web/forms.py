@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from django import forms
+from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
 
-from memapp.lifecycle.models import ProposalChange
+from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.store_proposals import INDEX_KEY, proposed_index
-from memapp.memdir.frontmatter import MEMORY_TYPES
+from memapp.memdir.frontmatter import MEMORY_TYPES, Memory
+from memapp.memdir.index import MAX_ENTRY_CHARS
 from memapp.stores.events import EVENT_FIELDS
 from memapp.stores.flags import FLAGS, FlagError, FlagSpec
 from memapp.stores.models import FlagValue, Project, Store
@@ -30,8 +32,29 @@ from snapshots.targets import Target
 
 # --- Memories: a memory's fields, and the filters of a store's memory list.
 
-
 TYPE_CHOICES = [("", "untyped")] + [(t, t) for t in MEMORY_TYPES]
+
+
+def unknown_type(memory: Memory) -> str | None:
+    """The type a file gives that is not one of MEMORY_TYPES (`type: decision`), as written:
+    the memory is untyped, and saving keeps the value (docs/design.md §2)."""
+    if memory.type is not None:
+        return None
+    meta = memory.frontmatter.get("metadata")
+    for value in (
+        memory.frontmatter.get("type"),
+        meta.get("type") if isinstance(meta, dict) else None,
+    ):
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
+def unknown_type_warning(value: str) -> str:
+    return (
+        f'Type "{value}" is not one memhub knows ({", ".join(MEMORY_TYPES)}): agents and filters '
+        "treat this memory as untyped. Saving keeps it as written; pick a type to replace it."
+    )
 
 
 def one_line(value: str) -> None:
@@ -44,7 +67,8 @@ class MemoryForm(forms.Form):
     description = forms.CharField(
         max_length=500,
         validators=[one_line],
-        help_text="One line: agents decide from it whether the memory is relevant.",
+        help_text=f"One line under ~{MAX_ENTRY_CHARS} characters: agents decide from it whether "
+        "the memory is relevant.",
     )
     type = forms.ChoiceField(choices=TYPE_CHOICES, required=False)
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), required=False, strip=False)
@@ -59,6 +83,13 @@ class MemoryForm(forms.Form):
         "description.",
     )
     base_sha256 = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, unknown_type: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.unknown_type = unknown_type
+        if unknown_type:  # "untyped" would hide the value the file keeps
+            choices = [("", f"{unknown_type} (unknown type, kept)"), *TYPE_CHOICES[1:]]
+            self.fields["type"].choices = choices  # type: ignore[attr-defined]
 
     def clean_type(self) -> str | None:
         return self.cleaned_data["type"] or None
@@ -102,8 +133,17 @@ class FilterForm(forms.Form):
     sort = forms.ChoiceField(choices=SORTS, required=False)
 
 
-# --- Proposals: which changes to approve, each possibly edited first.
+class PasswordChangeForm(auth_forms.PasswordChangeForm):
+    """Django's, but what the password validators say about the new password (too short, too
+    common) is shown under "New password", not under "New password again"."""
 
+    def clean(self):
+        self.validate_passwords("new_password1", "new_password2")
+        self.validate_password_for_user(self.user, "new_password1")
+        return super(auth_forms.SetPasswordForm, self).clean()
+
+
+# --- Proposals: which changes to approve, each possibly edited first.
 
 PROPOSAL_FIELDS = ("name", "description", "type", "scope", "body")
 PROPOSAL_SCOPES = [
@@ -131,7 +171,10 @@ class ProposalDecisionForm(forms.Form):
         self.store = store
         self.fields["changes"].choices = [(str(c.pk), c.key) for c in self.pending]
         for change in self.pending:
-            if change.action == ProposalChange.Action.DELETE:
+            # A deletion, or a whole file from an agent's inbox: nothing to edit field by field.
+            if change.action == ProposalChange.Action.DELETE or (
+                change.proposal.kind == Proposal.Kind.INBOX
+            ):
                 continue
             self.fields[f"name-{change.pk}"] = forms.CharField(
                 max_length=200, required=False, validators=[one_line], initial=change.name
@@ -342,7 +385,6 @@ class DeviceCodeForm(forms.Form):
 
 
 # --- The admin pages: a flag's value (settings page and Django admin), event filters.
-
 
 NOTE_HELP = "Why: shown in the history next to the change."
 
