@@ -189,7 +189,8 @@ def _sentences(rng: random.Random, count: int, words: int = 18) -> list[str]:
 
 
 def generate(scale: Scale, progress: bool = True) -> World:
-    """Fill the empty database of the benchmark's data dir; return what the sections open."""
+    """Add a big deployment's people, projects, stores and rows to the configured database
+    (under names of their own, beside what other sections made); return what is measured."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
@@ -221,9 +222,9 @@ def generate(scale: Scale, progress: bool = True) -> World:
         bulk_insert(
             Project,
             ["key", "name", "repo_slug"],
-            ((f"acme/app-{p}", f"app {p}", f"acme/app-{p}") for p in range(scale.projects)),
+            ((f"scale/app-{p}", f"app {p}", f"scale/app-{p}") for p in range(scale.projects)),
         )
-        projects = _ids(Project, key__startswith="acme/app-")
+        projects = _ids(Project, key__startswith="scale/app-")
         member_of: dict[int, list[int]] = {}
         for i, user in enumerate(users):
             count = min(PROJECTS_PER_PERSON, len(projects))
@@ -681,8 +682,8 @@ def bench_api(world: World, runs: int, size: int) -> list[Row]:
 
 
 def measure(scale: Scale, runs: int = 5, progress: bool = True) -> list[Row]:
-    """Fill the configured database, empty of memhub's data, at ``scale``; measure every page
-    and API call on it."""
+    """Add a deployment of ``scale`` to the configured database and measure every page and API
+    call on it."""
     from django.db import connection
 
     from memapp.stores.recall_stats import flush_recall_counts
