@@ -55,7 +55,9 @@ def proposal_list(request: HttpRequest) -> HttpResponse:
         owner=request.user, store__in=Store.objects.visible_to(request.user).values("pk")
     ).select_related("store__project")
     context = {
-        "pending": proposals.filter(status=Proposal.Status.PENDING).prefetch_related("changes"),
+        "pending": proposals.filter(status=Proposal.Status.PENDING).prefetch_related(
+            "changes", "sessions"
+        ),
         "decided": proposals.exclude(status=Proposal.Status.PENDING).select_related("decided_by")[
             :RECENT
         ],
