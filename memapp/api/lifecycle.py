@@ -24,7 +24,7 @@ from memapp.lifecycle.proposals import (
     do_apply_proposal,
     do_reject_proposal,
 )
-from memapp.lifecycle.search import Hit, search_past_context
+from memapp.lifecycle.past_context import Hit, search_past_context
 from memapp.lifecycle.sessions import (
     SESSION_ID_RE,
     do_forget_session,

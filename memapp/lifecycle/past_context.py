@@ -1,40 +1,51 @@
-"""Past-context search (docs/design.md §14.9, §14.10): one function over a person's own sessions
-and the memories they may see, ranked, with highlighted snippets. A session's summary that holds
-every word comes before its entries: it says in a paragraph what the entries say in pages.
+"""Past-context search (docs/design.md §14.9, §24): one function over a person's own sessions
+and the memories they may see, ranked by the one rule of `memapp.memdir.ranking`, with
+highlighted snippets. A session's summary comes before the entries: it says in a paragraph what
+the entries say in pages.
 
-SQLite (the embedded default) answers from FTS5 tables that triggers keep up to date; PostgreSQL
-from its full-text search (a GIN index on the transcript text). Both take the same query: the
-words of what was typed, all of them required, the last one also as a prefix (so "deplo" finds
-"deploy"). Only entries detect-secrets has checked are searched.
+Memories are the Search page's (`memapp.stores.memory_search`). Session entries are found by the
+database's full-text index (SQLite FTS5 tables that triggers keep up to date; PostgreSQL's
+full-text search, a GIN index on the transcript text) holding any word of the query or of its
+synonyms, at most CANDIDATES of them, then ranked here like memories; an entry holding the query
+as typed (part of a word) follows the ranked ones. Only entries detect-secrets has checked are
+searched.
 """
 
 from __future__ import annotations
 
 import datetime
-import re
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.models import Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from memapp.lifecycle.models import SessionSummary
+from memapp.memdir.ranking import (
+    MAX_QUERY,
+    START,
+    STOP,
+    Passage,
+    match_terms,
+    rank_passages,
+    snippet,
+)
+from memapp.stores.memory_search import best_memories
 from memapp.stores.models import Store
 
 __all__ = ["MAX_QUERY", "Hit", "SearchResult", "search_past_context"]
 
-MAX_QUERY = 500
-MAX_TERMS = 12
-START, STOP = "\x02", "\x03"  # around a matched term in a snippet; never in stored text
-_WORD = re.compile(r"\w+", re.UNICODE)
+CANDIDATES = 200  # entries (and summaries) the database finds for the ranking to order
+MAX_TEXT = 16_384  # characters of an entry read for its ranking and snippet
 
 
 @dataclass(frozen=True)
 class Hit:
-    kind: str  # session or memory
+    kind: str  # memory, summary or session (an entry of one)
     title: str
     snippet: str  # the matched terms between START and STOP
-    score: float  # higher is better, comparable within a kind
+    score: float  # higher is better
     session_id: int | None = None  # Session.pk
     agent_session_id: str = ""  # the agent's session id
     seq: int | None = None
@@ -64,143 +75,111 @@ class SearchResult:
         return not self.memories and not self.sessions
 
 
-def _terms(query: str) -> list[str]:
-    return _WORD.findall(query[:MAX_QUERY].casefold())[:MAX_TERMS]
-
-
 def search_past_context(user, query: str, limit: int = 20) -> SearchResult:
-    """The memories `user` may see and the entries of their own sessions that contain every
-    word of `query`, best first, at most `limit` of each."""
+    """The memories `user` may see and the entries of their own sessions that match `query`,
+    best first, at most `limit` of each."""
     result = SearchResult(query)
-    terms = _terms(query)
+    query = query[:MAX_QUERY].strip()
+    terms = match_terms(query)
     if not terms or not user.is_authenticated:
         return result
-    stores = list(Store.objects.visible_to(user).values_list("pk", flat=True))
-    search = _sqlite if connection.vendor == "sqlite" else _postgresql
-    result.memories, result.sessions = search(user, terms, stores, limit)
-    result.sessions = (_summaries(user, terms, limit) + result.sessions)[:limit]
+    stores = list(Store.objects.visible_to(user))
+    result.memories = [_memory_hit(query, *found) for found in best_memories(stores, query, limit)]
+    find = _sqlite if connection.vendor == "sqlite" else _postgresql
+    passages = _summaries(user, terms) + find(user, terms)
+    ranked = rank_passages(query, passages)
+    literal = query.casefold()
+    if len(literal) >= 2:  # what holds the query as typed, as on the Search page
+        seen = {id(p) for p, _ in ranked}
+        ranked += sorted(
+            ((p, 0.0) for p in passages if id(p) not in seen and literal in p.text.casefold()),
+            key=lambda row: -row[0].when_ms,
+        )
+    summaries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "summary"]
+    entries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "session"]
+    result.sessions = (summaries + entries)[:limit]
     return result
 
 
-def _summaries(user, terms: list[str], limit: int) -> list[Hit]:
-    """The summaries of `user`'s sessions holding every term (the last also as a prefix, as
-    everywhere here), each with a snippet around its first match."""
-    found = SessionSummary.objects.filter(session__owner=user, updates__gt=0)
+def _memory_hit(query: str, memory, score: float) -> Hit:
+    text = f"{memory.description}\n{memory.body}"
+    return Hit(
+        "memory",
+        memory.title,
+        snippet(query, text) or memory.description,
+        score,
+        store_id=memory.store_id,
+        path=memory.path,
+    )
+
+
+def _hit(query: str, passage: Passage, score: float) -> Hit:
+    kind, session_pk, agent_id, title, seq, when = passage.key
+    return Hit(
+        kind,
+        title or agent_id,
+        snippet(query, passage.text) or passage.text[:180],
+        score,
+        session_id=session_pk,
+        agent_session_id=agent_id,
+        seq=seq,
+        when=when,
+    )
+
+
+def _ms(when: datetime.datetime | None) -> int:
+    return int(when.timestamp() * 1000) if when is not None else 0
+
+
+def _summaries(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    """The summaries of `user`'s sessions holding any of `terms`, newest first."""
+    holds = Q()
     for term in terms:
-        found = found.filter(text__icontains=term)
-    hits = []
-    for summary in found.select_related("session").order_by("-updated_at")[:limit]:
-        folded = summary.text.casefold()
-        first = min((folded.find(t) for t in terms if t in folded), default=0)
-        start = max(0, first - 60)
-        snippet = summary.text[start : first + 140].replace("\n", " ")
-        for term in terms:
-            snippet = re.sub(
-                rf"({re.escape(term)}\w*)", START + r"\1" + STOP, snippet, flags=re.IGNORECASE
-            )
+        holds |= Q(text__icontains=" ".join(term))
+    found = SessionSummary.objects.filter(holds, session__owner=user, updates__gt=0)
+    passages = []
+    for summary in found.select_related("session").order_by("-updated_at")[:CANDIDATES]:
         session = summary.session
-        hits.append(
-            Hit(
-                "summary",
-                session.title or session.session_id,
-                ("…" if start else "") + snippet + "…",
-                float(len(terms)),
-                session_id=session.pk,
-                agent_session_id=session.session_id,
-                when=summary.updated_at,
-            )
-        )
-    return hits
+        key = ("summary", session.pk, session.session_id, session.title, None, summary.updated_at)
+        passages.append(Passage(key, summary.text, _ms(summary.updated_at)))
+    return passages
 
 
-def _sqlite(user, terms: list[str], stores: list[int], limit: int):
-    match = " ".join(f'"{t}"' for t in terms[:-1]) + f' "{terms[-1]}"*'
-    memories: list[Hit] = []
-    with connection.cursor() as cursor:
-        if stores:
-            marks = ",".join(["%s"] * len(stores))
-            cursor.execute(
-                f"""SELECT m.id, m.store_id, m.path, m.name,
-                    snippet(lifecycle_memory_fts, -1, char(2), char(3), '…', 16),
-                    bm25(lifecycle_memory_fts, 3.0, 2.0, 1.0) AS score
-                FROM lifecycle_memory_fts
-                JOIN memapp_memoryfile m ON m.id = lifecycle_memory_fts.rowid
-                WHERE lifecycle_memory_fts MATCH %s AND m.store_id IN ({marks})
-                ORDER BY score LIMIT %s""",
-                [match, *stores, limit],
-            )
-            memories = [
-                Hit("memory", name or path, snippet, -score, store_id=store, path=path)
-                for _, store, path, name, snippet, score in cursor.fetchall()
-            ]
-        cursor.execute(
-            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title,
-                snippet(lifecycle_entry_fts, 0, char(2), char(3), '…', 16),
-                bm25(lifecycle_entry_fts) AS score
-            FROM lifecycle_entry_fts
-            JOIN lifecycle_transcriptentry e ON e.id = lifecycle_entry_fts.rowid
-            JOIN lifecycle_session s ON s.id = e.session_id
-            WHERE lifecycle_entry_fts MATCH %s AND s.owner_id = %s AND e.gate_checked
-            ORDER BY score LIMIT %s""",
-            [match, user.pk, limit],
-        )
-        sessions = [_session_hit(row) for row in cursor.fetchall()]
-    return memories, sessions
-
-
-def _session_hit(row) -> Hit:
-    session_pk, seq, timestamp, agent_id, title, snippet, score = row
+def _entry(row) -> Passage:
+    session_pk, seq, timestamp, agent_id, title, text = row
     if isinstance(timestamp, str):  # SQLite's raw cursor gives text
         timestamp = datetime.datetime.fromisoformat(timestamp)
     if timestamp is not None and timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=datetime.UTC)
-    return Hit(
-        "session",
-        title or agent_id,
-        snippet,
-        -score if connection.vendor == "sqlite" else score,
-        session_id=session_pk,
-        agent_session_id=agent_id,
-        seq=seq,
-        when=timestamp,
-    )
+    return Passage(("session", session_pk, agent_id, title, seq, timestamp), text, _ms(timestamp))
 
 
-_HEADLINE = "StartSel=\x02, StopSel=\x03, MaxWords=24, MinWords=8, MaxFragments=2"
+def _sqlite(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    # Any term; a term's last word as a prefix. Terms are letters and digits, quoted as they are.
+    match = " OR ".join(f'"{" ".join(term)}"*' for term in terms)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title, substr(e.text, 1, %s)
+            FROM lifecycle_entry_fts
+            JOIN lifecycle_transcriptentry e ON e.id = lifecycle_entry_fts.rowid
+            JOIN lifecycle_session s ON s.id = e.session_id
+            WHERE lifecycle_entry_fts MATCH %s AND s.owner_id = %s AND e.gate_checked
+            ORDER BY bm25(lifecycle_entry_fts) LIMIT %s""",
+            [MAX_TEXT, match, user.pk, CANDIDATES],
+        )
+        return [_entry(row) for row in cursor.fetchall()]
 
 
-def _postgresql(user, terms: list[str], stores: list[int], limit: int):
-    tsquery = " & ".join(f"'{t}'" for t in terms[:-1]) + (" & " if len(terms) > 1 else "")
-    tsquery += f"'{terms[-1]}':*"
-    memories: list[Hit] = []
-    vector = (
-        "setweight(to_tsvector('english', m.name), 'A') || "
-        "setweight(to_tsvector('english', m.description), 'B') || "
-        "setweight(to_tsvector('english', m.body), 'C')"
+def _postgresql(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    tsquery = " | ".join(
+        "(" + " <-> ".join([*(f"'{w}'" for w in term[:-1]), f"'{term[-1]}':*"]) + ")"
+        for term in terms
     )
     with connection.cursor() as cursor:
-        if stores:
-            cursor.execute(
-                f"""SELECT m.store_id, m.path, m.name,
-                    ts_headline('english', m.description || E'\\n' || m.body, q, %s), rank
-                FROM (
-                    SELECT m.id, ts_rank({vector}, q) AS rank, q
-                    FROM memapp_memoryfile m, to_tsquery('english', %s) q
-                    WHERE m.store_id = ANY(%s) AND ({vector}) @@ q
-                    ORDER BY rank DESC LIMIT %s
-                ) best JOIN memapp_memoryfile m ON m.id = best.id
-                ORDER BY rank DESC""",
-                [_HEADLINE, tsquery, stores, limit],
-            )
-            memories = [
-                Hit("memory", name or path, snippet, score, store_id=store, path=path)
-                for store, path, name, snippet, score in cursor.fetchall()
-            ]
         cursor.execute(
-            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title,
-                ts_headline('english', e.text, q, %s), rank
+            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title, left(e.text, %s)
             FROM (
-                SELECT e.id, ts_rank(to_tsvector('english', e.text), q) AS rank, q
+                SELECT e.id, ts_rank(to_tsvector('english', e.text), q) AS rank
                 FROM lifecycle_transcriptentry e
                 JOIN lifecycle_session s ON s.id = e.session_id,
                 to_tsquery('english', %s) q
@@ -210,7 +189,6 @@ def _postgresql(user, terms: list[str], stores: list[int], limit: int):
             JOIN lifecycle_transcriptentry e ON e.id = best.id
             JOIN lifecycle_session s ON s.id = e.session_id
             ORDER BY rank DESC""",
-            [_HEADLINE, tsquery, user.pk, limit],
+            [MAX_TEXT, tsquery, user.pk, CANDIDATES],
         )
-        sessions = [_session_hit(row) for row in cursor.fetchall()]
-    return memories, sessions
+        return [_entry(row) for row in cursor.fetchall()]

@@ -1,22 +1,31 @@
-"""The review UI's search (docs/design.md §24): memories ranked as offline recall ranks them
-(BM25F with stemming and synonyms, `memapp.memdir.offline_recall`), weak matches included,
-then whatever else holds the query as plain text, newest first. Filters apply as before.
+"""Searching memories (docs/design.md §24): the store page, the Search page and the memory half
+of past-context search. Ranked by the one rule of `memapp.memdir.ranking` from each store's
+index (every file, kept while the store's mirror is unchanged), weak matches included, then
+whatever else holds the query as typed (part of a word, a path), newest first.
+
+A search costs the same few queries whatever the store's size: the ranked part comes from the
+index, not from the rows; the rows are read for the plain-text matches (one query), for the
+filters when some are set (one), and for the page shown (one).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from django.db.models import Q
 
 from memapp.memdir.offline_recall import RecallIndex
+from memapp.memdir.ranking import MAX_QUERY
 from memapp.stores.models import MemoryFile, MemoryFileQuerySet, Store
 from memapp.stores.recall import index_from_mirror
 
 _indexes: dict[int, RecallIndex] = {}
 _checked: dict[int, object] = {}  # store id -> the scan time its index was last checked at
 _lock = threading.Lock()
+
+Key = tuple[int, str]  # a memory as (store id, path)
 
 
 def store_search_index(store: Store) -> RecallIndex:
@@ -36,6 +45,26 @@ def store_search_index(store: Store) -> RecallIndex:
     return index
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    key: Key
+    name: str
+    type: str
+    mtime_ms: int
+    score: float  # 0 for a plain-text match
+
+
+def _ranked(stores: Iterable[Store], query: str) -> list[_Found]:
+    """The stores' memories matching `query` by the ranking rule, best first."""
+    scored = []
+    for store in stores:
+        for header, score in store_search_index(store).rank(query):
+            key = (store.pk, header.path)
+            scored.append(_Found(key, header.name or "", header.type or "", header.mtime_ms, score))
+    scored.sort(key=lambda found: -found.score)
+    return scored
+
+
 def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQuerySet:
     """The memories holding `query` as written (any case) in a field: part of a word, a path."""
     return memories.filter(
@@ -46,51 +75,70 @@ def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQue
     )
 
 
-def ranked_ids(memories: MemoryFileQuerySet, query: str) -> list[int]:
-    """The ids of `memories` (already filtered) that match `query`: ranked matches best first,
-    then plain-text matches newest first."""
-    rows = list(memories.values_list("pk", "store_id", "path"))
-    if not rows:
-        return []
-    ids = {(store_id, path): pk for pk, store_id, path in rows}
-    scored: list[tuple[float, int]] = []
-    for store in Store.objects.filter(pk__in={store_id for _, store_id, _ in rows}):
-        for header, score in store_search_index(store).rank(query):
-            pk = ids.get((store.pk, header.path))
-            if pk is not None:
-                scored.append((score, pk))
-    scored.sort(key=lambda row: -row[0])
-    ranked = [pk for _, pk in scored]
-    seen = set(ranked)
-    plain = substring_matches(memories, query).order_by("-mtime_ms", "path")
-    return ranked + [pk for pk in plain.values_list("pk", flat=True) if pk not in seen]
+def _matches(stores: list[Store], narrowed: MemoryFileQuerySet, query: str, filtered: bool):
+    """Ranked matches best first, then plain-text ones newest first; `narrowed`'s only."""
+    ranked = _ranked(stores, query)
+    if filtered:  # the filters are the database's to apply; the ranking stays the index's
+        allowed = set(narrowed.values_list("store_id", "path"))
+        ranked = [found for found in ranked if found.key in allowed]
+    seen = {found.key for found in ranked}
+    plain = substring_matches(narrowed, query).values_list(
+        "store_id", "path", "name", "type", "mtime_ms"
+    )
+    return ranked + [
+        _Found((store_id, path), name, type_, mtime, 0.0)
+        for store_id, path, name, type_, mtime in plain.order_by("-mtime_ms", "path")
+        if (store_id, path) not in seen
+    ]
+
+
+_SORTS = {
+    "newest": lambda f: (-f.mtime_ms, f.key[1]),
+    "name": lambda f: (f.name, f.key[1]),
+    "type": lambda f: (f.type, -f.mtime_ms),
+}
 
 
 class InOrder(Sequence):
-    """The rows of `ids` in that order, fetched a page at a time (for a Paginator)."""
+    """The memories of `keys` in that order, read a page at a time (for a Paginator)."""
 
-    def __init__(self, ids: list[int], queryset) -> None:
-        self.ids, self.queryset = ids, queryset
+    def __init__(self, keys: list[Key]) -> None:
+        self.keys = keys
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.keys)
 
     def __getitem__(self, item):
         if isinstance(item, int):
             return self[item : item + 1][0]
-        wanted = self.ids[item]
-        rows = {row.pk: row for row in self.queryset.filter(pk__in=wanted)}
-        return [rows[pk] for pk in wanted if pk in rows]
+        wanted = self.keys[item]
+        rows = MemoryFile.objects.select_related("store__project").filter(
+            store_id__in={store for store, _ in wanted}, path__in={path for _, path in wanted}
+        )
+        by_key = {(row.store_id, row.path): row for row in rows}
+        return [by_key[key] for key in wanted if key in by_key]
 
 
-def search_memories(memories: MemoryFileQuerySet, filters: dict, now_ms: int, stale_days: int):
-    """`memories` narrowed by the filters; with a query, ranked unless another sort was asked
-    for. A sequence a Paginator can page through."""
-    query = (filters.get("q") or "").strip()
-    narrowed = memories.matching({**filters, "q": ""}, now_ms, stale_days)
+def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
+    """The memories of `stores` (a queryset or a list), narrowed by the filters; with a query,
+    ranked unless another sort was asked for. A sequence a Paginator can page through."""
+    query = (filters.get("q") or "").strip()[:MAX_QUERY]
+    rest = {**filters, "q": ""}
+    narrowed = MemoryFile.objects.filter(store__in=stores).matching(rest, now_ms, stale_days)
     if not query:
-        return narrowed
-    ids = ranked_ids(narrowed, query)
-    if filters.get("sort") in ("newest", "name", "type"):
-        return narrowed.filter(pk__in=ids)
-    return InOrder(ids, MemoryFile.objects.select_related("store__project"))
+        return narrowed.select_related("store__project")
+    stores = list(stores)
+    filtered = any(value for key, value in rest.items() if key != "sort")
+    found = _matches(stores, narrowed, query, filtered)
+    if sort := _SORTS.get(filters.get("sort") or ""):
+        found.sort(key=sort)
+    return InOrder([f.key for f in found])
+
+
+def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:
+    """The `limit` best memories of `stores` for `query` with their scores, in the Search page's
+    order."""
+    narrowed = MemoryFile.objects.filter(store__in=stores)
+    found = _matches(stores, narrowed, query[:MAX_QUERY], filtered=False)[:limit]
+    scores = {f.key: f.score for f in found}
+    return [(row, scores[row.store_id, row.path]) for row in InOrder(list(scores))[:]]
