@@ -10,14 +10,15 @@ filters when some are set (one), and for the page shown (one).
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from django.db.models import Q
 
 from memapp.memdir.offline_recall import RecallIndex
 from memapp.memdir.ranking import MAX_QUERY
+from memapp.memdir.scan import MemoryHeader
 from memapp.stores.models import MemoryFile, MemoryFileQuerySet, Store
 from memapp.stores.recall import index_from_mirror
 
@@ -45,24 +46,16 @@ def store_search_index(store: Store) -> RecallIndex:
     return index
 
 
-@dataclass(frozen=True, slots=True)
-class _Found:
-    key: Key
-    name: str
-    type: str
-    mtime_ms: int
-    score: float  # 0 for a plain-text match
+Ranked = tuple[float, int, MemoryHeader]  # score, store id, header
 
 
-def _ranked(stores: Iterable[Store], query: str) -> list[_Found]:
-    """The stores' memories matching `query` by the ranking rule, best first."""
-    scored = []
-    for store in stores:
-        for header, score in store_search_index(store).rank(query):
-            key = (store.pk, header.path)
-            scored.append(_Found(key, header.name or "", header.type or "", header.mtime_ms, score))
-    scored.sort(key=lambda found: -found.score)
-    return scored
+def _ranked(stores: Iterable[Store], query: str) -> list[Ranked]:
+    """The stores' memories matching `query` by the ranking rule, in no particular order."""
+    return [
+        (score, store.pk, header)
+        for store in stores
+        for header, score in store_search_index(store).rank(query)
+    ]
 
 
 def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQuerySet:
@@ -75,48 +68,60 @@ def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQue
     )
 
 
-def _matches(stores: list[Store], narrowed: MemoryFileQuerySet, query: str, filtered: bool):
-    """Ranked matches best first, then plain-text ones newest first; `narrowed`'s only."""
-    ranked = _ranked(stores, query)
-    if filtered:  # the filters are the database's to apply; the ranking stays the index's
-        allowed = set(narrowed.values_list("store_id", "path"))
-        ranked = [found for found in ranked if found.key in allowed]
-    seen = {found.key for found in ranked}
-    plain = substring_matches(narrowed, query).values_list(
-        "store_id", "path", "name", "type", "mtime_ms"
-    )
-    return ranked + [
-        _Found((store_id, path), name, type_, mtime, 0.0)
-        for store_id, path, name, type_, mtime in plain.order_by("-mtime_ms", "path")
-        if (store_id, path) not in seen
-    ]
+def _score(row: Ranked) -> float:
+    return row[0]
 
 
-_SORTS = {
-    "newest": lambda f: (-f.mtime_ms, f.key[1]),
-    "name": lambda f: (f.name, f.key[1]),
-    "type": lambda f: (f.type, -f.mtime_ms),
-}
+class Found(Sequence):
+    """The matches in the Search page's order, a page's rows read when it is shown (for a
+    Paginator): ranked ones best first, only as many put in order as the pages shown need
+    (a broad query matches most of a large store), then plain-text ones newest first."""
 
-
-class InOrder(Sequence):
-    """The memories of `keys` in that order, read a page at a time (for a Paginator)."""
-
-    def __init__(self, keys: list[Key]) -> None:
-        self.keys = keys
+    def __init__(self, ranked: list[Ranked], plain: list[Key]) -> None:
+        self.ranked, self.plain = ranked, plain
+        self._best: list[Key] = []
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.ranked) + len(self.plain)
+
+    def keys(self, stop: int) -> list[Key]:
+        """The first `stop` matches."""
+        if len(self._best) < min(stop, len(self.ranked)):
+            best = heapq.nlargest(stop, self.ranked, key=_score)
+            self._best = [(store, header.path) for _, store, header in best]
+        best = self._best[:stop]
+        return best + self.plain[: max(0, stop - len(best))]
 
     def __getitem__(self, item):
         if isinstance(item, int):
             return self[item : item + 1][0]
-        wanted = self.keys[item]
-        rows = MemoryFile.objects.select_related("store__project").filter(
-            store_id__in={store for store, _ in wanted}, path__in={path for _, path in wanted}
-        )
-        by_key = {(row.store_id, row.path): row for row in rows}
-        return [by_key[key] for key in wanted if key in by_key]
+        start, stop, _ = item.indices(len(self))
+        return _rows(self.keys(stop)[start:stop])
+
+
+def _rows(keys: list[Key]) -> list[MemoryFile]:
+    """The mirror rows of `keys`, in that order (one query)."""
+    rows = MemoryFile.objects.select_related("store__project").filter(
+        store_id__in={store for store, _ in keys}, path__in={path for _, path in keys}
+    )
+    by_key = {(row.store_id, row.path): row for row in rows}
+    return [by_key[key] for key in keys if key in by_key]
+
+
+_SORTS = {  # over (key, mtime, name, type), as the database orders the other sorts
+    "newest": lambda row: (-row[1], row[0][1]),
+    "name": lambda row: (row[2], row[0][1]),
+    "type": lambda row: (row[3], -row[1]),
+}
+
+
+def _sorted(ranked: list[Ranked], plain, sort) -> Found:
+    """Every match ordered by another sort than best match (key, mtime, name, type)."""
+    rows = [((store, h.path), h.mtime_ms, h.name or "", h.type or "") for _, store, h in ranked] + [
+        ((store, path), mtime, name, type_) for store, path, mtime, name, type_ in plain
+    ]
+    rows.sort(key=sort)
+    return Found([], [key for key, *_ in rows])
 
 
 def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
@@ -127,18 +132,25 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
     narrowed = MemoryFile.objects.filter(store__in=stores).matching(rest, now_ms, stale_days)
     if not query:
         return narrowed.select_related("store__project")
-    stores = list(stores)
-    filtered = any(value for key, value in rest.items() if key != "sort")
-    found = _matches(stores, narrowed, query, filtered)
+    ranked = _ranked(list(stores), query)
+    if any(value for key, value in rest.items() if key != "sort"):
+        # The filters are the database's to apply; the ranking stays the index's.
+        allowed = set(narrowed.values_list("store_id", "path"))
+        ranked = [row for row in ranked if (row[1], row[2].path) in allowed]
+    seen = {(store, header.path) for _, store, header in ranked}
+    plain = substring_matches(narrowed, query).order_by("-mtime_ms", "path")
     if sort := _SORTS.get(filters.get("sort") or ""):
-        found.sort(key=sort)
-    return InOrder([f.key for f in found])
+        fields = ("store_id", "path", "mtime_ms", "name", "type")
+        others = [row for row in plain.values_list(*fields) if (row[0], row[1]) not in seen]
+        return _sorted(ranked, others, sort)
+    return Found(ranked, [key for key in plain.values_list("store_id", "path") if key not in seen])
 
 
 def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:
     """The `limit` best memories of `stores` for `query` with their scores, in the Search page's
     order."""
-    narrowed = MemoryFile.objects.filter(store__in=stores)
-    found = _matches(stores, narrowed, query[:MAX_QUERY], filtered=False)[:limit]
-    scores = {f.key: f.score for f in found}
-    return [(row, scores[row.store_id, row.path]) for row in InOrder(list(scores))[:]]
+    found = search_memories(stores, {"q": query}, 0, 0)
+    assert isinstance(found, Found)  # a query, no other sort
+    rows = found[:limit]
+    scores = {(store, header.path): score for score, store, header in found.ranked}
+    return [(row, scores.get((row.store_id, row.path), 0.0)) for row in rows]
