@@ -87,8 +87,7 @@ def rank_passages(
     """``passages`` that match ``query``, best first, with their scores: the rule memories are
     ranked by, the passages standing in for a store's files."""
     headers = [
-        MemoryHeader("", p.when_ms, len(p.text), None, None, None, None, None)
-        for p in passages
+        MemoryHeader("", p.when_ms, len(p.text), None, None, None, None, None) for p in passages
     ]
     texts = iter([p.text for p in passages])
     index = RecallIndex.build(headers, lambda _path: next(texts))  # asked once a header, in order

@@ -128,7 +128,9 @@ def test_a_store_search_costs_the_same_queries_small_or_large(client, corpus, al
 
     small = counts()
     for n in range(600):
-        write_memory(root(corpus), f"project_job_{n}.md", f"Job {n}", "A flaky nightly test", "project")
+        write_memory(
+            root(corpus), f"project_job_{n}.md", f"Job {n}", "A flaky nightly test", "project"
+        )
     large = counts()
     assert large == small
     assert len(titles(client.get(search))) == 50  # a full page, of the 600 that match

@@ -19,10 +19,10 @@ from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import do_rebuild_index_entries
 from memapp.stores.flags import get_flag
 from memapp.stores.locks import store_lock
+from memapp.stores.memory_search import search_memories
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
-from memapp.stores.memory_search import search_memories
 from memapp.web.forms import FilterForm
 from memapp.web.highlight import highlight, snippet
 
