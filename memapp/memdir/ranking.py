@@ -2,12 +2,12 @@
 
 The Search and store pages, past-context search (the Sessions page's search,
 ``GET /api/v1/search``, ``memhub-agent search``, the MCP ``search`` tool) all rank by offline
-recall's rule (§7, :mod:`memapp.memdir.offline_recall`): BM25F with stemming, engineering
-synonyms (so "unreliable pipeline" finds "Flaky CI job" and "pytest speed" finds "slow
-tests"), action words weighed little, a nudge for type and age. Every text matching a word of
-the query or one of its synonyms is kept, best first, without recall's thresholds and limit (a
-person searching wants the weak matches too, below the strong ones); an unrelated query gets
-nothing.
+recall's rule (docs/design.md §7, :mod:`memapp.memdir.offline_recall`): BM25F with stemming,
+engineering synonyms (so "unreliable pipeline" finds "Flaky CI job" and "pytest speed" finds
+"slow tests"), action words weighed little, a nudge for type and age. Every text matching a
+word of the query or one of its synonyms is kept, best first, without recall's thresholds and
+limit (a person searching wants the weak matches too, below the strong ones); an unrelated
+query gets nothing.
 
 Memories are ranked from their store's :class:`RecallIndex` (:meth:`RecallIndex.rank`). Session
 entries and summaries are too many to hold in memory: the database's full-text index finds the
