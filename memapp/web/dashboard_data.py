@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, IntegerField, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, TruncDate
+from django.utils import timezone
 
 from memapp.stores.flags import FLAGS
 from memapp.stores.models import DAY_MS, FlagValue, MemoryFile, Store
@@ -142,6 +143,13 @@ def index_usage(stores: list[Store]) -> list[IndexUsage]:
 
 def day_range(today: datetime.date, days: int) -> list[datetime.date]:
     return [today - datetime.timedelta(days=n) for n in range(days - 1, -1, -1)]
+
+
+def day_start(day: datetime.date) -> datetime.datetime:
+    """Local midnight of ``day``: ``created_at__gte=day_start(day)`` selects the events of
+    ``created_at__date__gte=day`` with a range its index serves, where the date lookup
+    converts every event's time (docs/scaling.md)."""
+    return timezone.make_aware(datetime.datetime.combine(day, datetime.time.min))
 
 
 def _per_day(rows, days: list[datetime.date], key: str) -> list[int]:
