@@ -45,6 +45,6 @@ def _run(statements: list[str]):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("lifecycle", "0007_session_agent_agents")]
+    dependencies = [("lifecycle", "0008_proposal_kind_inbox")]
 
     operations = [migrations.RunPython(_run(DROP), _run(RECREATE))]
