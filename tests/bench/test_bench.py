@@ -215,8 +215,8 @@ def test_a_quick_team_run_measures_every_row():
         "secret scan, fast rules",
         "secret scan, push gate (cold)",
         "secret scan, push gate (unchanged)",
-        "team push, whole sync_team()",
-        "team pull, sync_team(push=False)",
+        "team push, whole do_sync_team()",
+        "team pull, do_sync_team(push=False)",
         "team protocol GET ?view=hashes",
     ):
         assert measure in out

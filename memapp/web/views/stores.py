@@ -20,7 +20,7 @@ from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import near_duplicates
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import do_rebuild_index_entries
-from memapp.stores.flags import get_flag
+from memapp.stores.flags import project_index_caps
 from memapp.stores.locks import store_lock
 from memapp.stores.memory_search import search_memories
 from memapp.stores.mirror import rescan_store
@@ -67,8 +67,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
     context["trash_count"] = store.trash.count()
-    max_lines = get_flag("index_max_lines", store.project)
-    max_bytes = get_flag("index_max_bytes", store.project)
+    max_lines, max_bytes = project_index_caps(store.project)
     truncation = load_index(store.path, max_lines, max_bytes)
     context.update(
         index=truncation,
@@ -134,11 +133,9 @@ def _frontmatter_problems(store: Store, files) -> list[tuple[MemoryFile, list[st
 @login_required
 def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
+    max_lines, max_bytes = project_index_caps(store.project)
     health = index_health(
-        Path(store.path),
-        exclude=tuple(store.exclude),
-        max_lines=get_flag("index_max_lines", store.project),
-        max_bytes=get_flag("index_max_bytes", store.project),
+        Path(store.path), exclude=tuple(store.exclude), max_lines=max_lines, max_bytes=max_bytes
     )
     files = store.files.all()
     described = [(f.path, f.description) for f in files if f.description]
