@@ -203,8 +203,11 @@ def django_on_temp_data_dir() -> Iterator[Path]:
             from django.db import connections
 
             from memapp.stores.events import flush_events
+            from memapp.stores.recall_stats import flush_recall_counts
 
-            flush_events()  # now, while the database still exists, not at exit
+            # Now, while the database still exists: at exit its data dir is gone.
+            flush_events()
+            flush_recall_counts()
             connections.close_all()
             _data_dir = None
 

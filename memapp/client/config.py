@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from memapp.memdir.atomic import write_atomic_bytes
@@ -33,8 +32,7 @@ __all__ = [
 CONFIG_FILENAME = "agent.json"
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
     url: str  # the server's base URL, without a trailing slash
     token: str
 
