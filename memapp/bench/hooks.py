@@ -41,6 +41,10 @@ from memapp.bench.common import PROJECT_ROOT, Corpus, Row
 __all__ = ["LEGEND", "run"]
 
 START_UP_LIMIT = 0.100
+# Claude Code's prompt-time hook runs before every prompt: issue 29 asks ≤ 40 ms over bare
+# Python, from the 52–60 ms it measured (the figure it replaced, printed beside the new one).
+PROMPT_HOOK_LIMIT = 0.040
+PROMPT_HOOK_WAS = "was 52–60 ms (issue 29)"
 FIRST_REQUEST_LIMIT = 0.200
 MODEL_DELAY = 0.4
 MARKER = "zz_bench_marker.md"
@@ -49,7 +53,8 @@ AGENT = Path(sys.executable).parent / "memhub-agent"
 LEGEND = """\
 hooks (--hooks): wall times of real hook processes as Claude Code starts them (JSON on stdin,
 default 0.7 s budget). start-up = the hook's median minus a bare `python -c pass`'s, against a
-stand-in server that answers at once (target ≤ 100 ms). "model within the budget": gunicorn
+stand-in server that answers at once (targets: Claude Code's prompt hook ≤ 40 ms, issue 29; the
+others ≤ 100 ms, issues 16 and 27). "model within the budget": gunicorn
 with the model selector on a fake Messages API answering in 400 ms; "in time" counts prompts
 whose hook output holds the model's pick, "answered" those with any memory. warm workers: the
 first prompt request to each of 2 gunicorn workers right after `manage.py serve` starts, beside
@@ -174,13 +179,15 @@ def bench_start_up(size: int, runs: int, hook: Sequence[str]) -> list[Row]:
     rows = []
     for event in events:
         median = statistics.median(samples[event])
+        note = f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms"
+        prompt = event == "user-prompt-submit"
         rows.append(
             Row(
                 size,
                 f"hook {event}: start-up over python -c pass",
                 median - bare,
-                limit=START_UP_LIMIT,
-                note=f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms",
+                limit=PROMPT_HOOK_LIMIT if prompt else START_UP_LIMIT,
+                note=f"{note}; {PROMPT_HOOK_WAS}" if prompt else note,
             )
         )
     return rows
