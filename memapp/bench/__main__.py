@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import os
 import platform
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -198,4 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A stopped run (kill, a CI timeout) unwinds like an interrupted one: its gunicorn stopped,
+    # its data dirs removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     sys.exit(main())
