@@ -268,11 +268,14 @@ def run(runs: int, sessions: int = 1000, per_session: int = 200) -> list[Row]:
     with django_on_temp_data_dir():
         from django.contrib.auth import get_user_model
 
+        from memapp.stores.models import Project
         from memapp.stores.projects import resolve_store
         from memapp.stores.tokens import do_create_api_token
 
         user = get_user_model().objects.create_user("bench-lifecycle", password=None)
         _row, token = do_create_api_token(user, "bench")
+        # Made here: only staff may create a project by naming it (protocol_project_creation).
+        Project.objects.create(key=PROJECT, repo_slug=PROJECT, name="app").members.add(user)
         resolve_store(user, PROJECT, "private")
         rows = bench_stop_hook(runs, user, token)
         rows += bench_ingest(runs, user, token)

@@ -95,11 +95,12 @@ def private_dir(path: Path) -> None:
     path.chmod(0o700)
 
 
-def write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` with `data` atomically, the file readable by its owner only (0600 from
-    the first byte written), in a 0700 directory."""
+    the first byte written), in a 0700 directory. `durable=False` skips the fsyncs, for state
+    whose loss in a power cut costs only work done again (`write_atomic_bytes`)."""
     private_dir(path.parent)
-    write_atomic_bytes(path, data, mode=0o600)
+    write_atomic_bytes(path, data, mode=0o600, durable=durable)
 
 
 def save_config(config: Config, env: Mapping[str, str] | None = None) -> Path:
