@@ -3,6 +3,7 @@ from django.urls import path, reverse_lazy
 
 from memapp.web import sso
 from memapp.web.views import (
+    client_package,
     consolidation,
     dashboard,
     event_log,
@@ -22,6 +23,9 @@ from memapp.web.views import (
 )
 
 urlpatterns = [
+    path("client/simple/", client_package.index, name="client_index"),
+    path("client/simple/<str:name>/", client_package.project, name="client_project"),
+    path("client/files/<str:filename>", client_package.wheel_file, name="client_wheel"),
     path("", home.home, name="home"),
     path("rescan/", home.rescan, name="rescan"),
     path("search/", stores.search, name="search"),
@@ -34,6 +38,11 @@ urlpatterns = [
         "stores/<int:store_id>/consolidate/",
         consolidation.consolidate_now,
         name="consolidate_now",
+    ),
+    path(
+        "stores/<int:store_id>/consolidate/cancel/",
+        consolidation.cancel_consolidation,
+        name="consolidation_cancel",
     ),
     path(
         "stores/<int:store_id>/consolidation/",

@@ -81,6 +81,8 @@ FRAGMENTS = {"consolidation_panel"}
 DOWNLOADS = {"store_export"}
 # URLs that only redirect: single sign-on's way to the identity provider and back.
 REDIRECTS = {"sso_start", "sso_callback"}
+# URLs pip reads, not people: the site's package index of memhub-agent (tests/web).
+PACKAGE_INDEX = {"client_index", "client_project", "client_wheel"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -236,6 +238,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "consolidation": reverse("proposal", args=[Proposal.objects.get(kind="consolidation").pk]),
         "distillation": reverse("proposal", args=[Proposal.objects.get(kind="distillation").pk]),
         "daily_logs": reverse("daily_logs", args=[private.pk]),
+        "consolidation_cancel": reverse("consolidation_cancel", args=[private.pk]),
         "sessions": reverse("sessions"),
         "session": reverse("session", args=[Session.objects.get().pk]),
         "session_forget": reverse("session_forget", args=[Session.objects.get().pk]),
@@ -297,6 +300,7 @@ def test_every_page_is_listed_here():
         "store_import",
         "recall_preview",
         "token_revoke",
+        "consolidation_cancel",
         "projects",
         "project_members",
         "password_change",
@@ -309,7 +313,7 @@ def test_every_page_is_listed_here():
         "accept_invitation",
         "login",
     }
-    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS - PACKAGE_INDEX == listed
 
 
 def header_problems(name: str, headers: dict[str, str]) -> list[str]:

@@ -21,6 +21,7 @@ from memapp.memdir.lint import link_targets, memory_warnings
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
+    READ_ONLY,
     EditConflict,
     do_forget_memory,
     do_save_memory,
@@ -182,9 +183,16 @@ def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
         return mine["body"]
 
 
+def _refuse_read_only(request: HttpRequest, store: Store, path: str) -> HttpResponse:
+    messages.error(request, f"Not changed: {READ_ONLY}")
+    return redirect(_memory_url(store, path))
+
+
 @login_required
 def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
+    if store.read_only:
+        return _refuse_read_only(request, store, path)
     warnings: list[str] = []
     preview = None
     if request.method == "POST":
@@ -268,6 +276,8 @@ def memory_preview(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
+    if store.read_only:
+        return _refuse_read_only(request, store, path)
     if request.method == "POST":
         do_forget_memory(store, request.user, path)
         messages.success(
