@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -58,13 +59,14 @@ LEGEND = """\
 hooks (--hooks): wall times of real hook processes as Claude Code starts them (JSON on stdin,
 default 0.7 s budget). start-up = the hook's median minus a bare `python -c pass`'s, against a
 stand-in server that answers at once (targets: Claude Code's prompt hook ≤ 40 ms, issue 29; the
-others ≤ 100 ms, issues 16 and 27). "model within the budget": gunicorn
-with the model selector on a fake Messages API answering in 400 ms; "in time" counts prompts
-whose hook output holds the model's pick, "answered" those with any memory. warm workers: the
-first prompt request to each of 2 gunicorn workers right after `manage.py serve` starts, beside
-the median of later ones (target ≤ 200 ms). resumed session: SessionStart with `source: resume`
-against gunicorn, the session's summary (offline, of 5,000 entries) handed over; target: within
-the hook's budget (0.7 s)."""
+others ≤ 100 ms, issues 16 and 27); beside it the CPU time (user + system) the hook spends over
+the bare interpreter's, steadier than wall time on a shared machine. "model within the
+budget": gunicorn with the model selector on a fake Messages API answering in 400 ms; "in time"
+counts prompts whose hook output holds the model's pick, "answered" those with any memory. warm
+workers: the first prompt request to each of 2 gunicorn workers right after `manage.py serve`
+starts, beside the median of later ones (target ≤ 200 ms). resumed session: SessionStart with
+`source: resume` against gunicorn, the session's summary (offline, of 5,000 entries) handed
+over; target: within the hook's budget (0.7 s)."""
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -76,6 +78,12 @@ def _wall(command: Sequence[str], stdin: str = "", env: dict[str, str] | None = 
         command, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=30
     )
     return time.perf_counter() - start, done
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _hook_env(home: Path, url: str, token: str) -> dict[str, str]:
@@ -171,21 +179,31 @@ def bench_start_up(size: int, runs: int, hook: Sequence[str]) -> list[Row]:
             "codex user-prompt-submit",
         ]
         samples: dict[str, list[float]] = {name: [] for name in ["bare", *events]}
+        cpu: dict[str, list[float]] = {name: [] for name in ["bare", *events]}
         for run in range(runs):
+            before = _children_cpu()
             samples["bare"].append(_wall([sys.executable, "-c", "pass"], env=env)[0])
+            cpu["bare"].append(_children_cpu() - before)
             for event in events:
                 agent, name = event.split() if " " in event else ("claude-code", event)
                 kind = "user-prompt-submit" if name == "before-agent" else name
                 stdin = _payload(kind, home, home, f"s-{run}", "how do we run the tests?")
+                before = _children_cpu()
                 elapsed, done = _wall([*hook, "hook", agent, name], stdin, env, home)
+                cpu[event].append(_children_cpu() - before)
                 if done.returncode != 0:
                     raise RuntimeError(f"hook {event} exited {done.returncode}: {done.stderr}")
                 samples[event].append(elapsed)
     bare = statistics.median(samples["bare"])
+    bare_cpu = statistics.median(cpu["bare"])
     rows = []
     for event in events:
         median = statistics.median(samples[event])
-        note = f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms"
+        more_cpu = statistics.median(cpu[event]) - bare_cpu
+        note = (
+            f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms; "
+            f"CPU +{more_cpu * 1e3:.0f} ms over python's {bare_cpu * 1e3:.0f} ms"
+        )
         prompt = event == "user-prompt-submit"
         rows.append(
             Row(
