@@ -9,8 +9,8 @@ There are no retries: a short connect/read timeout bounded by the budget, and on
 Each event's handler lives in a module of its own, named in `HOOKS` and imported only when its
 event fires, so a hook process loads what its event needs and nothing else: no Django, no
 detect-secrets, no YAML unless the answer needs it. What every hook loads is kept to what a
-request needs (`python -X importtime`; docs/scaling.md): plain classes rather than dataclasses
-(which load `inspect`), no argparse, no urllib.request.
+request needs (`python -X importtime`; docs/scaling.md): named tuples and plain classes rather
+than dataclasses (which load `inspect`), no argparse.
 """
 
 from __future__ import annotations
