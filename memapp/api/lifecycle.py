@@ -31,7 +31,7 @@ from memapp.lifecycle.sessions import (
     do_ingest_entries,
     skip_sentences,
 )
-from memapp.lifecycle.store_changes import INDEX_KEY, index_as_approved, is_store_wide
+from memapp.lifecycle.store_proposals import INDEX_KEY, index_as_approved, is_store_wide
 from memapp.lifecycle.tasks import request_extraction, request_summary
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store

@@ -24,7 +24,7 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
   Raises when most questions get no memory: the measurement would then miss the ranking.
 - :func:`bench_prompt_api`: ``GET /api/v1/prompt``: median ≤ 5 ms. An agent asks for the same
   prompt at every session start, and the cut index is remembered while MEMORY.md is unchanged
-  (:func:`memapp.memdir.load_index`); a second row shows the request right after an edit.
+  (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
 - :func:`bench_recall_load`: ``gunicorn memapp.wsgi:application --workers 2`` on a free loopback
   port, driven for ``--load-seconds`` by ``--clients`` threads of this process
   (:func:`drive_load`): ≥ 150 answered recalls/s, no errors; client-side p50 and p99 shown.

@@ -30,7 +30,7 @@ COMMANDS = {
         "prompt",
     ),
     "memapp.client.daily_logs:add_log_commands": ("log",),
-    "memapp.client.team:add_team_commands": ("team",),
+    "memapp.client.team_commands:add_team_commands": ("team",),
     "memapp.client.snapshot_commands:add_snapshot_commands": ("snapshot",),
     "memapp.client.transcripts:add_transcript_commands": ("search", "transcript-upload"),
     "memapp.client.cli:add_hook_command": ("hook",),

@@ -20,8 +20,9 @@ from pathlib import Path, PurePosixPath
 from django.db import transaction
 from django.utils import timezone
 
+from memapp.lifecycle.gemini_inbox import clear_applied_inbox
 from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
-from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
+from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
 from memapp.memdir.scan import detect_type_form
@@ -29,19 +30,20 @@ from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
+    do_put_files,
     do_save_memory,
     new_memory_path,
     store_file_path,
 )
 from memapp.stores.events import record_event
-from memapp.stores.flags import get_flag
+from memapp.stores.flags import get_flag, project_index_caps
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 
 __all__ = [
     "MEMORY_TYPES",
     "AccessLost",
-    "ApplyResult",
+    "ProposalResult",
     "EditRefused",
     "ProposalClosed",
     "Revision",
@@ -114,7 +116,7 @@ def _checks(store: Store, change: ProposedChange) -> list[dict]:
             change,
             others,
             index_lines=(store.index_stats or {}).get("lines", 0),
-            max_index_lines=get_flag("index_max_lines", store.project),
+            max_index_lines=project_index_caps(store.project)[0],
         )
     ]
 
@@ -205,12 +207,20 @@ class ChangeDiff:
     problem: str = ""
 
 
+def _whole_file(change: ProposalChange) -> bool:
+    """A change that carries the whole file (an agent's inbox patch, whose notes have no
+    frontmatter), not the fields of a memory."""
+    return change.proposal.kind == Proposal.Kind.INBOX
+
+
 def change_diff(change: ProposalChange, store: Store | None = None) -> ChangeDiff:
     """`change` compared with its file in `store` (the proposal's unless the person moved it)."""
     store = store or change.proposal.store
     before = file_on_disk(store, change.key)
     if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
         before = change.current_text.encode("utf-8")
+    if _whole_file(change):
+        return ChangeDiff(change, compare_file(change.key, before, change.body.encode("utf-8")))
     if change.action == ProposalChange.Action.DELETE:
         text = (before or b"").decode("utf-8", "replace")
         removed = FileChange(change.key, "removed", disk_checksum(before), None)
@@ -223,7 +233,7 @@ def change_diff(change: ProposalChange, store: Store | None = None) -> ChangeDif
 
 
 @dataclass
-class ApplyResult:
+class ProposalResult:
     applied: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
@@ -235,6 +245,10 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
     if disk_checksum(current) != change.base_checksum:
         text = (current or b"").decode("utf-8", "replace")
         raise EditConflict(change.key, text, disk_checksum(current))
+    if _whole_file(change):
+        if_match = {change.key: change.base_checksum or None}
+        do_put_files(store, user, {change.key: change.body}, if_match=if_match, via=VIA)
+        return
     index = not get_flag("skip_index", store.project)  # memhub's own writes honour it
     if change.action == ProposalChange.Action.DELETE:
         do_forget_memory(store, user, change.key, via=VIA, index=index)
@@ -341,7 +355,7 @@ def revise_change(store: Store, user, change: ProposalChange, edit: Mapping[str,
     return Revision(target, old_key if follows else None)
 
 
-def close_proposal(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+def close_proposal(proposal: Proposal, user, decision: str, result: ProposalResult) -> None:
     """Record a decision: the proposal stays pending while a change is open, else it is applied
     when any change was, rejected otherwise; the `proposal_decided` event."""
     open_changes = proposal.changes.filter(
@@ -376,7 +390,7 @@ def do_apply_proposal(
     edits: Mapping[int, Mapping[str, str]] | None = None,
     *,
     decision: str = "approved",
-) -> ApplyResult:
+) -> ProposalResult:
     """Approve a proposal: write the selected pending changes (all when `change_ids` is None),
     each with the person's `edits` (change id → name/description/body/type/scope, through
     `revise_change`), through the normal write path. The pending changes not selected are
@@ -393,7 +407,7 @@ def do_apply_proposal(
     wanted = None if change_ids is None else {int(pk) for pk in change_ids}
     if wanted is not None and wanted - {c.pk for c in pending}:
         raise ValueError("only pending changes of this proposal can be approved")
-    store, result = proposal.store, ApplyResult()
+    store, result = proposal.store, ProposalResult()
     for change in pending:
         if wanted is not None and change.pk not in wanted:
             change.status = ProposalChange.Status.SKIPPED
@@ -415,17 +429,19 @@ def do_apply_proposal(
             result.applied.append(change.key)
         change.save()
     close_proposal(proposal, user, decision, result)
+    if proposal.kind == Proposal.Kind.INBOX and proposal.status == Proposal.Status.APPLIED:
+        clear_applied_inbox(proposal)
     return result
 
 
-def do_reject_proposal(proposal: Proposal, user) -> ApplyResult:
+def do_reject_proposal(proposal: Proposal, user) -> ProposalResult:
     """Reject what is still open in a proposal; nothing is written."""
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
     open_changes = proposal.changes.filter(
         status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
     )
-    result = ApplyResult(skipped=list(open_changes.values_list("key", flat=True)))
+    result = ProposalResult(skipped=list(open_changes.values_list("key", flat=True)))
     open_changes.update(status=ProposalChange.Status.REJECTED)
     close_proposal(proposal, user, "rejected", result)
     return result

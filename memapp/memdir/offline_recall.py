@@ -46,6 +46,7 @@ from .frontmatter import parse_memory
 from .scan import MemoryHeader, scan_memory_files
 
 __all__ = [
+    "RELATIVE",
     "SYNONYMS",
     "RecallIndex",
     "clear_recall_cache",

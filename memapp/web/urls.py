@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from memapp.web import sso
+from memapp.web.forms import PasswordChangeForm
 from memapp.web.views import (
     client_package,
     consolidation,
@@ -74,6 +75,7 @@ urlpatterns = [
         name="memory_version_restore",
     ),
     path("stores/<int:store_id>/trash/", history.trash_list, name="trash"),
+    path("trash/", history.trash_all, name="trash_all"),
     path("stores/<int:store_id>/export/", transfer.store_export, name="store_export"),
     path("stores/<int:store_id>/import/", transfer.store_import, name="store_import"),
     path("stores/<int:store_id>/bulk/", transfer.store_bulk, name="store_bulk"),
@@ -145,7 +147,9 @@ urlpatterns = [
     ),
     path(
         "profile/password/",
-        auth_views.PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done")),
+        auth_views.PasswordChangeView.as_view(
+            form_class=PasswordChangeForm, success_url=reverse_lazy("password_change_done")
+        ),
         name="password_change",
     ),
     path(

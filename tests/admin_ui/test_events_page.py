@@ -19,7 +19,7 @@ from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, 
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event, Project
 from teamsync.models import TeamConflict
-from teamsync.service import folder_for, sync_team, team_clone
+from teamsync.service import do_sync_team, folder_for, team_clone
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
 from tests.teamsync.gitutil import Member, memory
@@ -74,28 +74,28 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     assert alice_api.post("/api/v1/forget", forget, format="json").status_code == 204
     team = Path(acme.team.path)
     (team / "reference_ci.md").write_text(f"CI token: {github_token()}\n")  # secret_skipped
-    sync_team()  # sync_pull, sync_push
+    do_sync_team()  # sync_pull, sync_push
     dora = Member(tmp_path / "elsewhere", "dora", Path(team_clone().remote), folder_for(acme.team))
     dora.pull()
     dora.write("reference_pager.md", memory("Pager", "Dora carries the pager.\n", "reference"))
     dora.sync()
-    sync_team()  # team_sync_changed
+    do_sync_team()  # team_sync_changed
     set_flag("team_max_entries", 1)
     (team / "project_a.md").write_text("A.\n")
     (team / "project_b.md").write_text("B.\n")
-    sync_team()  # entries_capped
+    do_sync_team()  # entries_capped
     set_flag("team_max_entries", 500)
     hook = Path(team_clone().remote) / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\nexit 1\n")
     hook.chmod(0o755)
     (team / "project_c.md").write_text("C.\n")
-    sync_team()  # push_suppressed: the remote's hook declines every push
+    do_sync_team()  # push_suppressed: the remote's hook declines every push
     conflict = TeamConflict.objects.create(
         store=acme.team, key="project_d.md", kind="edit", base="D.\n", ours="D1.\n", theirs="D2.\n"
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
-    from memapp.lifecycle.consolidation import request_consolidation
+    from memapp.lifecycle.tasks import request_consolidation
     from tests.conftest import background_tick
     from tests.transcripts import Transcript
 
@@ -108,20 +108,20 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     approve = f"/api/v1/proposals/{proposals[0]['id']}/approve"
     assert alice_api.post(approve, {}, format="json").status_code == 200  # proposal_decided
     remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
-    assert admin.post(remove).status_code == 302  # member_removed
+    assert admin.post(remove, {"sure": "yes"}).status_code == 302  # member_removed
     members = reverse("project_members", kwargs={"project_id": acme.project.pk})
     assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
     request_consolidation(acme.alice_private, trigger="manual", requested_by=alice)
     background_tick()  # consolidation_run
     for key in ("project_x.md", "project_y.md"):
         (team / key).write_text(f"{key}\n")
-    sync_team()
+    do_sync_team()
     for key in ("project_x.md", "project_y.md", "project_a.md"):
         (team / key).unlink()
-    sync_team()  # deletions_held: three files gone from the store behind memhub's back
+    do_sync_team()  # deletions_held: three files gone from the store behind memhub's back
     identity = reverse("project_identity", kwargs={"project_id": acme.project.pk})
     assert admin.post(identity, {"slug": "acme/payments"}).status_code == 302  # project_renamed
-    sync_team()  # folder_moved
+    do_sync_team()  # folder_moved
     twin = Project.objects.create(key="-home-alice-payments")
     merge = reverse("project_merge", kwargs={"project_id": acme.project.pk})
     assert admin.post(merge, {"source": twin.pk, "confirm": "on"}).status_code == 302  # merged
@@ -263,7 +263,7 @@ def test_no_event_holds_a_secret_or_a_private_memorys_content(alice, acme):
     flush_events()
     token = github_token()
     Path(acme.team.path, "reference_ci.md").write_text(f"The CI token is {token}\n")
-    sync_team()
+    do_sync_team()
     stored = json.dumps(list(Event.objects.values_list("fields", flat=True)))
     assert "PRIVATE-BODY-TEXT" not in stored and token not in stored
     assert "health" not in stored  # not even the query

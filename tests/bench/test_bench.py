@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -222,8 +223,8 @@ def test_a_combined_run_measures_every_section_and_ends_cleanly():
         "secret scan, fast rules",
         "secret scan, push gate (cold)",
         "secret scan, push gate (unchanged)",
-        "team push, whole sync_team()",
-        "team pull, sync_team(push=False)",
+        "team push, whole do_sync_team()",
+        "team pull, do_sync_team(push=False)",
         "team protocol GET ?view=hashes",
         "gates of 20 stores (the sweep)",
         "consolidation request of a store",
@@ -234,3 +235,31 @@ def test_a_combined_run_measures_every_section_and_ends_cleanly():
     assert "≥ 1,000/s" in out and "files changed by a teammate" in out
     assert "said: due" in out and "48 updates, a delete, the index" in out
     assert "≤ 1 s" in out and "≤ 200 ms" in out
+
+
+@pytest.mark.django_db
+def test_a_tiny_scale_run_prints_every_page_and_api_call_with_its_queries(settings, tmp_path):
+    """The scale benchmark's generation and every measurement, on the test database (SQLite
+    or PostgreSQL, so both bulk-insert paths run) at its smallest: `run` is this on a data dir
+    of its own."""
+    from memapp.bench import scale
+
+    settings.MEMHUB_DATA_DIR = tmp_path
+    rows = scale.measure(scale.Scale.at(0.0001), runs=1, progress=False)
+    table = common.format_table(rows)
+    for role, pages in (
+        ("member", scale.MEMBER_PAGES),
+        ("staff", scale.MEMBER_PAGES + scale.STAFF_PAGES),
+    ):
+        for page in pages:
+            lines = [line for line in table.splitlines() if f"  {role}: {page}  " in line]
+            assert len(lines) == 1, f"{role}: {page}\n{table}"
+            assert re.search(r"≤ 150 ms [✓✗]  [1-9]\d* queries", lines[0]), lines[0]
+    for call in (
+        *("recall p50 POST", "prompt GET", "session start POST", "sessions upload,"),
+        *("session GET", "proposals GET", "team protocol GET  ", "team protocol GET ?view"),
+    ):
+        lines = [line for line in table.splitlines() if f"agent: {call}" in line]
+        assert len(lines) == 1, f"{call}\n{table}"
+        assert re.search(r"≤ \d+ ms [✓✗]  [1-9]\d* queries", lines[0]), lines[0]
+    assert "scale: generate the database" in table
