@@ -236,7 +236,7 @@ def _fill_sessions(user, sessions: int, per_session: int) -> None:
 
 
 def bench_search(runs: int, user, sessions: int, per_session: int) -> list[Row]:
-    from memapp.lifecycle.search import search_past_context
+    from memapp.lifecycle.past_context import search_past_context
 
     started = time.perf_counter()
     _fill_sessions(user, sessions, per_session)
