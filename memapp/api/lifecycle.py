@@ -18,13 +18,13 @@ from memapp.api.errors import ApiError
 from memapp.lifecycle.access import get_agent_session_for_user, get_proposal_for_user
 from memapp.lifecycle.extraction import wants_extraction
 from memapp.lifecycle.models import Proposal, ProposalChange
+from memapp.lifecycle.past_context import Hit, search_past_context
 from memapp.lifecycle.proposals import (
     AccessLost,
     ProposalClosed,
     do_apply_proposal,
     do_reject_proposal,
 )
-from memapp.lifecycle.search import Hit, search_past_context
 from memapp.lifecycle.sessions import (
     SESSION_ID_RE,
     do_forget_session,

@@ -211,7 +211,8 @@ def django_on_temp_data_dir() -> Iterator[Path]:
             from memapp.stores.events import flush_events
             from memapp.stores.recall_stats import flush_recall_counts
 
-            flush_events()  # now, while the database still exists, not at exit
+            # Now, while the database still exists: at exit its data dir is gone.
+            flush_events()
             flush_recall_counts()
             connections.close_all()
             _data_dir = None
@@ -590,11 +591,12 @@ class Server:
 
 
 @contextlib.contextmanager
-def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 30.0) -> Iterator[Server]:
+def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 120.0) -> Iterator[Server]:
     """Start gunicorn on a free loopback port with this process' environment (the data dir set
     up by :func:`web_sections`); yield it once it answers; stop it on exit.
 
-    Raises RuntimeError, with gunicorn's output, when it exits or does not answer in time.
+    Raises RuntimeError, with gunicorn's output, when it exits or does not answer in time (a
+    worker's boot loads the MCP SDK, seconds of CPU: tens of seconds on a loaded machine).
     """
     port = _free_port()
     command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]

@@ -14,6 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from memapp.lifecycle.gemini_inbox import gemini_inbox_task
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, record_event
 from memapp.stores.flags import set_flag
@@ -22,6 +23,7 @@ from teamsync.models import TeamConflict
 from teamsync.service import do_sync_team, folder_for, team_clone
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
+from tests.lifecycle.test_gemini_inbox import gemini  # noqa: F401 (a fixture)
 from tests.teamsync.gitutil import Member, memory
 
 pytestmark = pytest.mark.django_db
@@ -60,10 +62,16 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 
 @pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_every_event_kind_appears_after_the_action_that_causes_it(
-    alice, bob, acme, memory_base, tmp_path
+    alice,
+    bob,
+    acme,
+    memory_base,
+    tmp_path,
+    gemini,  # noqa: F811 (the fixture imported above)
 ):
     alice_api = api_client(alice)
     admin = client_for(alice)
+    assert gemini_inbox_task.call() == {"proposed": 1}  # gemini_inbox_patch
     discover_local_stores(memory_base)  # stores_discovered
     admin.post(reverse("flag", kwargs={"name": "recall_max"}), {"scope": "", "value": "4"})
     key = remember(alice_api, "team", "Release freeze")  # memory_written (+ a commit)

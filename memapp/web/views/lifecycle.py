@@ -25,6 +25,7 @@ from memapp.lifecycle.models import (
     Session,
     SessionSummary,
 )
+from memapp.lifecycle.past_context import search_past_context
 from memapp.lifecycle.proposals import (
     AccessLost,
     EditRefused,
@@ -36,7 +37,6 @@ from memapp.lifecycle.proposals import (
     do_reject_proposal,
     revise_change,
 )
-from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session, skip_sentences
 from memapp.lifecycle.store_proposals import do_rebase_store_change, is_store_wide
 from memapp.stores.models import Store
