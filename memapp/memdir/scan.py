@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .frontmatter import (
     BINARY_FILE,
@@ -77,6 +78,20 @@ class MemoryHeader:
 
 # st_mtime_ns, st_size, st_ctime_ns, header
 _Entry = tuple[int, int, int, MemoryHeader]
+
+
+class _Dir(NamedTuple):
+    """One directory as last scanned: its files' names, ctimes and sizes in listing order
+    (compared whole, in C, on a rescan) and each file's entry by name. No mtimes: setting one
+    sets the ctime too (which cannot be set back)."""
+
+    names: list[str]
+    ctimes: list[int]
+    sizes: list[int]
+    entries: dict[str, _Entry]
+
+
+_NO_DIR = _Dir([], [], [], {})
 _Key = tuple[str, frozenset[str]]  # directory, excluded top-level names
 
 
@@ -87,7 +102,7 @@ class StoreScan:
     first; never to be mutated). :func:`scan_store` answers with the same object for as long as
     nothing changed, so ``is`` tells a caller that nothing did since it last looked."""
 
-    dirs: dict[str, dict[str, _Entry]]
+    dirs: dict[str, _Dir]
     count: int
     ordered: list[MemoryHeader]
 
@@ -172,16 +187,24 @@ def scan_store(
     excluded = frozenset((exclude,) if isinstance(exclude, str) else exclude)
     key = (root, excluded)
     previous = cache._get(key)
-    dirs: dict[str, dict[str, _Entry]] = {}
+    dirs: dict[str, _Dir] = {}
     count = misses = 0
 
     # The store's one walk (docs/design.md §6a) opens directories with O_NOATIME and hands
-    # over each directory's files with their stats. This loop runs once per file on every
-    # rescan: keep it lean (no allocation beyond the stat on a cache hit).
-    for prefix, dir_fd, found in walk_store_dirs(root, excluded, indexes=False):
-        files = dirs[prefix] = {}
-        lookup = previous.dirs.get(prefix, _NO_FILES).get
-        for name, st in found:
+    # over each directory's files with their stats. This runs once per file on every rescan:
+    # a directory whose names and stamps are those of the last scan is compared whole by
+    # list comparisons and map() in C, with no Python code run per file.
+    for prefix, dir_fd, names, stats in walk_store_dirs(root, excluded, indexes=False):
+        count += len(names)
+        ctimes = list(map(_ctime_ns, stats))
+        sizes = list(map(_size, stats))
+        before = previous.dirs.get(prefix, _NO_DIR)
+        if before.ctimes == ctimes and before.names == names and before.sizes == sizes:
+            dirs[prefix] = before
+            continue
+        entries: dict[str, _Entry] = {}
+        lookup = before.entries.get
+        for name, st in zip(names, stats, strict=True):
             cached = lookup(name)
             if (
                 cached is not None
@@ -189,18 +212,18 @@ def scan_store(
                 and cached[1] == st.st_size
                 and cached[2] == st.st_ctime_ns
             ):
-                files[name] = cached
+                entries[name] = cached
             else:
                 header = _read_header(name, dir_fd, prefix + name, st)
-                files[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
+                entries[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
                 misses += 1
-        count += len(found)
+        dirs[prefix] = _Dir(names, ctimes, sizes, entries)
 
     if not misses and count == previous.count:
         # The same files (each hit is a distinct cached one), unchanged: the same scan.
         cache._put(key, previous, count, 0)
         return previous
-    items = [(prefix + name, e) for prefix, files in dirs.items() for name, e in files.items()]
+    items = [(prefix + name, e) for prefix, d in dirs.items() for name, e in d.entries.items()]
     # Two stable sorts with plain keys are much faster than one sort of tuples.
     items.sort(key=_first)
     items.sort(key=_newest_first)
@@ -209,7 +232,8 @@ def scan_store(
     return scan
 
 
-_NO_FILES: dict[str, _Entry] = {}
+_size = operator.attrgetter("st_size")
+_ctime_ns = operator.attrgetter("st_ctime_ns")
 _first = operator.itemgetter(0)
 
 

@@ -155,7 +155,8 @@ class StoreDir(NamedTuple):
 
     prefix: str  # "" for the store's top, else "sub/dir/"
     dir_fd: int
-    files: list[tuple[str, os.stat_result]]  # (name, lstat) of each memory file: regular files
+    names: list[str]  # of its memory files (regular files), in the order the directory lists them
+    stats: list[os.stat_result]  # their lstats, in the same order
 
 
 # -- the one reader of store files ---------------------------------------------------------------
@@ -242,6 +243,7 @@ def walk_store_dirs(
     """
     root = os.fspath(Path(directory).absolute())
     excluded = frozenset(exclude)
+    is_regular, is_directory = S_ISREG, S_ISDIR  # locals: the loop below runs once per file
     stack = [("", root)]
     while stack:
         prefix, path = stack.pop()
@@ -254,8 +256,9 @@ def walk_store_dirs(
                 return
             raise
         try:
-            files: list[tuple[str, os.stat_result]] = []
-            append = files.append
+            names: list[str] = []
+            stats: list[os.stat_result] = []
+            add_name, add_stat = names.append, stats.append
             try:
                 with os.scandir(dir_fd) as listing:
                     for entry in listing:
@@ -276,9 +279,10 @@ def walk_store_dirs(
                             st = entry.stat(follow_symlinks=False)
                         except OSError:
                             continue  # deleted since the directory was listed
-                        if S_ISREG(st.st_mode):
-                            append((name, st))
-                        elif S_ISDIR(st.st_mode):
+                        if is_regular(st.st_mode):
+                            add_name(name)
+                            add_stat(st)
+                        elif is_directory(st.st_mode):
                             if not _skipped_dir(prefix, name, excluded):
                                 stack.append((f"{prefix}{name}/", f"{path}/{name}"))
                         elif untouchable is not None:
@@ -287,7 +291,7 @@ def walk_store_dirs(
                 if prefix:
                     continue
                 raise
-            yield _new_tuple(StoreDir, (prefix, dir_fd, files))
+            yield _new_tuple(StoreDir, (prefix, dir_fd, names, stats))
         finally:
             os.close(dir_fd)
 
@@ -301,10 +305,10 @@ def walk_store(
 ) -> Iterator[StoreFile]:
     """Every memory file of the store in `directory`, one at a time: :func:`walk_store_dirs`,
     whose rules it follows."""
-    for prefix, dir_fd, files in walk_store_dirs(
+    for prefix, dir_fd, names, stats in walk_store_dirs(
         directory, exclude, indexes=indexes, untouchable=untouchable
     ):
-        for name, st in files:
+        for name, st in zip(names, stats, strict=True):
             # tuple.__new__: NamedTuple's own constructor is Python code.
             yield _new_tuple(StoreFile, (prefix + name, prefix, name, dir_fd, st))
 
