@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -63,6 +63,8 @@ class MemoryHeader:
 
     ``path`` is relative to the scanned directory, ``/``-separated. ``problem`` says why the
     header could not be read (invalid YAML, not closed within 30 lines, binary, unreadable...).
+    ``body_start``: where the body begins in the decoded text, so that a reader of the whole
+    file (the mirror) need not parse the header again.
     """
 
     path: str
@@ -74,6 +76,7 @@ class MemoryHeader:
     type_form: TypeForm | None
     problem: str | None
     has_frontmatter: bool = False
+    body_start: int = field(default=0, compare=False)
 
 
 # st_mtime_ns, st_size, st_ctime_ns, header
@@ -269,6 +272,7 @@ def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> Memory
         h.type_form,
         problem,
         h.has_frontmatter,
+        h.body_start,
     )
 
 

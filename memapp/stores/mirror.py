@@ -15,7 +15,7 @@ from typing import NamedTuple
 from django.db import transaction
 from django.utils import timezone
 
-from memapp.memdir.frontmatter import parse_memory
+from memapp.memdir.frontmatter import Memory, decode_bytes, parse_memory
 from memapp.memdir.index import INDEX_FILENAME, index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, StoreScan, scan_store
@@ -43,7 +43,7 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
     else:
         problem = header.problem or ""
         contents[header.path] = data
-    memory = parse_memory(data, path=header.path)
+    memory = _memory(header, data)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
     return {
@@ -60,6 +60,24 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
         "missing_sections": missing_why_how(memory_type, body),
         "relative_dates": relative_dates(body) if memory_type == "project" else [],
     }
+
+
+def _memory(header: MemoryHeader, data: bytes) -> Memory:
+    """The file as :func:`parse_memory` reads it; its header taken from the scan's when that
+    parsed cleanly and the file still has the size the scan saw (the YAML is not parsed twice)."""
+    if header.has_frontmatter and header.problem is None and len(data) == header.size:
+        text, problem = decode_bytes(data)
+        if problem is None:
+            return Memory(
+                name=header.name,
+                description=header.description,
+                type=header.type,
+                body=text[header.body_start :],
+                type_form=header.type_form,
+                has_frontmatter=True,
+                path=header.path,
+            )
+    return parse_memory(data, path=header.path)
 
 
 def rescan_store(store: Store) -> RescanResult:
