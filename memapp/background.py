@@ -4,8 +4,9 @@ It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by
 team sync's own policy), the daily pruning of events, of session transcripts and of the trash,
 and each minute the check of every store's consolidation gates (which queues the stores that
-are due). The tasks themselves run in the task worker (`manage.py db_worker`, or RQ workers on
-other machines), never here.
+are due) and of Gemini CLI's `/memory inbox` (its patches become proposals). The tasks
+themselves run in the task worker (`manage.py db_worker`, or RQ workers on other machines),
+never here.
 
 Run one background process per deployment: two clocks would each enqueue the daily tasks.
 """
@@ -21,6 +22,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from memapp.lifecycle.consolidation import consolidation_sweep_task
+from memapp.lifecycle.gemini_inbox import gemini_inbox_task
 from memapp.lifecycle.tasks import prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
@@ -58,7 +60,8 @@ class Clock:
         if self.swept_at is None or now - self.swept_at >= SWEEP_EVERY:
             self.swept_at = now
             consolidation_sweep_task.enqueue()
-            enqueued.append("consolidation gates")
+            gemini_inbox_task.enqueue()
+            enqueued += ["consolidation gates", "gemini inbox"]
         return enqueued
 
     def run(self, stop: threading.Event) -> None:

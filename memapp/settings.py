@@ -108,8 +108,9 @@ MEMHUB_TRASH_DAYS = env_int("MEMHUB_TRASH_DAYS", 30, minimum=1)
 # A token lives this many days, then is renewed on the API tokens page; 0: tokens never expire.
 MEMHUB_TOKEN_DAYS = env_int("MEMHUB_TOKEN_DAYS", 90, minimum=0)
 MEMHUB_INVITATION_DAYS = env_int("MEMHUB_INVITATION_DAYS", 7, minimum=1)
-# The command the Connect your agent page gives for installing memhub-agent.
-MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL", "pipx install memhub")
+# The command the Connect your agent page gives for installing memhub-agent; unset: pipx from
+# the site's own package index (`/client/simple/`, docs/design.md §26).
+MEMHUB_CLIENT_INSTALL = env_str("MEMHUB_CLIENT_INSTALL")
 # Single sign-on with OpenID Connect (docs/design.md §26): on when an issuer is set. Its
 # endpoints come from the issuer's discovery document, read when first needed.
 MEMHUB_OIDC_ISSUER = env_str("MEMHUB_OIDC_ISSUER").rstrip("/")
@@ -119,6 +120,8 @@ MEMHUB_OIDC_ALLOWED_DOMAINS = [
     d.strip().lower() for d in env_str("MEMHUB_OIDC_ALLOWED_DOMAINS").split(",") if d.strip()
 ]
 MEMHUB_OIDC_STAFF_GROUP = env_str("MEMHUB_OIDC_STAFF_GROUP")
+# The userinfo claim holding the person's groups or roles; dots reach into objects.
+MEMHUB_OIDC_STAFF_CLAIM = env_str("MEMHUB_OIDC_STAFF_CLAIM", "groups")
 MEMHUB_PASSWORD_LOGIN = env_bool("MEMHUB_PASSWORD_LOGIN", True)
 if MEMHUB_OIDC_ISSUER and not MEMHUB_OIDC_CLIENT_ID:
     raise ImproperlyConfigured("MEMHUB_OIDC_ISSUER is set: set MEMHUB_OIDC_CLIENT_ID too.")

@@ -182,6 +182,7 @@ def memory_base(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(base))
     monkeypatch.delenv("CLAUDE_CODE_REMOTE_MEMORY_DIR", raising=False)
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-home"))  # not the real one
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     return base
 
 

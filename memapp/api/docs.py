@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularRedocView
+from rest_framework.authentication import SessionAuthentication
 
 # Redoc's bundle shows a logo from its vendor's CDN; the policy keeps the browser from asking
 # for it (or for anything else not served by memhub). Redoc styles itself with <style> tags and
@@ -25,6 +26,9 @@ CONTENT_SECURITY_POLICY = "; ".join(
 
 class ApiDocsView(SpectacularRedocView):
     template_name = "api/docs.html"
+    # A page of the site, in its frame: the person's session (not an API token) says who is
+    # reading, so the navigation is theirs.
+    authentication_classes = [SessionAuthentication]
 
     @extend_schema(exclude=True)
     def get(self, request, *args, **kwargs):

@@ -43,6 +43,7 @@ _REFUSAL_STATUS = {
     "secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
     "team_memory_secret_detected": status.HTTP_422_UNPROCESSABLE_ENTITY,
     "auto_memory_off": status.HTTP_403_FORBIDDEN,
+    "read_only": status.HTTP_403_FORBIDDEN,
     "team_memory_user_memory": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 

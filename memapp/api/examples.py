@@ -134,3 +134,75 @@ SESSION_ENTRIES = _example(
 APPROVE = _example("Approve two of the changes", {"changes": [12, 14]})
 DEVICE_CODE = _example("Start a browser login", {"client_name": "dana-laptop"})
 DEVICE_TOKEN = _example("Poll for the token", {"device_code": "k3J9…the device_code answered"})
+
+
+def _answer(name: str, value: dict, summary: str = "") -> OpenApiExample:
+    return OpenApiExample(name, value=value, summary=summary or name, response_only=True)
+
+
+def _error(code: str, message: str, **details) -> OpenApiExample:
+    body = {"error": {"code": code, "message": message, "details": {"error_code": code, **details}}}
+    return _answer(code, body, message)
+
+
+_TEAM_META = {
+    "organizationId": "memhub",
+    "repo": "acme/app",
+    "version": 7,
+    "lastModified": "2026-03-05T09:30:00.000000Z",
+    "checksum": "sha256:" + "5e" * 32,
+}
+_RELEASE = PUT_TEAM_MEMORY.value["entries"]
+TEAM_MEMORY = _answer(
+    "The team memory",
+    {
+        **_TEAM_META,
+        "content": {
+            "entries": _RELEASE,
+            "entryChecksums": {
+                "MEMORY.md": "sha256:" + "c4" * 32,
+                "project_release.md": "sha256:" + "9b" * 32,
+            },
+        },
+    },
+    "With `view=hashes`, `content` holds `entryChecksums` only",
+)
+TEAM_MEMORY_PUT = _answer("Written", {**_TEAM_META, "version": 8, "held": []})
+TEAM_MEMORY_ERRORS = {
+    400: _error("invalid_repo", "repo must be an owner/repo slug."),
+    403: _error("auto_memory_off", "Team memory is turned off for acme/app."),
+    404: _error("empty", "acme/app has no team memory yet."),
+    412: _error("precondition_failed", "The team memory changed since your last pull."),
+    413: _error("entry_too_large", "project_release.md is over 250,000 bytes."),
+    422: _error(
+        "team_memory_secret_detected", "project_release.md holds what looks like a secret."
+    ),
+}
+AGENT_SNAPSHOT = _answer(
+    "A snapshot waiting for review",
+    {
+        "project": "acme/widgets",
+        "agent_type": "reviewer",
+        "checkout": {"id": 3, "origin": "upload"},
+        "snapshot": {"updated_at": "2026-03-05T09:30:00.000Z", "problem": None},
+        "scopes": [
+            {
+                "scope": "user",
+                "status": "initialize",
+                "reason": "no local memory yet (no *.md file)",
+                "updated_at": "2026-03-05T09:30:00.000Z",
+                "synced_from": None,
+                "review_url": "https://memhub.example.com/snapshots/3/reviewer/user/",
+                "decision": {
+                    "id": 12,
+                    "decision": "initialize",
+                    "updated_at": "2026-03-05T09:30:00.000Z",
+                    "files": ["style.md"],
+                    "decided_by": "ana",
+                    "decided_at": "2026-03-05T10:02:11Z",
+                    "applied_at": None,
+                },
+            }
+        ],
+    },
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
@@ -13,6 +14,23 @@ RECALL_SCOPES = (*STORE_SCOPES, "both")  # named in the schema by ENUM_NAME_OVER
 MEMORY_SCOPES = (*STORE_SCOPES, "agent")
 AGENT_SCOPES = ("user", "project", "local")
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what YAML or a reader takes as one
+
+
+_CHECKSUM = "sha256:" + "3f" * 32
+
+
+def _keyed(child: serializers.Field, example: dict, **kwargs) -> serializers.DictField:
+    """A `DictField` whose schema carries `example`, so the API docs show real keys and values
+    where Redoc would make up `{"property1": …}` (docs/design.md §22)."""
+
+    values = {"type": "integer" if isinstance(child, serializers.IntegerField) else "string"}
+    schema = {"type": "object", "additionalProperties": values, "example": example}
+
+    @extend_schema_field(schema)
+    class Keyed(serializers.DictField):
+        pass
+
+    return Keyed(child=child, **kwargs)
 
 
 class StrictSerializer(serializers.Serializer):
@@ -110,7 +128,9 @@ class FileListSerializer(serializers.Serializer):
 
 
 class FileHashesSerializer(serializers.Serializer):
-    checksums = serializers.DictField(child=serializers.CharField(), help_text="key → checksum")
+    checksums = _keyed(
+        serializers.CharField(), {"feedback_real_db.md": _CHECKSUM}, help_text="key → checksum"
+    )
 
 
 class FileSerializer(serializers.Serializer):
@@ -132,8 +152,10 @@ class FilePutResultSerializer(WriteResultSerializer):
 
 
 class BatchResultSerializer(WriteResultSerializer):
-    checksums = serializers.DictField(
-        child=serializers.CharField(), help_text="key → checksum of every topic file now stored"
+    checksums = _keyed(
+        serializers.CharField(),
+        {"feedback_real_db.md": _CHECKSUM},
+        help_text="key → checksum of every topic file now stored",
     )
 
 
@@ -339,11 +361,14 @@ class SessionStartResultSerializer(serializers.Serializer):
     store = serializers.IntegerField(
         allow_null=True, help_text="The private store; null when there is none yet."
     )
-    checksums = serializers.DictField(
-        child=serializers.CharField(), help_text="key → checksum of every file of that store"
+    checksums = _keyed(
+        serializers.CharField(),
+        {"MEMORY.md": "sha256:" + "c4" * 32, "feedback_real_db.md": _CHECKSUM},
+        help_text="key → checksum of every file of that store",
     )
-    files = serializers.DictField(
-        child=serializers.CharField(allow_blank=True),
+    files = _keyed(
+        serializers.CharField(allow_blank=True),
+        {"MEMORY.md": "- [Real database in tests](feedback_real_db.md) — no mocks\n"},
         help_text="key → content of each file whose checksum differs from `have`.",
     )
     partial = serializers.BooleanField(help_text="Some differing files were left out (size).")
@@ -444,7 +469,7 @@ class SessionEntriesResultSerializer(serializers.Serializer):
     stored = serializers.IntegerField()
     duplicates = serializers.IntegerField()
     redacted = serializers.IntegerField(help_text="Secrets replaced by [REDACTED:<label>].")
-    skipped = serializers.DictField(child=serializers.IntegerField())
+    skipped = _keyed(serializers.IntegerField(), {"not_json": 2})
     entry_count = serializers.IntegerField()
     extraction = serializers.ChoiceField(
         choices=["off", "waiting", "queued", "trailing", "coalesced"],
@@ -471,7 +496,7 @@ class SessionDetailSerializer(serializers.Serializer):
     title = serializers.CharField(allow_blank=True)
     entry_count = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="Estimated: characters / 4.")
-    skipped = serializers.DictField(child=serializers.IntegerField())
+    skipped = _keyed(serializers.IntegerField(), {"not_json": 2})
     skip_reasons = serializers.ListField(
         child=serializers.CharField(), help_text="Why lines were not kept, in sentences."
     )

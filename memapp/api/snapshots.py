@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -136,7 +136,7 @@ def _payload(request: Request, checkout: Checkout, agent: str) -> dict:
     parameters=[
         OpenApiParameter("origin", str, enum=["upload", "host"], required=False),
     ],
-    responses=OpenApiTypes.OBJECT,
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, examples=[examples.AGENT_SNAPSHOT]),
 )
 @extend_schema(
     methods=["PUT"],
@@ -145,7 +145,7 @@ def _payload(request: Request, checkout: Checkout, agent: str) -> dict:
     tags=["snapshots"],
     request=SnapshotUploadSerializer,
     examples=[examples.UPLOAD_SNAPSHOT],
-    responses=OpenApiTypes.OBJECT,
+    responses=OpenApiResponse(OpenApiTypes.OBJECT, examples=[examples.AGENT_SNAPSHOT]),
 )
 @api_view(["GET", "PUT"])
 def agent_snapshot(request: Request, project_key: str, agent_type: str) -> Response:

@@ -7,7 +7,7 @@ body is validated here; the PUT itself is `teamsync.protocol.do_put_team_memory`
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from memapp.api import examples
 from memapp.api.errors import error_body, status_for
-from memapp.api.serializers import TeamMemoryPutSerializer
+from memapp.api.serializers import ErrorSerializer, TeamMemoryPutSerializer
 from memapp.api.views import etag_value
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.projects import REPO_SLUG_RE
@@ -44,7 +44,11 @@ _PARAMETERS = [
     OpenApiParameter("repo", str, required=True, description="owner/repo"),
     OpenApiParameter("view", str, enum=["hashes"], description="checksums only"),
 ]
-_RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 403, 404, 412, 413, 422)}
+_ERRORS = {
+    code: OpenApiResponse(ErrorSerializer, examples=[example])
+    for code, example in examples.TEAM_MEMORY_ERRORS.items()
+}
+_UNCHANGED = OpenApiResponse(description="`If-None-Match` matched: nothing new to pull.")
 
 
 @extend_schema(
@@ -53,7 +57,11 @@ _RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 403, 404, 41
     summary="Pull a repository's team memory (Claude Code's protocol)",
     tags=["team memory"],
     parameters=_PARAMETERS,
-    responses=_RESPONSES,
+    responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, examples=[examples.TEAM_MEMORY]),
+        304: _UNCHANGED,
+        **_ERRORS,
+    },
 )
 @extend_schema(
     methods=["PUT"],
@@ -63,7 +71,10 @@ _RESPONSES = {code: OpenApiTypes.OBJECT for code in (200, 304, 400, 403, 404, 41
     parameters=_PARAMETERS,
     request=OpenApiTypes.OBJECT,
     examples=[examples.PUT_TEAM_MEMORY],
-    responses=_RESPONSES,
+    responses={
+        200: OpenApiResponse(OpenApiTypes.OBJECT, examples=[examples.TEAM_MEMORY_PUT]),
+        **_ERRORS,
+    },
 )
 @api_view(["GET", "PUT"])
 def team_memory(request: Request) -> Response:

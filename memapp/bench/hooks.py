@@ -15,6 +15,9 @@ for on every prompt of an agent that uses memhub.
 - :func:`bench_warm_workers`: ``manage.py serve --workers 2 --no-background``; the first prompt
   request to each worker (two at once, as soon as the port accepts connections) beside later
   ones: ≤ 200 ms, well inside a hook's budget.
+- :func:`bench_resumed_session_start`: SessionStart with ``source: resume`` against gunicorn,
+  for a session whose summary memhub keeps (the offline summary of a 5,000-entry session): the
+  whole hook, summary handed over, within the hook's 0.7 s budget.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import socket
 import statistics
 import subprocess
@@ -53,7 +57,9 @@ stand-in server that answers at once (target ≤ 100 ms). "model within the budg
 with the model selector on a fake Messages API answering in 400 ms; "in time" counts prompts
 whose hook output holds the model's pick, "answered" those with any memory. warm workers: the
 first prompt request to each of 2 gunicorn workers right after `manage.py serve` starts, beside
-the median of later ones (target ≤ 200 ms)."""
+the median of later ones (target ≤ 200 ms). resumed session: SessionStart with `source: resume`
+against gunicorn, the session's summary (offline, of 5,000 entries) handed over; target: within
+the hook's budget (0.7 s)."""
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -358,6 +364,65 @@ def bench_warm_workers(corpus: Corpus, runs: int) -> list[Row]:
     ]
 
 
+# -- a resumed session's summary at session start -----------------------------------------------
+
+
+def bench_resumed_session_start(corpus: Corpus, runs: int, hook: Sequence[str]) -> list[Row]:
+    """SessionStart with `source: resume` for a session whose summary memhub keeps (the offline
+    summary of a 5,000-entry session, docs/design.md §14.10), against gunicorn serving the
+    corpus: the whole hook, the summary handed over, beside the hook's budget."""
+    from memapp.bench import web
+    from memapp.bench.summary import SUMMARY_ENTRIES, coding_transcript, summarize
+    from memapp.client.hooks import HOOK_BUDGET
+    from memapp.lifecycle.models import Session, SessionSummary
+    from memapp.memdir.paths import memory_dir_for
+
+    store = web.web_store(corpus)
+    text = summarize(coding_transcript(SUMMARY_ENTRIES))
+    with tempfile.TemporaryDirectory(prefix="memhub-bench-hooks-") as tmp:
+        home = Path(tmp)
+        checkout = _git_checkout(home / "src" / "app", store.project_key)
+        # A resumed session's machine already holds the memory: nothing to pull but changes.
+        local = memory_dir_for(
+            checkout,
+            env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            settings={},
+        )
+        shutil.copytree(corpus.root, local)
+        session = Session.objects.create(
+            owner=store.user,
+            project=store.store.project,
+            store=store.store,
+            session_id="bench-resumed",
+            cwd=str(checkout),
+        )
+        SessionSummary.objects.create(session=session, text=text, selector="offline")
+        times, bare, handed = [], [], 0
+        with web.run_gunicorn(start_timeout=120) as server:
+            env = _hook_env(home, f"http://127.0.0.1:{server.port}", store.token)
+            payload = json.loads(_payload("session-start", checkout, home, "bench-resumed"))
+            stdin = json.dumps({**payload, "source": "resume"})
+            for _ in range(max(runs, 5)):
+                bare.append(_wall([sys.executable, "-c", "pass"], env=env)[0])
+                elapsed, done = _wall(
+                    [*hook, "hook", "claude-code", "session-start"], stdin, env, checkout
+                )
+                times.append(elapsed)
+                handed += "Summary of this session so far" in done.stdout
+    median = statistics.median(times)
+    return [
+        Row(
+            corpus.size,
+            "hook session-start, resumed session with its summary",
+            median,
+            limit=HOOK_BUDGET,
+            note=f"summary handed over {handed}/{len(times)}; {len(text):,}-character summary "
+            f"(9,000 handed); max {max(times) * 1e3:.0f} ms; python -c pass "
+            f"{statistics.median(bare) * 1e3:.0f} ms",
+        )
+    ]
+
+
 # -- the section --------------------------------------------------------------------------------
 
 
@@ -367,4 +432,5 @@ def run(corpus: Corpus, runs: int, *, prompts: int = 20, hook_command: str = "")
     rows = bench_start_up(corpus.size, runs, hook)
     rows += bench_model_budget(corpus, runs, hook, prompts)
     rows += bench_warm_workers(corpus, runs)
+    rows += bench_resumed_session_start(corpus, runs, hook)
     return rows

@@ -9,7 +9,13 @@ import time
 
 from memapp.bench.common import Row
 
-__all__ = ["LEGEND", "SUMMARY_ENTRIES", "bench_offline_summary", "coding_transcript"]
+__all__ = [
+    "LEGEND",
+    "SUMMARY_ENTRIES",
+    "bench_offline_summary",
+    "coding_transcript",
+    "summarize",
+]
 
 SUMMARY_ENTRIES = 5_000
 SUMMARY_LIMIT = 0.200
@@ -65,7 +71,7 @@ def coding_transcript(count: int) -> list[dict]:
     return entries[:count]
 
 
-def _summarize(raw: list[dict]) -> str:
+def summarize(raw: list[dict]) -> str:
     from memapp.memdir.session_summary import OfflineSummary, fit_sections, render_summary
     from memapp.memdir.transcripts import EntryError, parse_entry
 
@@ -85,7 +91,7 @@ def bench_offline_summary(runs: int) -> list[Row]:
     times, text = [], ""
     for _ in range(runs):
         started = time.perf_counter()
-        text = _summarize(raw)
+        text = summarize(raw)
         times.append(time.perf_counter() - started)
     return [
         Row(

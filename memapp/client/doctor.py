@@ -103,7 +103,8 @@ def _install_checks(agent: str, checkout: Path) -> list[Check]:
         f"{PROG} on PATH",
         found is not None,
         found or "not found",
-        "install memhub's client where the agent's PATH finds it (pipx install memhub)",
+        "install memhub's client where the agent's PATH finds it (the command on the "
+        "site's Connect your agent page)",
     )
     return [
         hooks,

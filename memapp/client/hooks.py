@@ -27,6 +27,7 @@ from typing import IO, Any
 from memapp.client.config import Config, load_config
 from memapp.client.http import NO_RETRY, Client
 from memapp.client.project import Project, find_project
+from memapp.memdir.agent_switches import RECALL, RECORD, agent_memory_allows
 from memapp.memdir.paths import auto_memory_enabled, load_user_settings
 
 __all__ = [
@@ -213,6 +214,9 @@ def _context(
     settings = load_user_settings(env, project_dir=where)
     if not auto_memory_enabled(env, settings):
         return ""  # memory is off: nothing is read, sent or said
+    what = RECORD if hook.handler.startswith("memapp.client.transcript_hook:") else RECALL
+    if not agent_memory_allows(agent, what, env, where):
+        return ""  # the agent's own switch is off for this (docs/design.md §28)
     project = find_project(where, env, settings)
     call = HookCall(payload, project, config, deadline, env, agent)
     result["call"] = call

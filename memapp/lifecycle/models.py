@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from memapp.stores.models import Project, Store
 
+AGENTS = [("claude-code", "Claude Code"), ("gemini-cli", "Gemini CLI"), ("codex", "Codex")]
+
 
 class SessionQuerySet(models.QuerySet):
     def visible_to(self, user) -> SessionQuerySet:
@@ -48,7 +50,7 @@ class Session(models.Model):
     interactive = models.BooleanField(null=True, blank=True)
     agent = models.CharField(
         max_length=20,
-        choices=[("claude-code", "Claude Code"), ("gemini-cli", "Gemini CLI"), ("codex", "Codex")],
+        choices=AGENTS,
         default="claude-code",
         help_text="The coding agent whose session this is (docs/design.md §28).",
     )
@@ -231,6 +233,7 @@ class Proposal(models.Model):
         EXTRACTION = "extraction"
         CONSOLIDATION = "consolidation"
         DISTILLATION = "distillation"
+        INBOX = "inbox", "agent's inbox"
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -275,8 +278,12 @@ class Proposal(models.Model):
 
     @property
     def agents(self) -> list[str]:
-        """The coding agents of the sessions it came from, by name (docs/design.md §28)."""
-        return sorted({session.get_agent_display() for session in self.sessions.all()})
+        """The coding agents it came from, by name: its sessions', or the agent whose own
+        proposal it carries (`sources[].agent`, a Gemini CLI inbox patch: docs/design.md §28)."""
+        names = {session.get_agent_display() for session in self.sessions.all()}
+        labels = dict(AGENTS)
+        names |= {labels.get(s["agent"], s["agent"]) for s in self.sources if s.get("agent")}
+        return sorted(names)
 
 
 class ProposalChange(models.Model):

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from django.db import transaction
 from django.utils import timezone
 
+from memapp.lifecycle.gemini_inbox import clear_applied_inbox
 from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
 from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
@@ -29,6 +30,7 @@ from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
+    do_put_files,
     do_save_memory,
     new_memory_path,
     store_file_path,
@@ -205,12 +207,20 @@ class ChangeDiff:
     problem: str = ""
 
 
+def _whole_file(change: ProposalChange) -> bool:
+    """A change that carries the whole file (an agent's inbox patch, whose notes have no
+    frontmatter), not the fields of a memory."""
+    return change.proposal.kind == Proposal.Kind.INBOX
+
+
 def change_diff(change: ProposalChange, store: Store | None = None) -> ChangeDiff:
     """`change` compared with its file in `store` (the proposal's unless the person moved it)."""
     store = store or change.proposal.store
     before = file_on_disk(store, change.key)
     if change.status == ProposalChange.Status.CONFLICT and change.current_text is not None:
         before = change.current_text.encode("utf-8")
+    if _whole_file(change):
+        return ChangeDiff(change, compare_file(change.key, before, change.body.encode("utf-8")))
     if change.action == ProposalChange.Action.DELETE:
         text = (before or b"").decode("utf-8", "replace")
         removed = FileChange(change.key, "removed", disk_checksum(before), None)
@@ -235,6 +245,10 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
     if disk_checksum(current) != change.base_checksum:
         text = (current or b"").decode("utf-8", "replace")
         raise EditConflict(change.key, text, disk_checksum(current))
+    if _whole_file(change):
+        if_match = {change.key: change.base_checksum or None}
+        do_put_files(store, user, {change.key: change.body}, if_match=if_match, via=VIA)
+        return
     index = not get_flag("skip_index", store.project)  # memhub's own writes honour it
     if change.action == ProposalChange.Action.DELETE:
         do_forget_memory(store, user, change.key, via=VIA, index=index)
@@ -415,6 +429,8 @@ def do_apply_proposal(
             result.applied.append(change.key)
         change.save()
     close_proposal(proposal, user, decision, result)
+    if proposal.kind == Proposal.Kind.INBOX and proposal.status == Proposal.Status.APPLIED:
+        clear_applied_inbox(proposal)
     return result
 
 

@@ -59,7 +59,10 @@ def in_request_thread(fn: Callable[..., str]) -> Callable[..., Any]:
     return handler
 
 
-server = MemhubMCP(name="memhub", instructions=INSTRUCTIONS)
+# No `subscriptions/listen`: a sessionless server answers each request in a worker and has no
+# stream to push list changes on, so it must not advertise `listChanged` (Claude Code waits
+# about 27 s for a listen stream it was promised before it lists the tools).
+server = MemhubMCP(name="memhub", instructions=INSTRUCTIONS, subscriptions=False)
 
 
 @server.tool(

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Iterable
 from math import ceil
 
 from memapp.memdir.frontmatter import extract_links
+from memapp.memdir.index import MAX_ENTRY_CHARS
 
 __all__ = [
     "STRUCTURED_TYPES",
@@ -408,6 +409,8 @@ def memory_warnings(
     - `Description is empty: recall relies on it to pick this memory.` when `description` is
       given but blank (None means "not being edited" and is not checked);
     - `Description should be one line.` when it spans lines (a trailing newline is fine);
+    - `Description is 612 characters: keep it to one line under ~200 …` when it is longer than
+      `MAX_ENTRY_CHARS`, the index entry's own limit (docs/design.md §5);
     - for feedback and project memories, per missing label (see `missing_why_how`), e.g.
       `Missing **Why:** — feedback memories should say why (an incident, a preference).` and
       `Missing **How to apply:** — project memories should say when and where it applies.`;
@@ -429,6 +432,12 @@ def memory_warnings(
             warnings.append("Description is empty: recall relies on it to pick this memory.")
         elif "\n" in text or "\r" in text:
             warnings.append("Description should be one line.")
+        elif len(text) > MAX_ENTRY_CHARS:
+            warnings.append(
+                f"Description is {len(text)} characters: keep it to one line under "
+                f"~{MAX_ENTRY_CHARS} (it becomes the memory's MEMORY.md line, which agents "
+                "load every session); move detail into the body."
+            )
 
     kind = _normal_type(memory_type)
     for label in missing_why_how(kind, body):

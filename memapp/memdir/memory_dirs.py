@@ -95,6 +95,31 @@ def gemini_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(environ.get("GEMINI_CLI_HOME") or environ.get("HOME") or Path.home()) / ".gemini"
 
 
+# Codex CLI's own memories: generated state, mirrored read-only (docs/design.md §28). The type
+# holds a `:`, which no Claude Code sub-agent's directory can (`agent_memory_dir`).
+CODEX_MEMORIES = "codex:memories"
+# Beside the memory files in Codex's memories dir: skills it drafted and imported extensions.
+CODEX_EXCLUDE = ("skills", "extensions")
+
+
+def codex_home(env: Mapping[str, str] | None = None) -> Path:
+    """`$CODEX_HOME`, else `~/.codex`, as Codex CLI finds it."""
+    environ = os.environ if env is None else env
+    if environ.get("CODEX_HOME"):
+        return Path(environ["CODEX_HOME"])
+    return Path(environ.get("HOME") or Path.home()) / ".codex"
+
+
+def discover_codex_dirs(codex: Path) -> list[FoundStore]:
+    """Codex CLI's memories dir, `<codex home>/memories/` (`MEMORY.md`, `memory_summary.md`,
+    `raw_memories.md`, `rollout_summaries/`): one for the person across every project, so an
+    agent store of user scope, read-only."""
+    memory = codex / "memories"
+    if not memory.is_dir() or memory.is_symlink():
+        return []
+    return [FoundStore("agent", memory, agent_type=CODEX_MEMORIES, exclude=CODEX_EXCLUDE)]
+
+
 def discover_gemini_dirs(gemini: Path) -> list[FoundStore]:
     """Gemini CLI's memory dirs, `tmp/<project id>/memory/` (docs/design.md §28), as private
     stores of the project whose folder the id stands for (`projects.json`, else the id's

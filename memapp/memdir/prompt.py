@@ -52,7 +52,9 @@ class PromptRequest:
     fine). The prompt names them as given, unless `private_display_dir` / `team_display_dir`
     give the paths the agent itself uses (a remote agent's local directories). `team_dir` is
     required in `combined` mode and ignored in the others. `today` dates the daily log (the
-    local date when None). `max_lines` and `max_bytes` are the index caps.
+    local date when None). `max_lines` and `max_bytes` are the index caps. `agent_scope`
+    (`user`, `project` or `local`) makes an individual prompt a sub-agent's own memory
+    (docs/design.md §13): its own heading and a note on what its scope means.
     """
 
     mode: str
@@ -65,6 +67,7 @@ class PromptRequest:
     today: datetime.date | None = None
     private_display_dir: str | None = None
     team_display_dir: str | None = None
+    agent_scope: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -73,6 +76,8 @@ class PromptRequest:
             raise ValueError("combined mode needs a team directory")
         if self.max_lines < 1 or self.max_bytes < 1:
             raise ValueError("index caps must be positive")
+        if self.agent_scope is not None and self.agent_scope not in AGENT_SCOPE_NOTES:
+            raise ValueError(f"unknown agent scope {self.agent_scope!r}")
 
 
 @dataclass(frozen=True)
@@ -466,6 +471,18 @@ _DAILY_FORGET = (
 )
 
 
+# What a sub-agent's memory scope means for what it keeps (docs/design.md §13), as Claude
+# Code's agent memory prompt says it.
+AGENT_SCOPE_NOTES = {
+    "user": "This memory is user-scope: it goes with you into every project, so keep what you "
+    "learn general enough to hold in all of them.",
+    "project": "This memory is project-scope and reaches your team through version control: "
+    "keep what you learn about this project.",
+    "local": "This memory is local-scope and stays out of version control: keep what you learn "
+    "about this project on this machine.",
+}
+
+
 def _individual_sections(directory: str, request: PromptRequest) -> list[Section]:
     intro = (
         f"You have a persistent, file-based memory directory at `{directory}`. It already "
@@ -477,13 +494,17 @@ def _individual_sections(directory: str, request: PromptRequest) -> list[Section
         if request.skip_index
         else f"Add a one-line entry for it to `{_join(directory, INDEX_FILENAME)}`:"
     )
-    return [
+    sections = [
         ("# auto memory", intro),
         _types_section(False, _TYPES_INTRO),
         ("## What NOT to save in memory", _NOT_MEMORY),
         _how_to_save(f"in `{directory}`", index_step, request),
         *_common_tail(request, [directory]),
     ]
+    if request.agent_scope is not None:
+        sections[0] = ("# Persistent Agent Memory", intro)
+        sections.append(("## Scope of this memory", AGENT_SCOPE_NOTES[request.agent_scope]))
+    return sections
 
 
 def _combined_sections(private: str, team: str, request: PromptRequest) -> list[Section]:

@@ -60,6 +60,19 @@ class EditConflict(Exception):
         self.path, self.disk_text, self.disk_sha256 = path, disk_text, disk_sha256
 
 
+READ_ONLY = (
+    "Codex CLI generates these files itself and rewrites them from its threads, so memhub "
+    "mirrors them read-only: change what Codex remembers in Codex (/memories), and keep what "
+    "your agents should recall in memhub's memory of the project."
+)
+
+
+def check_writable(store: Store) -> None:
+    """Refuse any write to a read-only store (docs/design.md §28) before anything is done."""
+    if store.read_only:
+        raise FileRejected("read_only", READ_ONLY, {"store": store.pk})
+
+
 def store_file_path(store: Store, key: str) -> Path:
     """The path of a memory file of the store: the file rule of docs/design.md §6a (safe key,
     a memory file, not inside a store of its own); `FileRejected` otherwise."""
@@ -141,6 +154,7 @@ def do_save_memory(
     it replaces are in the file's history (docs/design.md §23). `index` false leaves MEMORY.md
     alone (the `skip_index` flag, for memhub's own writes).
     """
+    check_writable(store)
     root = Path(store.path)
     with store_lock(store):
         created = path is None or base_sha256 == ""
@@ -196,6 +210,7 @@ def do_forget_memories(
     """Move topic files to the trash (restorable for MEMHUB_TRASH_DAYS, with their index
     lines) and remove their MEMORY.md lines (`index` false: MEMORY.md is left alone, the
     `skip_index` flag); returns the paths that were there."""
+    check_writable(store)
     root = Path(store.path)
     targets = {path: store_file_path(store, path) for path in paths}
     forgotten: dict[str, bytes] = {}
@@ -257,6 +272,7 @@ def do_put_files(
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
     written keys; deleted files go to the trash, replaced bytes stay in their history, and so
     do MEMORY.md's, however it changed (a key of its own or a line)."""
+    check_writable(store)
     on_disk = {f.key for f in walk_store(store.path, store.exclude)}
 
     def normal(key: str) -> str:  # NFC, but a file already on disk keeps its own spelling
@@ -331,6 +347,7 @@ def do_rename_memory(store: Store, user, old: str, new: str, via: str = Via.API)
     """Move a topic file to a free key, its MEMORY.md line following it; `FileNotFoundError`
     when `old` is missing, `FileRejected` (`already_exists`, a bad key) and nothing written
     when `new` is taken or no memory file. Both keys keep their history."""
+    check_writable(store)
     root = Path(store.path)
     source, target = store_file_path(store, old), store_file_path(store, new)
     with store_lock(store):

@@ -12,6 +12,8 @@ from django.db import transaction
 
 from memapp.memdir.memory_dirs import (
     FoundStore,
+    codex_home,
+    discover_codex_dirs,
     discover_gemini_dirs,
     discover_memory_dirs,
     gemini_home,
@@ -83,9 +85,10 @@ def _project(dirname: str) -> Project:
     return project
 
 
-def discover_local_stores(base=None, progress=None, gemini=None) -> DiscoveryResult:
-    """Create or update a store for every memory directory found under the memory base, and
-    for Gemini CLI's memory dirs (under `gemini`, default `~/.gemini`).
+def discover_local_stores(base=None, progress=None, gemini=None, codex=None) -> DiscoveryResult:
+    """Create or update a store for every memory directory found under the memory base, for
+    Gemini CLI's memory dirs (under `gemini`, default `~/.gemini`) and for Codex CLI's own
+    memories (under `codex`, default `$CODEX_HOME`), which are mirrored read-only.
 
     Stores discovered earlier whose directory is gone are removed from the mirror (disk is the
     truth; nothing on disk is touched). `progress`, when given, is called with each store.
@@ -93,8 +96,10 @@ def discover_local_stores(base=None, progress=None, gemini=None) -> DiscoveryRes
     started = time.monotonic()
     base = memory_base() if base is None else base
     owner = local_owner()
-    found = discover_memory_dirs(base) + discover_gemini_dirs(
-        gemini_home() if gemini is None else gemini
+    found = (
+        discover_memory_dirs(base)
+        + discover_gemini_dirs(gemini_home() if gemini is None else gemini)
+        + discover_codex_dirs(codex_home() if codex is None else codex)
     )
     seen: list[str] = []
     with transaction.atomic():

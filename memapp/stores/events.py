@@ -53,6 +53,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
         "duration_ms",
         "error",
     ),
+    "gemini_inbox_patch": ("source", "outcome", "reason", "files"),
     "proposal_decided": ("proposal_kind", "decision", "applied", "conflicts", "refused", "skipped"),
     "consolidation_run": (
         "trigger",

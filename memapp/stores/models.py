@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from memapp.memdir.memory_dirs import CODEX_MEMORIES
 from memapp.memdir.store_files import CHECKSUM_PREFIX
 
 
@@ -115,9 +116,16 @@ class Store(models.Model):
         return f"{self.label} ({self.path})"
 
     @property
+    def read_only(self) -> bool:
+        """Files another program generates (Codex CLI's memories): shown, never written."""
+        return self.kind == self.Kind.AGENT and self.agent_type == CODEX_MEMORIES
+
+    @property
     def label(self) -> str:
         if self.kind == self.Kind.TEAM:
             return f"team/{self.mount}" if self.mount else "team"
+        if self.read_only:
+            return "Codex CLI's memories (read-only)"
         if self.kind == self.Kind.AGENT:
             return f"agent {self.agent_type} ({self.agent_scope} scope)"
         return "private"

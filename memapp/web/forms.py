@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth import forms as auth_forms
 from django.core.exceptions import ValidationError
 
-from memapp.memdir.frontmatter import MEMORY_TYPES
+from memapp.memdir.frontmatter import MEMORY_TYPES, Memory
+from memapp.memdir.index import MAX_ENTRY_CHARS
 
 TYPE_CHOICES = [("", "untyped")] + [(t, t) for t in MEMORY_TYPES]
+
+
+def unknown_type(memory: Memory) -> str | None:
+    """The type a file gives that is not one of MEMORY_TYPES (`type: decision`), as written:
+    the memory is untyped, and saving keeps the value (docs/design.md §2)."""
+    if memory.type is not None:
+        return None
+    meta = memory.frontmatter.get("metadata")
+    for value in (
+        memory.frontmatter.get("type"),
+        meta.get("type") if isinstance(meta, dict) else None,
+    ):
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
+def unknown_type_warning(value: str) -> str:
+    return (
+        f'Type "{value}" is not one memhub knows ({", ".join(MEMORY_TYPES)}): agents and filters '
+        "treat this memory as untyped. Saving keeps it as written; pick a type to replace it."
+    )
 
 
 def one_line(value: str) -> None:
@@ -20,7 +44,8 @@ class MemoryForm(forms.Form):
     description = forms.CharField(
         max_length=500,
         validators=[one_line],
-        help_text="One line: agents decide from it whether the memory is relevant.",
+        help_text=f"One line under ~{MAX_ENTRY_CHARS} characters: agents decide from it whether "
+        "the memory is relevant.",
     )
     type = forms.ChoiceField(choices=TYPE_CHOICES, required=False)
     body = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), required=False, strip=False)
@@ -35,6 +60,13 @@ class MemoryForm(forms.Form):
         "description.",
     )
     base_sha256 = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, unknown_type: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.unknown_type = unknown_type
+        if unknown_type:  # "untyped" would hide the value the file keeps
+            choices = [("", f"{unknown_type} (unknown type, kept)"), *TYPE_CHOICES[1:]]
+            self.fields["type"].choices = choices  # type: ignore[attr-defined]
 
     def clean_type(self) -> str | None:
         return self.cleaned_data["type"] or None
@@ -76,3 +108,13 @@ class FilterForm(forms.Form):
     age = forms.ChoiceField(choices=AGES, required=False)
     problem = forms.ChoiceField(choices=PROBLEMS, required=False)
     sort = forms.ChoiceField(choices=SORTS, required=False)
+
+
+class PasswordChangeForm(auth_forms.PasswordChangeForm):
+    """Django's, but what the password validators say about the new password (too short, too
+    common) is shown under "New password", not under "New password again"."""
+
+    def clean(self):
+        self.validate_passwords("new_password1", "new_password2")
+        self.validate_password_for_user(self.user, "new_password1")
+        return super(auth_forms.SetPasswordForm, self).clean()

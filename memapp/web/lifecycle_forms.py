@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from django import forms
 
-from memapp.lifecycle.models import ProposalChange
+from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import MEMORY_TYPES
 from memapp.stores.models import Store
 from memapp.web.forms import one_line
@@ -37,7 +37,10 @@ class DecisionForm(forms.Form):
         self.store = store
         self.fields["changes"].choices = [(str(c.pk), c.key) for c in self.pending]
         for change in self.pending:
-            if change.action == ProposalChange.Action.DELETE:
+            # A deletion, or a whole file from an agent's inbox: nothing to edit field by field.
+            if change.action == ProposalChange.Action.DELETE or (
+                change.proposal.kind == Proposal.Kind.INBOX
+            ):
                 continue
             self.fields[f"name-{change.pk}"] = forms.CharField(
                 max_length=200, required=False, validators=[one_line], initial=change.name

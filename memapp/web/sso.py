@@ -114,8 +114,18 @@ class SSOBackend(OIDCAuthenticationBackend):
         return name
 
     def _staff(self, claims) -> bool | None:
+        """Whether the staff group is in the claim `MEMHUB_OIDC_STAFF_CLAIM` names (a dotted
+        path reaches into objects, as Keycloak's `realm_access.roles`; a list or one string);
+        None when no staff group is set, so staff is then set in memhub."""
         group = settings.MEMHUB_OIDC_STAFF_GROUP
-        return group in (claims.get("groups") or []) if group else None
+        if not group:
+            return None
+        value = claims
+        for part in settings.MEMHUB_OIDC_STAFF_CLAIM.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str):
+            return value == group
+        return isinstance(value, list) and group in value
 
     def create_user(self, claims):
         user = self.UserModel.objects.create_user(

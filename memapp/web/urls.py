@@ -2,7 +2,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from memapp.web import sso
+from memapp.web.forms import PasswordChangeForm
 from memapp.web.views import (
+    client_package,
     consolidation,
     dashboard,
     event_log,
@@ -22,6 +24,9 @@ from memapp.web.views import (
 )
 
 urlpatterns = [
+    path("client/simple/", client_package.index, name="client_index"),
+    path("client/simple/<str:name>/", client_package.project, name="client_project"),
+    path("client/files/<str:filename>", client_package.wheel_file, name="client_wheel"),
     path("", home.home, name="home"),
     path("rescan/", home.rescan, name="rescan"),
     path("search/", stores.search, name="search"),
@@ -34,6 +39,11 @@ urlpatterns = [
         "stores/<int:store_id>/consolidate/",
         consolidation.consolidate_now,
         name="consolidate_now",
+    ),
+    path(
+        "stores/<int:store_id>/consolidate/cancel/",
+        consolidation.cancel_consolidation,
+        name="consolidation_cancel",
     ),
     path(
         "stores/<int:store_id>/consolidation/",
@@ -65,6 +75,7 @@ urlpatterns = [
         name="memory_version_restore",
     ),
     path("stores/<int:store_id>/trash/", history.trash_list, name="trash"),
+    path("trash/", history.trash_all, name="trash_all"),
     path("stores/<int:store_id>/export/", transfer.store_export, name="store_export"),
     path("stores/<int:store_id>/import/", transfer.store_import, name="store_import"),
     path("stores/<int:store_id>/bulk/", transfer.store_bulk, name="store_bulk"),
@@ -136,7 +147,9 @@ urlpatterns = [
     ),
     path(
         "profile/password/",
-        auth_views.PasswordChangeView.as_view(success_url=reverse_lazy("password_change_done")),
+        auth_views.PasswordChangeView.as_view(
+            form_class=PasswordChangeForm, success_url=reverse_lazy("password_change_done")
+        ),
         name="password_change",
     ),
     path(

@@ -266,3 +266,9 @@ def test_the_dashboard_lists_memories_never_recalled_oldest_first(alice, bob, fi
     # bob sees the team's memories only, never alice's private ones.
     page = text(client_for(bob).get(DASHBOARD))
     assert "Never recalled (2)" in page and "d.md" not in page
+
+
+def test_with_no_memories_the_dashboard_does_not_claim_they_were_all_recalled(charlie):
+    page = text(client_for(charlie).get(DASHBOARD))
+    assert "Never recalled (0) No memories yet: nothing to recall." in page
+    assert "Every memory has been recalled" not in page

@@ -108,7 +108,7 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     approve = f"/api/v1/proposals/{proposals[0]['id']}/approve"
     assert alice_api.post(approve, {}, format="json").status_code == 200  # proposal_decided
     remove = reverse("member_remove", kwargs={"project_id": acme.project.pk, "user_id": bob.pk})
-    assert admin.post(remove).status_code == 302  # member_removed
+    assert admin.post(remove, {"sure": "yes"}).status_code == 302  # member_removed
     members = reverse("project_members", kwargs={"project_id": acme.project.pk})
     assert admin.post(members, {"user": bob.pk}).status_code == 302  # member_added
     request_consolidation(acme.alice_private, trigger="manual", requested_by=alice)

@@ -58,6 +58,11 @@ def test_the_prompt_shows_the_agents_own_index_within_the_caps(
     body = post(alice_api, "/api/v1/prompt", agent_type="reviewer", memory_dir=AGENT_DIR).json()
 
     assert body["mode"] == "individual"
+    # The agent's own prompt, not the main agent's: its heading and what user scope means.
+    assert body["sections"][0] == "# Persistent Agent Memory"
+    assert body["sections"][-1] == "## Scope of this memory"
+    assert "goes with you into every project" in body["text"]
+    assert "# auto memory" not in body["text"]
     assert f"Contents of {AGENT_DIR}/MEMORY.md" in body["text"]
     assert "- [Entry 199](entry_199.md)" in body["text"]
     assert "entry_200.md" not in body["text"]
@@ -92,6 +97,7 @@ def test_each_scope_is_its_own_store(alice_api, alice, project_memory, tmp_path)
     user_scope = post(alice_api, "/api/v1/prompt", agent_type="reviewer", agent_scope="user")
 
     assert project_scope.status_code == 200
+    assert "reaches your team through version control" in project_scope.json()["text"]
     assert user_scope.status_code == 404
     assert user_scope.json()["error"]["code"] == "no_store"
 

@@ -12,10 +12,17 @@ import json
 from axe_playwright_python.sync_playwright import Axe
 
 BLOCKING = ("critical", "serious")
-# Best practices axe rates moderate that memhub holds to all the same: headings in order, one
-# h1, one main landmark, a skip link that leads somewhere.
+# Best practices axe rates moderate (or minor) that memhub holds to all the same: headings in
+# order, one h1, one main landmark, a skip link that leads somewhere, no column header without
+# text.
 ALSO_ENFORCED = frozenset(
-    {"heading-order", "page-has-heading-one", "landmark-one-main", "skip-link"}
+    {
+        "heading-order",
+        "page-has-heading-one",
+        "landmark-one-main",
+        "skip-link",
+        "empty-table-header",
+    }
 )
 # The rules whose outcome depends on the colour scheme: the rest see the same markup and layout
 # in dark mode as in light.

@@ -81,6 +81,8 @@ FRAGMENTS = {"consolidation_panel"}
 DOWNLOADS = {"store_export"}
 # URLs that only redirect: single sign-on's way to the identity provider and back.
 REDIRECTS = {"sso_start", "sso_callback"}
+# URLs pip reads, not people: the site's package index of memhub-agent (tests/web).
+PACKAGE_INDEX = {"client_index", "client_project", "client_wheel"}
 SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
@@ -108,6 +110,9 @@ def site(memory_base, alice, tmp_path, monkeypatch):
     )
     with (private / "MEMORY.md").open("a") as index:
         index.write("- [Team wiki](reference_wiki.md) — where docs live\n")
+    # A 612-character description, most of it one unbroken string: it wraps, never widens.
+    long = "Build logs: https://ci.example.com/" + "a1b2c3d4" * 70 + " (kept for the audit)"
+    write_memory(private, "reference_build_logs.md", "Build logs", long[:612], "reference")
     repo = tmp_path / "src" / "widgets"
     repo.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -236,6 +241,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "consolidation": reverse("proposal", args=[Proposal.objects.get(kind="consolidation").pk]),
         "distillation": reverse("proposal", args=[Proposal.objects.get(kind="distillation").pk]),
         "daily_logs": reverse("daily_logs", args=[private.pk]),
+        "consolidation_cancel": reverse("consolidation_cancel", args=[private.pk]),
         "sessions": reverse("sessions"),
         "session": reverse("session", args=[Session.objects.get().pk]),
         "session_forget": reverse("session_forget", args=[Session.objects.get().pk]),
@@ -247,6 +253,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
             "memory_version", args=[private.pk, "reference_wiki.md", versions[0].pk]
         ),
         "trash": reverse("trash", args=[private.pk]),
+        "trash_all": reverse("trash_all"),
         "store_import": reverse("store_import", args=[private.pk]),
         "recall_preview": reverse("recall_preview")
         + f"?project={private.pk}&query=where+is+the+wiki&tools=Bash&scope=both",
@@ -294,9 +301,11 @@ def test_every_page_is_listed_here():
         "memory_history",
         "memory_version",
         "trash",
+        "trash_all",
         "store_import",
         "recall_preview",
         "token_revoke",
+        "consolidation_cancel",
         "projects",
         "project_members",
         "password_change",
@@ -309,7 +318,7 @@ def test_every_page_is_listed_here():
         "accept_invitation",
         "login",
     }
-    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS == listed
+    assert names - POST_ONLY - FRAGMENTS - DOWNLOADS - REDIRECTS - PACKAGE_INDEX == listed
 
 
 def header_problems(name: str, headers: dict[str, str]) -> list[str]:
@@ -325,6 +334,63 @@ def header_problems(name: str, headers: dict[str, str]) -> list[str]:
     for header, value in (("x-frame-options", "DENY"), ("x-content-type-options", "nosniff")):
         if headers.get(header) != value:
             problems.append(f"{name}: {header} {headers.get(header)!r}")
+    return problems
+
+
+def page_problems(page, name: str) -> list[str]:
+    """What a person met on one page (issue 25's rough edges), checked where it was seen."""
+    problems = []
+    if name == "store":
+        order = page.eval_on_selector_all("main section.card", "cards => cards.map(c => c.id)")
+        if order[:2] != ["memories", "index"]:
+            problems.append(f"store: the memories are not the first card: {order}")
+    if name == "sync":  # the heading after the fields has room above it
+        gap = page.evaluate(
+            "(() => { const h = [...document.querySelectorAll('main h2')].find("
+            "e => e.textContent === 'Team stores'); const dl = h.previousElementSibling;"
+            " return h.getBoundingClientRect().top - dl.getBoundingClientRect().bottom; })()"
+        )
+        if gap < 16:
+            problems.append(f"sync: 'Team stores' is {gap}px under the fields")
+    if name == "memory_history":  # the current row is one band, not boxes around its cells
+        cells = page.eval_on_selector_all(
+            "table.versions tr.current td",
+            "tds => tds.map(td => getComputedStyle(td).backgroundColor)",
+        )
+        if any(c != "rgba(0, 0, 0, 0)" for c in cells):
+            problems.append(f"memory_history: the current row's cells have backgrounds {cells}")
+    if name == "api_docs":
+        problems += api_docs_problems(page)
+    return problems
+
+
+def api_docs_problems(page) -> list[str]:
+    """The API docs keep the site's navigation, say their title once, show real answers and a
+    search box inside the sidebar that stays light, as the page does, in dark mode too."""
+    problems = []
+    if page.locator("header.topbar nav[aria-label=Main]").count() != 1:
+        problems.append("api_docs: no site navigation")
+    if (title := page.locator("h1").first.inner_text()) != "memhub agent API":
+        problems.append(f"api_docs: titled {title!r}")
+    # The first operation's answer was Redoc's `{"property1": null, "property2": null}`.
+    if not page.get_by_text('"organizationId"').count():
+        problems.append("api_docs: no real response sample for the team memory")
+    box = page.evaluate(
+        "(() => { const i = document.querySelector('input.search-input').getBoundingClientRect();"
+        " const m = document.querySelector('.menu-content').getBoundingClientRect();"
+        " return [i.left - m.left, m.right - i.right]; })()"
+    )
+    if min(box) < 0:
+        problems.append(f"api_docs: the search box sticks out of the sidebar by {box}")
+    page.emulate_media(color_scheme="dark")
+    colours = page.evaluate(
+        "(() => { const i = getComputedStyle(document.querySelector('input.search-input'));"
+        " return [i.backgroundColor, i.color,"
+        " getComputedStyle(document.querySelector('main')).backgroundColor]; })()"
+    )
+    page.emulate_media(color_scheme="light")
+    if colours != ["rgba(0, 0, 0, 0)", "rgb(51, 51, 51)", "rgb(255, 255, 255)"]:
+        problems.append(f"api_docs: search box and page in dark mode: {colours}")
     return problems
 
 
@@ -359,6 +425,7 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
             page.wait_for_selector("h1")
         if name == "home":
             assert page.locator("main section.card h2").first.inner_text() == "acme/app"
+        problems += page_problems(page, name)
         # Redoc's own markup skips heading levels: there only critical and serious count.
         enforced = frozenset() if name == "api_docs" else ALSO_ENFORCED
         for scheme, only in (("light", ()), ("dark", COLOUR_RULES)):
@@ -435,10 +502,16 @@ def test_the_desktop_shows_the_navigation_on_one_line_and_the_rest_under_more(
         tokens = page.locator("nav a:has-text('API tokens')")
         assert not tokens.is_visible()
         page.click("nav summary:has-text('More')")
+        if javascript:  # Escape closes it, as a menu does, and leaves focus on "More"
+            page.keyboard.press("Escape")
+            assert not page.locator(".nav-more details").evaluate("d => d.open")
+            assert page.evaluate("document.activeElement.textContent") == "More"
+            page.click("nav summary:has-text('More')")
         names = page.locator(".nav-more a").all_inner_texts()
         assert names == [
             "Try recall",
             "Events",
+            "Trash",
             "API tokens",
             "API docs",
             "Projects",

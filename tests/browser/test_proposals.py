@@ -204,6 +204,8 @@ def test_the_queue_edit_before_approving_and_a_conflict(live_server, page, scree
     conflict.locator("button", has_text="Review it against the current version").click()
     page.wait_for_selector(f"#change-{update.pk} input[type=checkbox]")
     page.click("button[value=reject]")
+    assert page.locator("h1").inner_text() == "Reject this proposal?"  # it asks first
+    page.click("button:has-text('Reject it')")
     page.wait_for_selector(".message.success")
     assert Proposal.objects.get().status == "applied"
 

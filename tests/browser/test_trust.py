@@ -244,6 +244,10 @@ def test_members_password_and_tokens(live_server, page, both, private_dir, alice
     assert page.locator(".message.success").inner_text() == f"bob is now a member of {project}."
     both("trust-15-members")
     page.click("button[aria-label='Remove bob']")
+    assert page.locator("h1").inner_text() == f"Remove bob from {project}?"  # it asks first
+    assert project.members.filter(pk=bob.pk).exists()
+    page.click("button:has-text('Remove bob')")
+    page.wait_for_selector(".message.success")
     assert not project.members.filter(pk=bob.pk).exists()
 
     _, token = do_create_api_token(alice, "laptop")

@@ -140,3 +140,28 @@ def test_install_all_sets_up_every_agent_on_the_machine(a):
     assert (a.home / ".codex" / "hooks.json").is_file()
     assert a.run("install", "--all", "--uninstall").returncode == 0
     assert a.run("install").returncode != 0  # neither an agent nor --all
+
+
+def test_the_agents_own_memory_switches_are_honoured(machine_a, recording_server):
+    """Codex's `use_memories = false` silences the prompt hook (nothing asked of the server);
+    Gemini CLI's `autoMemory: false` stops only what makes memory, so its recall still asks."""
+    machine_a.extra_env.update(MEMHUB_URL=recording_server.url, MEMHUB_TOKEN="mh_x")
+    prompt = json.dumps(
+        {"session_id": "s1", "cwd": str(machine_a.checkout), "prompt": "how do we test the db?"}
+    )
+    machine_a.run("hook", "codex", "user-prompt-submit", stdin=prompt)
+    assert recording_server.requests, "the control: with memory on, the hook asks the server"
+    recording_server.requests.clear()
+    (machine_a.home / ".codex").mkdir()
+    (machine_a.home / ".codex" / "config.toml").write_text(
+        'model = "gpt-5"\n\n[memories]\nuse_memories = false\n'
+    )
+    result = machine_a.run("hook", "codex", "user-prompt-submit", stdin=prompt)
+    assert (result.returncode, result.stdout, recording_server.requests) == (0, "", [])
+
+    (machine_a.home / ".gemini").mkdir()
+    (machine_a.home / ".gemini" / "settings.json").write_text(
+        json.dumps({"experimental": {"autoMemory": False}})
+    )
+    machine_a.run("hook", "gemini-cli", "before-agent", stdin=prompt)
+    assert recording_server.requests  # recall is not what autoMemory switches off

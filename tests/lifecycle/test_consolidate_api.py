@@ -1,5 +1,6 @@
 """ "Consolidate now" from the agent API and `memhub-agent consolidate`, and cancelling a queued
-or running consolidation: nothing proposed, the lock's mtime as it was (docs/design.md §14.2)."""
+or running consolidation (the API, and the store page's Cancel, which asks first): nothing
+proposed, the lock's mtime as it was (docs/design.md §14.2)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from memapp.lifecycle.models import ConsolidationRun, Proposal
 from memapp.memdir.consolidate_lock import LOCK_NAME
 from memapp.stores.projects import resolve_store
+from tests.conftest import PASSWORD
 from tests.lifecycle.conftest import PROJECT, run_worker
 from tests.lifecycle.untidy import make_untidy
 
@@ -71,3 +75,28 @@ def test_a_running_run_cancelled_stops_and_puts_the_lock_back(alice_api, store):
 def test_another_persons_store_is_a_404(bob_api, store):
     assert bob_api.post(url(store)).status_code == 404
     assert bob_api.delete(url(store)).status_code == 404
+
+
+def test_the_store_page_cancels_a_running_run_after_asking(alice, store):
+    client = Client()
+    assert client.login(username=alice.username, password=PASSWORD)
+    client.post(reverse("consolidate_now", kwargs={"store_id": store.pk}))
+    run = ConsolidationRun.objects.get()
+    ConsolidationRun.objects.filter(pk=run.pk).update(status="running")
+    cancel = reverse("consolidation_cancel", kwargs={"store_id": store.pk})
+    page = client.get(reverse("store", kwargs={"store_id": store.pk})).content.decode()
+    assert f'href="{cancel}">Cancel</a>' in page
+
+    asked = client.get(cancel).content.decode()  # asks first: nothing cancelled yet
+    assert f"Cancel consolidation #{run.pk}?" in asked and "stops at its next step" in asked
+    assert not ConsolidationRun.objects.get().cancel_requested
+
+    done = client.post(cancel, follow=True).content.decode()
+    assert "stops at its next step" in done and "cancelling" in done
+    assert f'href="{cancel}"' not in done
+    ConsolidationRun.objects.filter(pk=run.pk).update(status="queued")  # the worker had it
+    run_worker()
+    assert ConsolidationRun.objects.get().outcome == "cancelled"
+    assert not Proposal.objects.exists()
+    assert (Path(store.path) / LOCK_NAME).stat().st_mtime == LAST_RUN
+    assert "Nothing to cancel" in client.get(cancel).content.decode()

@@ -99,6 +99,14 @@ def test_the_queue_lists_pending_proposals_and_says_what_needs_a_key(alice, prop
     assert "needs a key" not in text(client_for(alice).get(reverse("proposals")))
 
 
+def test_only_staff_see_the_missing_key_as_something_to_fix(bob, settings):
+    """A member cannot set the key: they get a neutral note, not a red banner."""
+    settings.ANTHROPIC_API_KEY = ""
+    response = client_for(bob).get(reverse("proposals"))
+    assert 'id="no-key"' not in response.content.decode() and "No API key" not in text(response)
+    assert "once an administrator gives it a model key" in text(response)
+
+
 def test_a_failed_run_is_shown_with_its_reason(alice, proposal):
     ExtractionRun.objects.create(
         store=proposal.store,
@@ -157,9 +165,13 @@ def test_approving_nothing_ticked_asks_for_a_tick(alice, proposal):
     assert Proposal.objects.get().status == "pending"
 
 
-def test_rejecting_writes_nothing(alice, proposal):
+def test_rejecting_asks_first_and_writes_nothing(alice, proposal):
     url = reverse("proposal", kwargs={"proposal_id": proposal.pk})
-    assert client_for(alice).post(url, {"decision": "reject"}).status_code == 302
+    client = client_for(alice)
+    page = text(client.post(url, {"decision": "reject"}))
+    assert "Reject this proposal?" in page and "Keep it open" in page
+    assert Proposal.objects.get().status == "pending"
+    assert client.post(url, {"decision": "reject", "sure": "yes"}).status_code == 302
     assert Proposal.objects.get().status == "rejected"
     assert not (Path(proposal.store.path) / "project_deploys.md").exists()
 

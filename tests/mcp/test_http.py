@@ -41,6 +41,31 @@ def test_it_lists_the_tools_with_schemas_and_hints(server):
     assert all(tool.description and "\n" not in tool.description for tool in tools.tools)
 
 
+def test_it_promises_no_change_notifications_it_cannot_send(server):
+    """A sessionless server has no stream to push list changes on: Claude Code, promised
+    `listChanged`, waits half a minute for a `subscriptions/listen` stream before listing."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    answer = httpx2.post(
+        f"{server.url}/mcp/{SLUG}/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {server.token}",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "server/discover",
+        },
+    )
+    assert answer.status_code == 200, answer.text
+    capabilities = answer.json()["result"]["capabilities"]
+    assert set(capabilities) >= {"tools", "resources", "prompts"}
+    promised = [kind for kind, given in capabilities.items() if given.get("listChanged")]
+    assert promised == [] and not capabilities["resources"].get("subscribe")
+
+
 def test_without_a_token_it_answers_401_naming_the_resource_metadata(server):
     answer = httpx2.post(
         f"{server.url}/mcp",

@@ -268,6 +268,10 @@ WHY_PROJECT = "Missing **Why:** — project memories should say why (an incident
 HOW_PROJECT = "Missing **How to apply:** — project memories should say when and where it applies."
 EMPTY = "Description is empty: recall relies on it to pick this memory."
 ONE_LINE = "Description should be one line."
+LONG = (
+    "Description is 201 characters: keep it to one line under ~200 (it becomes the memory's "
+    "MEMORY.md line, which agents load every session); move detail into the body."
+)
 
 
 def _relative(expression):
@@ -290,6 +294,9 @@ def _relative(expression):
         ("user", "x", "line one\nline two", [ONE_LINE]),
         ("user", "x", "line one\r\nline two", [ONE_LINE]),
         ("user", "x", "one line\n", []),
+        ("user", "x", "x" * 200, []),
+        ("user", "x", "x" * 201, [LONG]),
+        ("user", "x", "x" * 612 + "\n", [LONG.replace("201", "612")]),
         (
             "project",
             "Freeze starts next Tuesday; QA finished last week.\n\n**Why:** x\n**How to apply:** y",

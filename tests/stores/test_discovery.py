@@ -3,12 +3,15 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
 from memapp.memdir.memory_dirs import discover_memory_dirs
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Event, Project, Store
 from memapp.stores.projects import resolve_store
+from tests.api.conftest import api_client
 from tests.conftest import write_memory
 
 
@@ -195,3 +198,49 @@ def test_gemini_clis_memory_dirs_are_private_stores_of_the_same_project(
     assert not Store.objects.filter(path__contains="orphan").exists()
     claude = resolve_store(alice, "-home-alice-app", "private")
     assert claude.path == str(memory_base / "projects" / "-home-alice-app" / "memory")
+
+
+def test_codex_clis_own_memories_are_mirrored_read_only(memory_base, tmp_path, alice):
+    """Codex CLI 0.171 writes its generated memories under `$CODEX_HOME/memories/` (docs/design.md
+    §28): shown as a store of their own, never written by memhub, never what memhub recalls."""
+    memories = tmp_path / "codex-home" / "memories"
+    (memories / "rollout_summaries").mkdir(parents=True)
+    (memories / "MEMORY.md").write_text("# Task group: tests\n- The suite needs a real database\n")
+    (memories / "memory_summary.md").write_text("v1\n## User preferences\n- terse answers\n")
+    (memories / "rollout_summaries" / "2026-11-01-tests.md").write_text("thread: tests\n")
+    (memories / "skills" / "db").mkdir(parents=True)
+    (memories / "skills" / "db" / "SKILL.md").write_text("---\nname: db\n---\n")
+
+    discover_local_stores(memory_base)
+
+    store = Store.objects.get(path=str(memories))
+    assert (store.kind, store.agent_scope, store.project, store.read_only) == (
+        "agent", "user", None, True
+    )  # fmt: skip
+    assert sorted(store.files.values_list("path", flat=True)) == [
+        "memory_summary.md", "rollout_summaries/2026-11-01-tests.md"
+    ]  # fmt: skip
+    client = Client()
+    client.force_login(alice)
+    for view in ("memory_edit", "memory_forget"):
+        url = reverse(view, args=[store.pk, "memory_summary.md"])
+        for answer in (client.get(url, follow=True), client.post(url, follow=True)):
+            assert "memhub mirrors them read-only" in answer.content.decode()
+    assert (memories / "memory_summary.md").read_text().startswith("v1\n")
+    alice_api = api_client(alice)
+    refused = alice_api.delete(f"/api/v1/stores/{store.pk}/files/memory_summary.md")
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["error"]["code"] == "read_only"
+    assert (memories / "memory_summary.md").exists()
+    prompt = alice_api.post(
+        "/api/v1/prompt",
+        {"project": "-home-alice-app", "agent_type": store.agent_type},
+        format="json",
+    )
+    assert prompt.status_code == 404  # never served as an agent's memory
+    recall = alice_api.post(
+        "/api/v1/recall",
+        {"project": "-home-alice-app", "query": "terse answers real database"},
+        format="json",
+    ).json()
+    assert all("codex-home" not in m["path"] for m in recall["memories"])

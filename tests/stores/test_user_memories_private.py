@@ -73,9 +73,9 @@ def test_the_memory_page_asks_for_the_tick(alice, stores):
     url = reverse("memory", kwargs={"store_id": private.pk, "path": "user_role.md"})
     assert "It is about me, and I mean to share it" in text(client.get(url))
     share = reverse("memory_share", kwargs={"store_id": private.pk, "path": "user_role.md"})
-    page = text(client.post(share, follow=True))
+    page = text(client.post(share, {"confirm": "yes"}, follow=True))
     assert "Not shared: user_role.md: user memories are about a person and stay private" in page
-    client.post(share, {"allow_user": "yes"})
+    client.post(share, {"allow_user": "yes", "confirm": "yes"})
     assert (Path(team.path) / "user_role.md").is_file()
 
 

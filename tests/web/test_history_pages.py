@@ -234,3 +234,19 @@ def test_nobody_else_sees_a_private_index_s_history(client, stores, alice, who, 
     wrong_edit(stores.private, alice)
     client.force_login(request.getfixturevalue(who))
     assert client.get(history_url(stores.private, "MEMORY.md")).status_code == 404
+
+
+def test_one_trash_lists_every_store_the_person_sees(client, stores, alice, bob):
+    do_forget_memory(stores.private, alice, "user_role.md")
+    do_forget_memory(stores.team, alice, "project_release.md")
+    client.force_login(alice)
+    page = text(client.get(reverse("trash_all")))
+    assert "user_role.md" in page and "project_release.md" in page
+    assert f"{stores.private.project} · {stores.private.label}" in page
+    assert "The trash of all your stores" in text(
+        client.get(reverse("trash", args=[stores.private.pk]))
+    )
+    stores.team.project.members.add(bob)
+    client.force_login(bob)  # a teammate: the team's trash, never alice's private one
+    page = text(client.get(reverse("trash_all")))
+    assert "project_release.md" in page and "user_role.md" not in page

@@ -127,7 +127,10 @@ def web_writes(team) -> dict[str, tuple[str, dict]]:
             reverse("proposal", args=[team.proposal.pk]),
             {"decision": "approve", "changes": [team.change.pk]},
         ),
-        "proposal_reject": (reverse("proposal", args=[team.proposal.pk]), {"decision": "reject"}),
+        "proposal_reject": (
+            reverse("proposal", args=[team.proposal.pk]),
+            {"decision": "reject", "sure": "yes"},
+        ),
         "change_rebase": (reverse("change_rebase", args=[team.change.pk]), {}),
     }
 
@@ -363,6 +366,8 @@ def test_a_removed_member_shares_nothing_with_the_team(client, team, bob):
     client.force_login(bob)
     remove_bob(team, bob)
     before = team_state(team)
-    response = client.post(reverse("memory_share", args=[private.pk, "project_mine.md"]))
+    response = client.post(
+        reverse("memory_share", args=[private.pk, "project_mine.md"]), {"confirm": "yes"}
+    )
     assert response.status_code == 302
     assert team_state(team) == before

@@ -368,3 +368,45 @@ def test_an_index_line_that_is_not_this_memory_s_is_refused_and_nothing_written(
     response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), fields)
     assert "Keep this to one line" in text(response)
     assert target.read_bytes() == before
+
+
+def test_an_unknown_type_is_shown_with_a_warning_and_kept_on_save(client, stores, alice):
+    target = root(stores.private) / "decision_db.md"
+    target.write_text("---\nname: DB\ndescription: We chose Postgres\ntype: decision\n---\nB.\n")
+    rescan_store(stores.private)
+    client.force_login(alice)
+    form = client.get(url("memory_edit", stores.private, "decision_db.md"))
+    html = form.content.decode()
+    assert '<option value="" selected>decision (unknown type, kept)</option>' in html
+    assert 'Type "decision" is not one memhub knows' in text(form)
+    assert 'Type "decision" is not one memhub knows' in text(
+        client.get(url("memory", stores.private, "decision_db.md"))
+    )
+    response = edit(
+        client, stores.private, "decision_db.md", name="DB", description="We use Postgres",
+        type="", body="B.\n",
+    )  # fmt: skip
+    assert response.status_code == 302
+    assert target.read_text() == (
+        "---\nname: DB\ndescription: We use Postgres\ntype: decision\n---\nB.\n"
+    )
+    edit(
+        client, stores.private, "decision_db.md", name="DB", description="We use Postgres",
+        type="project", body="B.\n\n**Why:** x\n**How to apply:** y\n",
+    )  # fmt: skip
+    assert "type: project\n" in target.read_text()  # picking a type replaces it
+
+
+def test_an_over_long_description_is_warned_before_saving(client, stores, alice):
+    client.force_login(alice)
+    description = "Tests hit a real database: " + "x" * 300
+    response = edit(
+        client, stores.private, "feedback_tests.md", name="Real DB", description=description,
+        type="feedback", body="B.\n\n**Why:** x\n**How to apply:** y\n",
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert f"Description is {len(description)} characters: keep it to one line under ~200" in (
+        text(response)
+    )
+    assert "Save anyway" in text(response)
+    assert "x" * 300 not in (root(stores.private) / "feedback_tests.md").read_text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -32,3 +34,17 @@ def test_forgetting_deletes_the_file_and_its_index_line(client, stores, alice):
     assert list(stores.private.files.values_list("path", flat=True)) == ["feedback_tests.md"]
     assert client.get(url("memory", stores.private, "user_role.md")).status_code == 404
     assert "Lines 4 / 200" in text(response)  # the meter follows (it was 5)
+
+
+def test_the_message_after_forgetting_offers_undo(client, stores, alice):
+    client.force_login(alice)
+    response = client.post(url("memory_forget", stores.private, "user_role.md"), follow=True)
+    page = response.content.decode()
+    undo = re.search(r'<form method="post" action="([^"]+)" class="inline undo">', page)
+    assert undo and "Undo</button>" in page
+    response = client.post(undo.group(1), follow=True)
+    assert "Restored user_role.md, with its index line." in text(response)
+    assert (root(stores.private) / "user_role.md").exists()
+    assert (
+        "- [Role](user_role.md) — who Alice is" in (root(stores.private) / "MEMORY.md").read_text()
+    )

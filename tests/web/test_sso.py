@@ -88,6 +88,33 @@ def test_an_existing_account_is_linked_by_email_and_the_staff_group_maps(
     assert int(client.session["_auth_user_id"]) == bob.pk
 
 
+def test_the_staff_claim_is_configurable_and_followed_at_each_sign_in(
+    client, provider, settings, bob
+):
+    bob.email = "dana@example.com"
+    bob.save()
+    settings.MEMHUB_OIDC_STAFF_GROUP = "memhub-admins"
+    settings.MEMHUB_OIDC_STAFF_CLAIM = "realm_access.roles"
+    provider.userinfo["groups"] = ["memhub-admins"]  # not the claim asked for: not staff
+    provider.userinfo["realm_access"] = {"roles": ["developer"]}
+    _sign_in(client, provider)
+    bob.refresh_from_db()
+    assert not bob.is_staff
+
+    provider.userinfo["realm_access"] = {"roles": ["developer", "memhub-admins"]}
+    client.logout()
+    _sign_in(client, provider)
+    bob.refresh_from_db()
+    assert bob.is_staff
+
+    settings.MEMHUB_OIDC_STAFF_CLAIM = "role"  # one string
+    provider.userinfo["role"] = "developer"
+    client.logout()
+    _sign_in(client, provider)
+    bob.refresh_from_db()
+    assert not bob.is_staff  # left the group at the provider: no longer staff here
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [

@@ -542,3 +542,35 @@ def test_rescan_picks_up_changes_made_behind_memhubs_back(client, stores, alice)
 def test_rescan_is_post_only(client, stores, alice):
     client.force_login(alice)
     assert client.get(store_url(stores.private, "store_rescan")).status_code == 405
+
+
+def test_health_gives_every_frontmatter_problem_of_a_file(client, stores, alice):
+    """Each problem on its own line, and a type memhub does not know among them."""
+    directory = root(stores.private)
+    (directory / "odd.md").write_text(
+        "---\nname: [a, b]\ndescription: {x: 1}\ntype: decision\n---\nBody.\n"
+    )
+    write_memory(directory, "decision_db.md", "DB", "We chose Postgres", "decision")
+    rescan_store(stores.private)
+    client.force_login(alice)
+    response = client.get(store_url(stores.private, "store_health"))
+    page = text(response)
+    assert "Broken frontmatter (2)" in page
+    assert 'decision_db.md: Type "decision" is not one memhub knows' in page
+    odd = response.content.decode().split("odd.md</code></a>:")[1].split("</ul>")[0]
+    assert [unescape(p) for p in re.findall(r"<li>([^<]+)</li>", odd)] == [
+        "name is a list, not text",
+        "description is a mapping, not text",
+        'Type "decision" is not one memhub knows (user, feedback, project, reference): agents '
+        "and filters treat this memory as untyped. Saving keeps it as written; pick a type to "
+        "replace it.",
+    ]
+    listing = client.get(store_url(stores.private)).content.decode()
+    assert listing.count(">unknown type</span>") == 2
+
+
+def test_the_memories_come_first_on_a_store_page(client, stores, alice):
+    client.force_login(alice)
+    page = client.get(store_url(stores.private)).content.decode()
+    assert page.index('id="memories"') < page.index('id="index"')
+    assert page.index('id="memories"') < page.index("consolidation")

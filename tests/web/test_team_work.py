@@ -35,7 +35,10 @@ def test_staff_add_and_remove_members(client, project, sam, bob):
     response = client.post(members, {"user": bob.pk}, follow=True)
     assert f"bob is now a member of {project}." in text(response)
     assert project.members.filter(pk=bob.pk).exists()
-    response = client.post(reverse("member_remove", args=[project.pk, bob.pk]), follow=True)
+    remove = reverse("member_remove", args=[project.pk, bob.pk])
+    assert "Remove bob from" in text(client.post(remove))  # it asks first
+    assert project.members.filter(pk=bob.pk).exists()
+    response = client.post(remove, {"sure": "yes"}, follow=True)
     assert "bob is no longer a member" in text(response)
     assert not project.members.filter(pk=bob.pk).exists()
     assert [e.kind for e in Event.objects.order_by("pk")][-2:] == ["member_added", "member_removed"]
@@ -48,7 +51,7 @@ def test_a_new_member_sees_the_team_store_and_a_removed_one_no_longer(client, pr
     project.members.add(bob)
     assert client.get(team).status_code == 200
     client.force_login(sam)
-    client.post(reverse("member_remove", args=[project.pk, bob.pk]))
+    client.post(reverse("member_remove", args=[project.pk, bob.pk]), {"sure": "yes"})
     client.force_login(bob)
     assert client.get(team).status_code == 404
 
@@ -95,7 +98,12 @@ def test_a_private_memory_is_shared_with_the_team_with_its_index_line(
     client.force_login(alice)
     page = client.get(url("memory", stores.private, "feedback_tests.md")).content.decode()
     assert "Share with the team" in page
-    response = client.post(url("memory_share", stores.private, "feedback_tests.md"), follow=True)
+    share = url("memory_share", stores.private, "feedback_tests.md")
+    preview = text(client.post(share))  # it asks first, showing what teammates will read
+    assert "Share “Real DB” with the team?" in preview
+    assert "What teammates will see" in preview and "Body." in preview
+    assert not (root(stores.team) / "feedback_tests.md").exists()
+    response = client.post(share, {"confirm": "yes"}, follow=True)
     assert "Shared with the team as feedback_tests.md." in text(response)
     team_root = root(stores.team)
     assert (team_root / "feedback_tests.md").read_bytes() == (
@@ -105,11 +113,13 @@ def test_a_private_memory_is_shared_with_the_team_with_its_index_line(
     [version] = timeline(stores.team, "feedback_tests.md")
     assert (version.user, version.note) == (alice, "shared from alice's private memory")
     # Sharing again changes nothing; a different memory of that name is never overwritten.
-    client.post(url("memory_share", stores.private, "feedback_tests.md"))
+    client.post(share, {"confirm": "yes"})
     assert len(timeline(stores.team, "feedback_tests.md")) == 1
     write_memory(team_root, "user_role.md", "Someone else", "A teammate's memory", "user")
     share_role = url("memory_share", stores.private, "user_role.md")
-    response = client.post(share_role, {"allow_user": "yes"}, follow=True)
+    preview = text(client.post(share_role, {"allow_user": "yes"}))
+    assert "so the copy is user_role-shared.md" in preview
+    response = client.post(share_role, {"allow_user": "yes", "confirm": "yes"}, follow=True)
     assert "Shared with the team as user_role-shared.md." in text(response)
     assert "Someone else" in (team_root / "user_role.md").read_text()
 
@@ -120,7 +130,8 @@ def test_a_memory_with_a_secret_is_never_shared(client, project, stores, alice):
     write_memory(root(stores.private), "reference_ci.md", "CI", "CI access", "reference", body)
     rescan_store(stores.private)
     client.force_login(alice)
-    response = client.post(url("memory_share", stores.private, "reference_ci.md"), follow=True)
+    share = url("memory_share", stores.private, "reference_ci.md")
+    response = client.post(share, {"confirm": "yes"}, follow=True)
     [message] = [m.message for m in response.context["messages"]]
     assert message.startswith("Not shared: refused: reference_ci.md (") and ", line 7)" in message
     assert token not in message
@@ -133,3 +144,17 @@ def test_team_and_agent_memories_offer_no_share(client, project, stores, alice):
     assert "Share with the team" not in team_page
     assert client.post(url("memory_share", stores.team, "project_release.md")).status_code == 302
     assert not Path(stores.team.path, "project_release-shared.md").exists()
+
+
+def test_what_the_validators_say_of_a_new_password_is_under_that_field(client, bob):
+    client.force_login(bob)
+    response = client.post(
+        reverse("password_change"),
+        {"old_password": PASSWORD, "new_password1": "short", "new_password2": "short"},
+    )
+    form = response.context["form"]
+    assert "This password is too short" in " ".join(form.errors["new_password1"])
+    assert "new_password2" not in form.errors
+    page = response.content.decode()
+    first, again = page.index('id="id_new_password1"'), page.index('id="id_new_password2"')
+    assert first < page.index("This password is too short") < again

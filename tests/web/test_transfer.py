@@ -210,7 +210,9 @@ def test_bulk_forget_asks_first_then_moves_them_to_the_trash(client, stores, ali
     response = client.post(
         url("store_bulk", stores.private), {**ticked, "confirm": "yes"}, follow=True
     )
-    assert "Forgot 2 memories. They wait in the trash for 30 days." in text(response)
+    assert "Forgot 2 memories. They wait in the trash for 30 days: Open the trash." in text(
+        response
+    )
     assert sorted(TrashItem.objects.values_list("path", flat=True)) == [
         "feedback_tests.md",
         "user_role.md",
@@ -226,6 +228,10 @@ def test_bulk_share_copies_the_ticked_memories_to_the_team(client, stores, alice
     page = client.get(url("store", stores.private)).content.decode()
     assert 'value="share"' in page and 'name="paths" value="user_role.md"' in page
     ticked = {"action": "share", "paths": ["user_role.md", "feedback_tests.md"]}
+    page = text(client.post(url("store_bulk", stores.private), ticked))
+    assert "Share 2 memories with the team?" in page and "What teammates will see" in page
+    assert not (root(stores.team) / "feedback_tests.md").exists()  # it asks first
+    ticked["confirm"] = "yes"
     response = client.post(url("store_bulk", stores.private), ticked, follow=True)
     assert "Nothing was shared: user_role.md: user memories are about a person" in text(response)
     assert not (root(stores.team) / "feedback_tests.md").exists()

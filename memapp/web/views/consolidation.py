@@ -10,7 +10,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from memapp.lifecycle.consolidation import request_consolidation
+from memapp.lifecycle.consolidation import (
+    ACTIVE,
+    do_cancel_consolidation,
+    request_consolidation,
+)
 from memapp.lifecycle.daily_logs import has_logs, store_logs
 from memapp.lifecycle.models import ConsolidationRun, Proposal, ProposalChange
 from memapp.lifecycle.proposals import AccessLost, ProposalClosed, do_reject_proposal
@@ -49,6 +53,31 @@ def consolidate_now(request: HttpRequest, store_id: int) -> HttpResponse:
     else:
         messages.info(request, "A consolidation of this store is already under way.")
     return redirect(reverse("store", kwargs={"store_id": store.pk}) + "#consolidation")
+
+
+@login_required
+def cancel_consolidation(request: HttpRequest, store_id: int) -> HttpResponse:
+    """Asks first (GET), then cancels the store's queued or running consolidation (POST): a
+    queued run never starts, a running one stops at its next step with the lock's mtime put
+    back and nothing proposed (docs/design.md §14.2)."""
+    store = get_store_for_user(request.user, store_id)
+    back = reverse("store", kwargs={"store_id": store.pk}) + "#consolidation"
+    if request.method != "POST":
+        active = ConsolidationRun.objects.filter(store=store, status__in=ACTIVE).first()
+        context = {"store": store, "run": active, "back": back}
+        return render(request, "lifecycle/consolidation_cancel.html", context)
+    run = do_cancel_consolidation(store)
+    if run is None:
+        messages.info(request, "No consolidation of this store waits or runs: nothing to cancel.")
+    elif run.status == ConsolidationRun.Status.DONE:
+        messages.success(request, f"Consolidation #{run.pk} cancelled before it started.")
+    else:
+        messages.success(
+            request,
+            f"Consolidation #{run.pk} stops at its next step: nothing it found is proposed, and "
+            "the time of the last run is put back.",
+        )
+    return redirect(back)
 
 
 @login_required

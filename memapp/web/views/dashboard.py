@@ -143,6 +143,7 @@ def _never_recalled(stores: list[Store]) -> dict:
             :NEVER_RECALLED_SHOWN
         ],
         "never_recalled_count": memories.count(),
+        "memory_count": MemoryFile.objects.filter(store__in=stores).count(),
         "now_ms": int(time.time() * 1000),
     }
 

@@ -15,7 +15,7 @@ from memapp.memdir.store_files import checksum
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import FileRejected, do_restore_from_trash, do_restore_version
 from memapp.stores.history import blob_bytes, read_index_bytes, timeline, trash_expires_at
-from memapp.stores.models import MemoryVersion, Store
+from memapp.stores.models import MemoryVersion, Store, TrashItem
 from memapp.web.diff import diff_lines
 
 
@@ -127,6 +127,18 @@ def trash_list(request: HttpRequest, store_id: int) -> HttpResponse:
     trash = store.trash.select_related("deleted_by")
     items = [(item, trash_expires_at(item, days)) for item in trash]
     return render(request, "memapp/trash.html", {"store": store, "items": items, "days": days})
+
+
+@login_required
+def trash_all(request: HttpRequest) -> HttpResponse:
+    """The trash of every store the person may see, newest first, each item with its store."""
+    days = settings.MEMHUB_TRASH_DAYS
+    stores = Store.objects.visible_to(request.user)
+    trash = TrashItem.objects.filter(store__in=stores).select_related(
+        "deleted_by", "store__project"
+    )
+    items = [(item, trash_expires_at(item, days)) for item in trash]
+    return render(request, "memapp/trash.html", {"items": items, "days": days, "across": True})
 
 
 @login_required

@@ -127,9 +127,12 @@ def accept_invitation(request: HttpRequest, secret: str) -> HttpResponse:
 
 def connect_context(request: HttpRequest) -> dict:
     """The commands that connect an agent to this site, and whether one has called in."""
+    site = site_url(request)
+    index = f"{site}{reverse('client_index')}"
     return {
-        "site": site_url(request),
-        "install_command": settings.MEMHUB_CLIENT_INSTALL,
+        "site": site,
+        "install_command": settings.MEMHUB_CLIENT_INSTALL
+        or f"pipx install --index-url {index} memhub-agent",
         "connected": last_call(request.user),
     }
 

@@ -113,9 +113,20 @@ def _previewed(request: HttpRequest, proposal: Proposal, form: DecisionForm) -> 
     return stores
 
 
+def _asks_to_reject(request: HttpRequest, proposal: Proposal) -> bool:
+    """Reject closes a pending proposal for good: its first POST asks, the second (`sure`) acts."""
+    return (
+        request.POST.get("decision") == "reject"
+        and request.POST.get("sure") != "yes"
+        and proposal.status == Proposal.Status.PENDING
+    )
+
+
 @login_required
 def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     proposal = get_proposal_for_user(request.user, proposal_id)
+    if request.method == "POST" and _asks_to_reject(request, proposal):
+        return render(request, "lifecycle/reject.html", {"proposal": proposal})
     if is_store_wide(proposal):
         return store_proposal_detail(request, proposal)
     changes = list(proposal.changes.all())

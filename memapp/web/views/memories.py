@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from memapp.memdir.freshness import memory_age, memory_header, staleness_note
@@ -21,6 +22,7 @@ from memapp.memdir.lint import link_targets, memory_warnings
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
+    READ_ONLY,
     EditConflict,
     do_forget_memory,
     do_save_memory,
@@ -31,8 +33,10 @@ from memapp.stores.history import index_lines
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
 from memapp.web.diff import diff_lines
-from memapp.web.forms import MemoryForm
+from memapp.web.forms import MemoryForm, unknown_type, unknown_type_warning
 from memapp.web.markdown import render_markdown
+from memapp.web.share_preview import confirm_share
+from memapp.web.undo import undo_button
 
 
 def _read(store: Store, path: str) -> bytes:
@@ -84,6 +88,7 @@ def _backlinks(store: Store, file: MemoryFile) -> list[MemoryFile]:
 def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
     memory = parse_memory(_read(store, path), path=path)
+    odd = unknown_type(memory)
     resolve = _link_resolver(store)
     context = {
         "store": store,
@@ -96,7 +101,9 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "staleness": staleness_note(file.mtime_ms),
         "links": [(slug, resolve(slug)) for slug in memory.links],
         "backlinks": _backlinks(store, file),
-        "warnings": _warnings(store, memory.type, memory.body, memory.description),
+        "warnings": _warnings(store, memory.type, memory.body, memory.description)
+        + ([unknown_type_warning(odd)] if odd else []),
+        "unknown_type": odd,
         "recalled": store.recall_stats.filter(path=path).first(),
         "team_store": team_store_for(request.user, store.project)
         if store.kind == Store.Kind.PRIVATE
@@ -182,13 +189,23 @@ def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
         return mine["body"]
 
 
+def _refuse_read_only(request: HttpRequest, store: Store, path: str) -> HttpResponse:
+    messages.error(request, f"Not changed: {READ_ONLY}")
+    return redirect(_memory_url(store, path))
+
+
 @login_required
 def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
+    if store.read_only:
+        return _refuse_read_only(request, store, path)
     warnings: list[str] = []
     preview = None
+    data = _read(store, path)
+    memory = parse_memory(data, path=path)
+    odd = unknown_type(memory)
     if request.method == "POST":
-        form = MemoryForm(request.POST)
+        form = MemoryForm(request.POST, unknown_type=odd)
         if "preview" in request.POST:
             preview, warnings = _previewed(store, request)
         elif form.is_valid():
@@ -196,9 +213,8 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
             if response is not None:
                 return response
     else:
-        data = _read(store, path)
-        memory = parse_memory(data, path=path)
         form = MemoryForm(
+            unknown_type=odd,
             initial={
                 "name": memory.name or "",
                 "description": memory.description or "",
@@ -206,7 +222,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
                 "body": memory.body,
                 "index_line": _index_line(store, path, memory),
                 "base_sha256": checksum(data),
-            }
+            },
         )
     context = {
         "store": store,
@@ -214,6 +230,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
         "form": form,
         "warnings": warnings,
         "preview": preview,
+        "unknown_type": unknown_type_warning(odd) if odd else "",
     }
     return render(request, "memapp/edit.html", context)
 
@@ -268,12 +285,20 @@ def memory_preview(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
+    if store.read_only:
+        return _refuse_read_only(request, store, path)
     if request.method == "POST":
         do_forget_memory(store, request.user, path)
+        item = store.trash.filter(path=path).first()
         messages.success(
             request,
-            f"Forgot {path}: the file and its index line are gone. They wait in the trash "
-            f"for {settings.MEMHUB_TRASH_DAYS} days.",
+            format_html(
+                "Forgot {}: the file and its index line are gone. They wait in the trash for "
+                "{} days. {}",
+                path,
+                settings.MEMHUB_TRASH_DAYS,
+                undo_button(request, store, item) if item else "",
+            ),
         )
         return redirect("store", store_id=store.pk)
     context = {"store": store, "file": file, "trash_days": settings.MEMHUB_TRASH_DAYS}
@@ -283,10 +308,13 @@ def memory_forget(request: HttpRequest, store_id: int, path: str) -> HttpRespons
 @login_required
 @require_POST
 def memory_share(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
-    """Copy a private memory into the project's team store (through the push gate)."""
+    """Copy a private memory into the project's team store (through the push gate), once the
+    person has seen what teammates will read."""
     store, file = get_memory_for_user(request.user, store_id, path)
+    allow_user = request.POST.get("allow_user") == "yes"
+    if request.POST.get("confirm") != "yes":
+        return confirm_share(request, store, [path], allow_user, cancel=_memory_url(store, path))
     try:
-        allow_user = request.POST.get("allow_user") == "yes"
         shared = do_share_memories(store, request.user, [path], allow_user=allow_user)
     except FileRejected as exc:
         messages.error(request, f"Not shared: {exc}")

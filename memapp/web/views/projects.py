@@ -161,6 +161,8 @@ def member_remove(request: HttpRequest, project_id: int, user_id: int) -> HttpRe
     _staff_only(request)
     project = get_object_or_404(Project, pk=project_id)
     member = get_object_or_404(project.members, pk=user_id)
+    if request.POST.get("sure") != "yes":
+        return render(request, "memapp/member_remove.html", {"project": project, "member": member})
     do_remove_member(project, member, request.user)
     messages.success(
         request,

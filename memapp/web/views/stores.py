@@ -9,11 +9,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health, load_index
+from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import near_duplicates
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import do_rebuild_index_entries
@@ -23,7 +26,7 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.search import search_memories
-from memapp.web.forms import FilterForm
+from memapp.web.forms import FilterForm, unknown_type, unknown_type_warning
 from memapp.web.highlight import highlight, snippet
 
 PAGE_SIZE = 50
@@ -111,6 +114,25 @@ def store_rescan(request: HttpRequest, store_id: int) -> HttpResponse:
     return redirect("store", store_id=store.pk)
 
 
+def _frontmatter_problems(store: Store, files) -> list[tuple[MemoryFile, list[str]]]:
+    """Each file whose header has something wrong, with every problem it has: those the mirror
+    keeps (joined by "; ") and a type memhub does not know, which the file keeps as written."""
+    found = []
+    suspects = files.filter(~Q(problem="") | Q(type="", type_form__gt=""))
+    for file in suspects.order_by("path"):
+        problems = [p for p in file.problem.split("; ") if p]
+        if not file.type and file.type_form:
+            try:
+                memory = parse_memory(validate_key(Path(store.path), file.path).read_bytes())
+            except (OSError, ValueError):
+                memory = None
+            if memory is not None and (odd := unknown_type(memory)):
+                problems.append(unknown_type_warning(odd))
+        if problems:
+            found.append((file, problems))
+    return found
+
+
 @login_required
 def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
@@ -128,7 +150,7 @@ def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
         "duplicates": near_duplicates(described),
         "relative": files.exclude(relative_dates=[]),
         "why_how": files.filter(type__in=["feedback", "project"]).exclude(missing_sections=[]),
-        "broken": files.exclude(problem=""),
+        "broken": _frontmatter_problems(store, files),
         "dangling": files.exclude(dangling_links=[]),
         # User memories are private: one in team memory is a mistake to move back.
         "personal": files.filter(type="user") if store.kind == Store.Kind.TEAM else [],

@@ -9,6 +9,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
@@ -21,6 +23,8 @@ from memapp.stores.actions import (
 )
 from memapp.stores.models import Store
 from memapp.stores.transfer import MAX_UPLOAD_BYTES, ImportRefused, export_zip, read_import
+from memapp.web.share_preview import confirm_share
+from memapp.web.undo import trash_link
 
 
 class ImportForm(forms.Form):
@@ -115,8 +119,12 @@ def store_bulk(request: HttpRequest, store_id: int) -> HttpResponse:
     if action == "export":
         return _zip_response(store, paths)
     if action == "share":
+        allow_user = request.POST.get("allow_user") == "yes"
+        if request.POST.get("confirm") != "yes":
+            return confirm_share(
+                request, store, paths, allow_user, cancel=reverse("store", args=[store.pk])
+            )
         try:
-            allow_user = request.POST.get("allow_user") == "yes"
             shared = do_share_memories(store, request.user, paths, allow_user=allow_user)
         except FileRejected as exc:
             messages.error(request, f"Nothing was shared: {exc}")
@@ -136,8 +144,13 @@ def store_bulk(request: HttpRequest, store_id: int) -> HttpResponse:
         gone = do_forget_memories(store, request.user, paths)
         messages.success(
             request,
-            f"Forgot {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}. They wait in the trash "
-            f"for {settings.MEMHUB_TRASH_DAYS} days.",
+            format_html(
+                "Forgot {} memor{}. They wait in the trash for {} days: {}.",
+                len(gone),
+                "y" if len(gone) == 1 else "ies",
+                settings.MEMHUB_TRASH_DAYS,
+                trash_link(store),
+            ),
         )
         return redirect("store", store_id=store.pk)
     messages.error(request, "Choose what to do with the ticked memories.")
