@@ -122,7 +122,7 @@ class IntegrateResult:
 
 
 @dataclass
-class ApplyResult:
+class IncomingResult:
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
@@ -771,7 +771,7 @@ class TeamClone:
             _blob_checksums[blob] = checksum(data)
         return {key: _blob_checksums[blob] for key, blob in blobs.items()}
 
-    def apply_incoming(self, spec: StoreSpec) -> ApplyResult:
+    def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
         """Write to the store what changed in its folder since the base; the store's own
         changes are never overwritten (a key changed on both sides waits for the next sync,
         which commits it and lets git merge it). Indexes come last and are compared in their
@@ -782,7 +782,7 @@ class TeamClone:
         blobs that differ from the base; the store's side is compared by checksums that
         re-read only files whose stat changed (:func:`store_checksums`). So a pull costs the
         files it changes, not the folder's size, and no checkout pass touches the rest."""
-        result = ApplyResult(base=dict(spec.base))
+        result = IncomingResult(base=dict(spec.base))
         blobs = self.tree_blobs(spec.folder)
         clone = self._checksums(blobs)
         store = store_checksums(spec.directory, spec.exclude)

@@ -593,3 +593,10 @@ class SearchResultSerializer(serializers.Serializer):
     query = serializers.CharField()
     memories = SearchHitSerializer(many=True)
     sessions = SearchHitSerializer(many=True)
+
+
+def validated(serializer_class, data):
+    """`data` checked by `serializer_class`: its validated data, or the API's 400 error."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data

@@ -2,6 +2,7 @@
 
     python -m memapp.bench [--sizes 200,2000,20000] [--runs 5] [--web] [--team] [--live]
                            [--hooks] [--lifecycle] [--consolidation] [--summary] [--mcp]
+                           [--scale [--scale-factor 1]]
 
 The core sections (:mod:`memapp.bench.core`) always run; ``--web`` adds the store page, the
 mirror, recall and prompt over HTTP (:mod:`memapp.bench.web`), ``--team`` a push and a pull
@@ -11,7 +12,9 @@ the smallest size (:mod:`memapp.bench.hooks`), ``--lifecycle`` the Stop hook, tr
 ingest and past-context search (:mod:`memapp.bench.lifecycle`), ``--consolidation`` the gates,
 the request and applying a proposal (:mod:`memapp.bench.consolidation`), ``--summary`` the
 offline session summary of a 5,000-entry transcript (:mod:`memapp.bench.summary`, also part of
-``--lifecycle``), ``--mcp`` the MCP endpoint's tools/list and recall (:mod:`memapp.bench.mcp`).
+``--lifecycle``), ``--mcp`` the MCP endpoint's tools/list and recall (:mod:`memapp.bench.mcp`),
+``--scale`` every page and API call on a database of a big deployment
+(:mod:`memapp.bench.scale`).
 Nothing in the product imports this package.
 """
 
@@ -21,6 +24,7 @@ import argparse
 import contextlib
 import os
 import platform
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -114,6 +118,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also measure the MCP endpoint: tools/list and a recall call (Django)",
     )
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="also measure every page and API call on a database of 200 people, 100,000 "
+        "memories, 10,000 sessions and 1,000,000 events (Django)",
+    )
+    parser.add_argument(
+        "--scale-factor",
+        type=float,
+        default=1.0,
+        help="--scale: multiply every count of its database (0.01 for a quick run)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -122,39 +138,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(size) for size in args.sizes.replace("_", "").split(",") if size.strip()]
     load_before = load_average()
     legends = []
+    django_sections = ("web", "mcp", "live", "team", "hooks", "lifecycle", "consolidation", "scale")
     with contextlib.ExitStack() as stack:
         sections = list(core.SECTIONS)
-        if args.web:
+        if any(getattr(args, name) for name in django_sections):
             from memapp.bench import web  # Django is set up only when asked for
 
+            # One data dir for the whole run: every section's own use of it nests in this one
+            # (Django can be set up once per process), and it outlives them all.
+            stack.enter_context(web.django_on_temp_data_dir())
+        if args.web:
             sections += stack.enter_context(
                 web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
             )
             legends.append(web.LEGEND)
         if args.mcp:
-            from memapp.bench import mcp, web  # Django is set up only when asked for
+            from memapp.bench import mcp
 
-            stack.enter_context(web.django_on_temp_data_dir())
             sections.append(mcp.bench_mcp)
             legends.append(mcp.LEGEND)
         if args.live:
-            from memapp.bench import live, web  # Django is set up only when asked for
+            from memapp.bench import live
 
-            stack.enter_context(web.django_on_temp_data_dir())
             sections.append(live.bench_live)
             legends.append(live.LEGEND)
         rows = run(sizes, max(args.runs, 1), sections, progress=not args.quiet)
         if args.team:
-            from memapp.bench import team  # Django and git only when asked for
+            from memapp.bench import team  # git only when asked for
 
             rows += team.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
             legends.append(team.LEGEND)
         if args.hooks:
-            from memapp.bench import hooks, web  # Django is set up only when asked for
+            from memapp.bench import hooks
 
-            stack.enter_context(web.django_on_temp_data_dir())
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memhub-bench-")))
-            corpus = generate_corpus(tmp / "memory", min(sizes), progress=not args.quiet)
+            corpus = generate_corpus(
+                tmp / "memory", min(sizes, default=200), progress=not args.quiet
+            )
             rows += hooks.run(
                 corpus,
                 max(args.runs, 1),
@@ -163,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             legends.append(hooks.LEGEND)
         if args.lifecycle:
-            from memapp.bench import lifecycle  # Django, gunicorn and the client
+            from memapp.bench import lifecycle  # gunicorn and the client
 
             rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
             legends.append(lifecycle.LEGEND)
@@ -173,10 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += summary.bench_offline_summary(max(args.runs, 1))
             legends.append(summary.LEGEND)
         if args.consolidation:
-            from memapp.bench import consolidation  # Django only when asked for
+            from memapp.bench import consolidation
 
             rows += consolidation.run(max(args.runs, 1), args.stores, args.store_files)
             legends.append(consolidation.LEGEND)
+        if args.scale:
+            from memapp.bench import scale
+
+            rows += scale.run(args.scale_factor, max(args.runs, 1), progress=not args.quiet)
+            legends.append(scale.LEGEND)
     libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "pure-Python YAML"
     print(
         f"memhub bench: Python {platform.python_version()}, PyYAML {yaml.__version__} ({libyaml}),"
@@ -196,4 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A stopped run (kill, a CI timeout) unwinds like an interrupted one: its gunicorn stopped,
+    # its data dirs removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     sys.exit(main())

@@ -25,7 +25,7 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
   Raises when most questions get no memory: the measurement would then miss the ranking.
 - :func:`bench_prompt_api`: ``GET /api/v1/prompt``: median ≤ 5 ms. An agent asks for the same
   prompt at every session start, and the cut index is remembered while MEMORY.md is unchanged
-  (:func:`memapp.memdir.load_index`); a second row shows the request right after an edit.
+  (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
 - :func:`bench_recall_load`: ``gunicorn memapp.wsgi:application --workers 2`` on a free loopback
   port, driven for ``--load-seconds`` by ``--clients`` threads of this process
   (:func:`drive_load`): ≥ 150 answered recalls/s, no errors; client-side p50 and p99 shown.
@@ -205,8 +205,11 @@ def django_on_temp_data_dir() -> Iterator[Path]:
             from django.db import connections
 
             from memapp.stores.events import flush_events
+            from memapp.stores.recall_stats import flush_recall_counts
 
-            flush_events()  # now, while the database still exists, not at exit
+            # Now, while the database still exists: at exit its data dir is gone.
+            flush_events()
+            flush_recall_counts()
             connections.close_all()
             _data_dir = None
 
@@ -584,11 +587,12 @@ class Server:
 
 
 @contextlib.contextmanager
-def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 30.0) -> Iterator[Server]:
+def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 120.0) -> Iterator[Server]:
     """Start gunicorn on a free loopback port with this process' environment (the data dir set
     up by :func:`web_sections`); yield it once it answers; stop it on exit.
 
-    Raises RuntimeError, with gunicorn's output, when it exits or does not answer in time.
+    Raises RuntimeError, with gunicorn's output, when it exits or does not answer in time (a
+    worker's boot loads the MCP SDK, seconds of CPU: tens of seconds on a loaded machine).
     """
     port = _free_port()
     command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]

@@ -13,7 +13,7 @@ from memapp.memdir.prompt import (
     team_index_block,
 )
 from memapp.stores.events import record_event_later
-from memapp.stores.flags import get_flags
+from memapp.stores.flags import get_flags, index_caps
 from memapp.stores.models import Store
 
 
@@ -71,14 +71,15 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
     )
     if agent and mode != "disabled":
         mode = "individual"  # an agent keeps no daily logs and has no team scope
+    max_lines, max_bytes = index_caps(flags)
     request = PromptRequest(
         mode=mode,
         private_dir=private.path,
         team_dir=team.path if team is not None else None,
         skip_index=flags["skip_index"],
         search_past_context=flags["search_past_context"],
-        max_lines=flags["index_max_lines"],
-        max_bytes=flags["index_max_bytes"],
+        max_lines=max_lines,
+        max_bytes=max_bytes,
         private_display_dir=memory_dir,
         team_display_dir=f"{memory_dir.rstrip('/')}/team" if memory_dir else None,
         agent_scope=private.agent_scope if agent else None,
@@ -101,8 +102,6 @@ def team_index_for(user, project, memory_dir: str | None = None) -> str:
     if mode != "combined" or flags["skip_index"]:
         return ""
     shown = f"{memory_dir.rstrip('/')}/team" if memory_dir else None
-    text, info = team_index_block(
-        team.path, shown, flags["index_max_lines"], flags["index_max_bytes"]
-    )
+    text, info = team_index_block(team.path, shown, *index_caps(flags))
     _record_index(user, project, team, info)
     return text

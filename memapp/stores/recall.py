@@ -176,10 +176,9 @@ def index_from_mirror(
     ]
     known = set(previous.key) if previous is not None else set()
     wanted = [h.path for h in headers if (h.path, h.mtime_ms, h.size) not in known]
-    bodies = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        bodies.update(store.files.filter(path__in=chunk).values_list("path", "body"))
+    # One query however many changed: a few by path, many (a first build) by reading them all.
+    rows_read = store.files.filter(path__in=wanted) if len(wanted) <= 500 else store.files.all()
+    bodies = dict(rows_read.values_list("path", "body").iterator(chunk_size=2000))
     index = RecallIndex.build(headers, bodies, previous)
     with lock:
         cache[store.pk] = index

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from django.db.models.functions import TruncDate
 from django.utils.safestring import mark_safe
 
+from memapp.stores.flags import index_caps_by_project
 from memapp.stores.models import Event
 from memapp.web.charts import Series, column_chart, meter
-from memapp.web.dashboard_data import index_caps
+from memapp.web.dashboard_data import day_start
 
 __all__ = ["consolidation_figures"]
 
@@ -62,10 +63,10 @@ def _stale_per_day(visible, days: list[datetime.date]) -> list[int]:
     """Per day, the stale memories the latest consolidation of each store had found by then
     (a store's figure carries over the days it did not run)."""
     runs = visible.filter(kind="consolidation_run", fields__stale__isnull=False)
-    earlier = _latest_per_store(runs.filter(created_at__date__lt=days[0]))
+    earlier = _latest_per_store(runs.filter(created_at__lt=day_start(days[0])))
     known = {event.store_id: int(event.fields["stale"]) for event in earlier}
     rows = (
-        runs.filter(created_at__date__gte=days[0])
+        runs.filter(created_at__gte=day_start(days[0]))
         .annotate(day=TruncDate("created_at"))
         .order_by("created_at", "id")
         .values_list("day", "store_id", "fields")
@@ -86,7 +87,9 @@ def consolidation_figures(visible, days: list[datetime.date]) -> dict:
     narrowed to a project when one is chosen)."""
     runs = visible.filter(kind="consolidation_run", fields__outcome="proposed")
     latest = _latest_per_store(runs.select_related("store__project"))
-    caps = index_caps([e.store.project_id for e in latest if e.store and e.store.project_id])
+    caps = index_caps_by_project(
+        [e.store.project_id for e in latest if e.store and e.store.project_id]
+    )
     changes = [
         CapChange(event, *caps[event.store.project_id])
         for event in latest
@@ -101,7 +104,7 @@ def consolidation_figures(visible, days: list[datetime.date]) -> dict:
         title="Stale memories found by consolidation",
         label_every=every,
     )
-    window = visible.filter(kind="consolidation_run", created_at__date__gte=days[0])
+    window = visible.filter(kind="consolidation_run", created_at__gte=day_start(days[0]))
     return {
         "consolidation_runs": window.count(),
         "cap_changes": changes,

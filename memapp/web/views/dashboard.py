@@ -21,6 +21,7 @@ from memapp.web.dashboard_data import (
     SyncHistory,
     age_buckets,
     day_range,
+    day_start,
     extraction_activity,
     index_usage,
     memory_ages,
@@ -162,7 +163,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     stores = list(stores)
     days = day_range(timezone.localdate(), window)
     consolidation = consolidation_figures(events, days)
-    events = events.filter(created_at__date__gte=days[0])
+    events = events.filter(created_at__gte=day_start(days[0]))
     recall = recall_activity(events, days)
     sync = sync_history(events, days)
     extraction = extraction_activity(events, days)
