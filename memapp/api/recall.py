@@ -23,12 +23,19 @@ from memapp.stores.projects import find_project, resolve_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
+from memapp.stores.warm import remembered
 
 
 def _reading_store(user, data) -> Store | None:
     """The user's private store of the project a prompt or recall is about. Reading makes one
     only in a project the user belongs to (or a new one): a non-member's recall leaves no store
-    behind in someone else's project. None: a non-member who kept no store from before."""
+    behind in someone else's project. None: a non-member who kept no store from before. Kept
+    by a warm worker (memapp.stores.warm)."""
+    key = ("reading-store", user.pk, data["project"], data["project_dirname"])
+    return remembered(key, lambda: _find_reading_store(user, data))
+
+
+def _find_reading_store(user, data) -> Store | None:
     project = find_project(data["project"]) or (
         find_project(data["project_dirname"]) if data["project_dirname"] else None
     )

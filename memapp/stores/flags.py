@@ -7,6 +7,7 @@ Every flag is declared once in FLAGS. Read through `get_flag(name, project=None)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from memapp.memdir.index import MAX_INDEX_BYTES, MAX_INDEX_LINES
 from memapp.memdir.store_files import MAX_ENTRY_BYTES
 from memapp.stores.events import record_event
 from memapp.stores.models import FlagValue
+from memapp.stores.warm import remembered
 
 
 class FlagError(ValueError):
@@ -292,7 +294,13 @@ def get_flag(name: str, project=None) -> Any:
 
 
 def get_flags(project=None) -> dict[str, Any]:
-    """Every flag's value for `project` (or globally) in one query."""
+    """Every flag's value for `project` (or globally) in one query, or none in an API request
+    of a warm worker (memapp.stores.warm: every change of a flag is a save or a delete). The
+    dict may be shared: read it, do not change it."""
+    return remembered(("flags", None if project is None else project.pk), partial(_flags, project))
+
+
+def _flags(project) -> dict[str, Any]:
     scope = Q(project__isnull=True)
     if project is not None:
         scope |= Q(project=project)

@@ -197,12 +197,14 @@ def test_a_quick_web_run_measures_every_row():
         "prompt API GET /api/v1/prompt",
         "prompt API, MEMORY.md just edited",
         "recall throughput (gunicorn × 2, 2 clients)",
+        "recall under load, server CPU per request",
         "recall under load p50 (client)",
         "recall under load p99 (client)",
     ):
         assert measure in out
     assert "≤ 150 ms" in out and "≤ 10 ms" in out and "≤ 50 ms" in out and "≤ 5 ms" in out
-    assert "≥ 150/s" in out and ", 0 errors" in out
+    assert "≥ 500/s" in out and ", 0 errors" in out and "≤ 2 ms" in out
+    assert "was 210–228/s" in out and "was 6.7–7.0 ms" in out
     assert "% of questions answered, 100% of unrelated empty" in out
     assert "load average" in out
 
