@@ -113,12 +113,31 @@ def test_malformed_files_are_mirrored_with_their_problem_and_never_crash(store):
     assert store.files.get(path="binary.md").body == ""
 
 
-def test_a_scan_never_writes_to_the_store(store):
+def _stats_with_old_atimes(root: Path) -> dict[Path, tuple[int, int]]:
+    """(atime, mtime) of every file and folder, each atime set an hour before its mtime first:
+    a read would refresh it (relatime), so an unchanged atime shows nothing read it."""
+    stats = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.stat()
+        os.utime(path, ns=(st.st_mtime_ns - 3600 * 10**9, st.st_mtime_ns))
+        stats[path] = (st.st_mtime_ns - 3600 * 10**9, st.st_mtime_ns)
+    return stats
+
+
+def test_a_rescan_leaves_bytes_mtimes_and_atimes_alone(store):
     root = Path(store.path)
-    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
-    rescan_store(store)
-    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
-    assert after == before
+    for rescan in range(2):  # the first reads every file and the index, the second the changed
+        if rescan:
+            write_memory(root, "user_role.md", "Role", "Alice leads the backend team", "user")
+            (root / "MEMORY.md").write_text("- [Role](user_role.md) — who Alice leads\n")
+        content = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        before = _stats_with_old_atimes(root)
+        result = rescan_store(store)
+        after = {path: (path.stat().st_atime_ns, path.stat().st_mtime_ns) for path in before}
+        assert after == before
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == content
+        assert result.added == (2 if not rescan else 0) and result.changed == rescan
+    assert store.files.get(path="user_role.md").description == "Alice leads the backend team"
 
 
 def test_a_missing_directory_mirrors_nothing(store):
