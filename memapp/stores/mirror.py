@@ -55,7 +55,8 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
         "mtime_ms": header.mtime_ms,
         "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
         "links": list(memory.links),
-        "problem": problem or memory.problem or "",
+        # The whole file's problems (the header's among them), else why it could not be read.
+        "problem": memory.problem or problem,
         "body": body,
         "missing_sections": missing_why_how(memory_type, body),
         "relative_dates": relative_dates(body) if memory_type == "project" else [],

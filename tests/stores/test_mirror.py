@@ -100,6 +100,8 @@ def test_malformed_files_are_mirrored_with_their_problem_and_never_crash(store):
     (root / "latin1.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
     (root / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
     (root / "empty.md").write_bytes(b"")
+    late = b"---\n- a list\n---\n" + b"line\n" * 40 + b"caf\xe9\n"  # past the scan's lines
+    (root / "both.md").write_bytes(late)
     (root / "huge.md").write_bytes(b"---\nname: Huge\n---\n" + b"x" * (10 * 1024 * 1024))
     rescan_store(store)
     problems = dict(store.files.values_list("path", "problem"))
@@ -107,6 +109,7 @@ def test_malformed_files_are_mirrored_with_their_problem_and_never_crash(store):
     assert problems["latin1.md"] == "invalid UTF-8"
     assert problems["binary.md"] == "binary file"
     assert problems["empty.md"] == ""
+    assert problems["both.md"] == "invalid UTF-8; frontmatter is not a mapping (it is a list)"
     huge = store.files.get(path="huge.md")
     assert huge.name == "Huge" and huge.size == 10 * 1024 * 1024 + 19
     assert len(huge.body) == 256 * 1024
