@@ -31,6 +31,7 @@ __all__ = [
     "START",
     "STOP",
     "Passage",
+    "mark",
     "marked_spans",
     "match_terms",
     "rank_passages",
