@@ -14,8 +14,10 @@ import threading
 import time
 from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
+from memapp.stores.event_totals import add_to_totals, prune_totals
 from memapp.stores.models import Event
 
 # Each kind's fields, in the order a person reads them (the events page shows them so).
@@ -98,7 +100,9 @@ class UnknownEventError(ValueError):
 def record_event(kind: str, project=None, user=None, *, store=None, **fields) -> Event:
     """Store one event; `store` marks events about a private store as visible only to its owner."""
     event = _event(kind, project, user, store, fields)
-    event.save()
+    with transaction.atomic():
+        event.save()
+        add_to_totals([event])
     return event
 
 
@@ -151,7 +155,9 @@ def flush_events() -> int:
         pending = _buffer[:]
         _buffer.clear()
     if pending:
-        Event.objects.bulk_create(pending)
+        with transaction.atomic():
+            Event.objects.bulk_create(pending)
+            add_to_totals(pending)
     return len(pending)
 
 
@@ -166,9 +172,13 @@ atexit.register(_flush_at_exit)
 
 
 def prune_events(days: int, now=None) -> int:
-    """Delete events older than `days` days (0 keeps everything); returns how many went."""
+    """Delete events older than `days` days (0 keeps everything), and their totals; returns how
+    many events went."""
     if days <= 0:
         return 0
     now = timezone.now() if now is None else now
-    deleted, _ = Event.objects.filter(created_at__lt=now - timedelta(days=days)).delete()
+    cutoff = now - timedelta(days=days)
+    with transaction.atomic():
+        deleted, _ = Event.objects.filter(created_at__lt=cutoff).delete()
+        prune_totals(cutoff)
     return deleted
