@@ -1,4 +1,4 @@
-"""Per-day event totals (docs/design.md §12.3): written with the events, pruned with them, and
+"""Per-day event totals (docs/design.md §12.2): written with the events, pruned with them, and
 rebuilt from them (the migration that introduced them, the scale benchmark's bulk inserts).
 
 A row counts the events of one day, kind, project, store and person that fall in one `facet`

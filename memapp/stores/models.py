@@ -424,23 +424,24 @@ class Event(models.Model):
 
 
 class EventTotal(models.Model):
-    """How many events of one kind, project, store and person a day had (docs/design.md §12.3),
+    """How many events of one kind, project, store and person a day had (docs/design.md §12.2),
     kept as events are written so the dashboard sums these rather than reading every event.
 
     `facet` and `value` split a kind by what the dashboard tells apart (a push that failed, a
     recall's selector and how many memories it selected); `amount` adds up the kind's number
     (files blocked, entries dropped, memories selected). `key` names the row for the upsert that
-    adds to it; the foreign keys lose their target as the events' do, so visibility stays equal.
+    adds to it; the foreign keys follow their targets as the events' do (cleared when one goes,
+    moved by a merge of projects), so what a person sees of both stays alike.
     """
 
     key = models.CharField(max_length=255, unique=True)
     day = models.DateField(db_index=True)
     kind = models.CharField(max_length=32)
     project = models.ForeignKey(
-        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="event_totals"
     )
     store = models.ForeignKey(
-        Store, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        Store, null=True, blank=True, on_delete=models.SET_NULL, related_name="event_totals"
     )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

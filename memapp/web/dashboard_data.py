@@ -3,7 +3,7 @@
 Every function takes querysets already narrowed to what the viewer may see
 (`Store.objects.visible_to`, `EventTotal.objects.visible_to`) and answers with a few aggregate
 queries, never one per store or per day. Events are counted from their per-day totals
-(docs/design.md §12.3), so the time taken follows the days shown, not the events kept.
+(docs/design.md §12.2), so the time taken follows the days shown, not the events kept.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The per-day event totals the dashboard reads (docs/design.md §12.3): kept with every event
+"""The per-day event totals the dashboard reads (docs/design.md §12.2): kept with every event
 written, equal to a recount, narrowed as the events are; and the pages that read events make the
 same number of queries however many events there are."""
 
@@ -92,3 +92,19 @@ def test_the_pages_that_read_events_make_as_many_queries_for_many_events_as_for_
     few = [queries_of(admin, url) for url in pages]
     some_events(acme, alice, bob, 40)
     assert [queries_of(admin, url) for url in pages] == few
+
+
+def test_the_totals_follow_their_events_when_a_store_goes_or_projects_merge(acme, alice, bob):
+    from memapp.stores.identity import do_merge_projects
+    from memapp.stores.models import Project
+
+    some_events(acme, alice, bob, 2)
+    twin = Project.objects.create(key="-home-alice-payments")
+    twin.members.add(alice)
+    record_event("flag_changed", twin, alice, name="recall_max", scope="x", old=1, new=2)
+    record_event("sync_pull", twin, None, success=True, files_written=1, not_modified=False)
+    acme.bob_private.delete()
+    do_merge_projects(twin, acme.project, alice)
+    for user in (alice, bob):
+        seen = EventTotal.objects.visible_to(user).aggregate(n=Sum("count"))["n"] or 0
+        assert seen == Event.objects.visible_to(user).count(), user

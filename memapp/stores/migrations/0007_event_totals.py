@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 def fill_totals(apps, schema_editor):
-    """Count the events already kept into their days' totals (docs/design.md §12.3)."""
+    """Count the events already kept into their days' totals (docs/design.md §12.2)."""
     from memapp.stores.event_totals import count_into_totals
 
     count_into_totals(apps.get_model("memapp", "Event").objects.all())
@@ -31,8 +31,8 @@ class Migration(migrations.Migration):
                 ('value', models.IntegerField(default=0)),
                 ('count', models.BigIntegerField(default=0)),
                 ('amount', models.BigIntegerField(default=0)),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memapp.project')),
-                ('store', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memapp.store')),
+                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='event_totals', to='memapp.project')),
+                ('store', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='event_totals', to='memapp.store')),
                 ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
         ),
