@@ -12,10 +12,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from memapp.stores.event_totals import rebuild_event_totals
 from memapp.stores.events import flush_events, record_event
 from memapp.stores.flags import set_flag
 from memapp.stores.mirror import rescan_store
-from memapp.stores.event_totals import rebuild_event_totals
 from memapp.stores.models import Event
 from memapp.web.dashboard_data import age_buckets
 from tests.admin_ui.conftest import client_for, text

@@ -13,27 +13,58 @@ def fill_totals(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memapp', '0006_join_tokens_invitations_devices'),
+        ("memapp", "0006_join_tokens_invitations_devices"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='EventTotal',
+            name="EventTotal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255, unique=True)),
-                ('day', models.DateField(db_index=True)),
-                ('kind', models.CharField(max_length=32)),
-                ('facet', models.CharField(blank=True, max_length=64)),
-                ('value', models.IntegerField(default=0)),
-                ('count', models.BigIntegerField(default=0)),
-                ('amount', models.BigIntegerField(default=0)),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='event_totals', to='memapp.project')),
-                ('store', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='event_totals', to='memapp.store')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255, unique=True)),
+                ("day", models.DateField(db_index=True)),
+                ("kind", models.CharField(max_length=32)),
+                ("facet", models.CharField(blank=True, max_length=64)),
+                ("value", models.IntegerField(default=0)),
+                ("count", models.BigIntegerField(default=0)),
+                ("amount", models.BigIntegerField(default=0)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="event_totals",
+                        to="memapp.project",
+                    ),
+                ),
+                (
+                    "store",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="event_totals",
+                        to="memapp.store",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.RunPython(fill_totals, migrations.RunPython.noop),

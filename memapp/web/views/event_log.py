@@ -46,7 +46,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
     form = EventFilterForm(
         request.GET or None,
         projects=_projects_for(request.user),
-        # the people in the events' totals: the same people, from far fewer rows (docs/design.md §12.2)
+        # the people of the events' totals: the same, from fewer rows (docs/design.md §12.2)
         users=event_filter_users(EventTotal.objects.visible_to(request.user)),
     )
     data = form.cleaned_data if form.is_valid() else {}
