@@ -108,3 +108,24 @@ def test_the_totals_follow_their_events_when_a_store_goes_or_projects_merge(acme
     for user in (alice, bob):
         seen = EventTotal.objects.visible_to(user).aggregate(n=Sum("count"))["n"] or 0
         assert seen == Event.objects.visible_to(user).count(), user
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_counts_the_events_already_kept(alice):
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = (
+        [("memapp", "0006_join_tokens_invitations_devices")],
+        [("memapp", "0007_event_totals")],
+    )
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps.get_model("memapp", "Event")
+    for selected in (0, 2, 2):
+        old.objects.create(kind="recall", user_id=alice.pk, fields={"selected": selected})
+    old.objects.create(kind="secret_skipped", fields={"file_count": 4, "rule_ids": []})
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    rows = sorted(EventTotal.objects.values_list("kind", "value", "count", "amount"))
+    assert rows == [("recall", 0, 1, 0), ("recall", 2, 2, 4), ("secret_skipped", 0, 1, 4)]
