@@ -441,10 +441,20 @@ class EventTotal(models.Model):
         Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="event_totals"
     )
     store = models.ForeignKey(
-        Store, null=True, blank=True, on_delete=models.SET_NULL, related_name="event_totals"
+        Store,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="event_totals",
+        db_index=False,  # (store, day) below
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # (user, day) below
     )
     facet = models.CharField(max_length=64, blank=True)
     value = models.IntegerField(default=0)
@@ -452,6 +462,14 @@ class EventTotal(models.Model):
     amount = models.BigIntegerField(default=0)
 
     objects = EventQuerySet.as_manager()
+
+    class Meta:
+        # Each branch of `event_visibility` (a person's stores, the store-less kinds, their own
+        # events) reads only the window's days of its rows.
+        indexes = [
+            models.Index(fields=["store", "day"], name="eventtotal_store_day"),
+            models.Index(fields=["user", "day"], name="eventtotal_user_day"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.count} {self.kind} on {self.day}"

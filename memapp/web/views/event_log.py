@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from memapp.stores.events import ordered_fields
-from memapp.stores.models import Event, EventTotal, Project
+from memapp.stores.models import Event, EventTotal, Project, event_visibility
 from memapp.web.admin_forms import EventFilterForm, event_filter_users
 from memapp.web.event_story import story
 from memapp.web.keyset import event_page
@@ -42,7 +42,6 @@ def _filtered(events, data: dict):
 
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
-    visible = Event.objects.visible_to(request.user)
     form = EventFilterForm(
         request.GET or None,
         projects=_projects_for(request.user),
@@ -50,8 +49,10 @@ def event_list(request: HttpRequest) -> HttpResponse:
         users=event_filter_users(EventTotal.objects.visible_to(request.user)),
     )
     data = form.cleaned_data if form.is_valid() else {}
-    events = _filtered(visible, data).select_related("project", "store__project", "user")
-    page = event_page(events, request.GET, PAGE_SIZE)
+    events = _filtered(Event.objects.all(), data).select_related(
+        "project", "store__project", "user"
+    )
+    page = event_page(events, event_visibility(request.user), request.GET, PAGE_SIZE)
     page.object_list = story(page.object_list, ordered_fields)
     context = {"form": form, "page": page}
     template = (
