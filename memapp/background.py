@@ -21,9 +21,8 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from memapp.lifecycle.consolidation import consolidation_sweep_task
 from memapp.lifecycle.gemini_inbox import gemini_inbox_task
-from memapp.lifecycle.tasks import prune_sessions_task
+from memapp.lifecycle.tasks import consolidation_sweep_task, prune_sessions_task
 from memapp.memdir.paths import memory_base
 from memapp.stores.live import LiveMirror
 from memapp.stores.tasks import prune_events_task, prune_trash_task

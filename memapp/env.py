@@ -112,7 +112,7 @@ def env_cache(name: str, default: str, env: Mapping[str, str] | None = None) -> 
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", table):
             raise ImproperlyConfigured(f"{name}={value!r}: {table!r} is not a table name")
         return {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "BACKEND": "memapp.stores.cache_table.DatabaseCache",  # each write one statement
             "LOCATION": table,
             # Django's default of 300 entries would evict live sessions' budgets.
             "OPTIONS": {"MAX_ENTRIES": 50_000},

@@ -175,6 +175,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memapp.stores.warm.warm_requests",
     "memapp.api.middleware.api_body_limit",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

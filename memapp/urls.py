@@ -6,10 +6,12 @@ from memapp.api import errors as api_errors
 from memapp.web.views import errors as web_errors
 
 urlpatterns = [
+    # First: agents' requests are the hot path, and every pattern before theirs is tried on
+    # each. Its catch-all 404 takes only paths under api/, where no page lives.
+    path("", include("memapp.api.urls")),
     path("admin/", admin.site.urls),
     path("", include("memapp.mcp.urls")),
     path("", include("memapp.web.urls")),
-    path("", include("memapp.api.urls")),  # last: it ends with the API's catch-all 404
 ]
 
 # The API answers 403 and 404 itself (its exception handler and catch-all); a crash anywhere

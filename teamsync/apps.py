@@ -9,10 +9,10 @@ class TeamsyncConfig(AppConfig):
         from memapp.stores.changes import follow_changes
         from memapp.stores.projects import register_claimed
         from memapp.stores.waiting import register_waiting
-        from teamsync.service import commit_team_change, in_shared_repository
+        from teamsync.service import do_commit_team_change, in_shared_repository
         from teamsync.waiting import blocked_files, open_conflicts
 
-        follow_changes(commit_team_change)
+        follow_changes(do_commit_team_change)
         register_claimed(in_shared_repository)
         register_waiting("conflicts", "team sync conflicts", "sync", open_conflicts)
         register_waiting("blocked", "files kept back from team sync", "sync", blocked_files)

@@ -119,7 +119,7 @@ class IntegrateResult:
 
 
 @dataclass
-class ApplyResult:
+class IncomingResult:
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
@@ -700,13 +700,13 @@ class TeamClone:
         if touched:
             repo.git.commit("-m", "Rebuild MEMORY.md after merging", "--quiet")
 
-    def apply_incoming(self, spec: StoreSpec) -> ApplyResult:
+    def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
         """Write to the store what changed in its folder since the base; the store's own
         changes are never overwritten (a key changed on both sides waits for the next sync,
         which commits it and lets git merge it). Indexes come last and are compared in their
         shared form; an arriving one keeps the store's entries of files outside the
         repository."""
-        result = ApplyResult(base=dict(spec.base))
+        result = IncomingResult(base=dict(spec.base))
         folder = self.clone_dir / spec.folder
         clone = read_store(folder)
         store = read_store(spec.directory, spec.exclude)

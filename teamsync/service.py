@@ -1,7 +1,7 @@
 """Team sync for memhub: stores, flags, events and the worker around the git engine.
 
 Every change memhub makes to a team store is committed to the working clone at once, authored
-by the user who made it (`commit_team_change`); publishing is left to `sync_team`, which the
+by the user who made it (`do_commit_team_change`); publishing is left to `do_sync_team`, which the
 background worker runs about two seconds after the last change and every sync interval.
 """
 
@@ -244,7 +244,7 @@ def _commit(
     return result
 
 
-def commit_team_change(store: Store, user, keys: set[str] | None = None) -> CommitResult | None:
+def do_commit_team_change(store: Store, user, keys: set[str] | None = None) -> CommitResult | None:
     """Commit what a user just changed in a team store (local and fast; no network)."""
     if store.kind != Store.Kind.TEAM or store.project is None:
         return None
@@ -368,7 +368,7 @@ def _guard_outgoing(store: Store, state: StoreSyncState) -> None:
         _hold_deletions(store, gone, total, outgoing=True)
 
 
-def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
+def do_decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
     """A person's answer to held deletions: delete the files from the store (to its Trash,
     their index lines with them), or keep them, which puts them back in the shared
     repository. A second answer (another tab) changes nothing."""
@@ -380,7 +380,7 @@ def decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
         return
     store = held.store
     if held.outgoing and delete:
-        commit_team_change(store, user, set(held.keys))
+        do_commit_team_change(store, user, set(held.keys))
     elif held.outgoing:
         _restore_from_clone(store, user, held.keys)
     elif delete:
@@ -454,7 +454,7 @@ def _record_files_changed(store: Store, by_author: dict[str, tuple[dict, dict]])
     )
 
 
-def sync_team(*, push: bool = True) -> SyncReport:
+def do_sync_team(*, push: bool = True) -> SyncReport:
     """One full sync: commit local changes, integrate the remote, update stores, publish."""
     started = time.monotonic()
     report = SyncReport()
@@ -570,7 +570,7 @@ def suggested_merge(conflict: TeamConflict) -> str | None:
     return merge_index(conflict.base or "", ours, conflict.theirs)
 
 
-def resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None = None) -> None:
+def do_resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | None = None) -> None:
     """Settle a conflict: keep the store's current text ("ours"), theirs, a merged text, or
     delete the file; the result is committed like any other change and published by the next
     push. The side not kept is recorded in the memory's history first, so it stays restorable.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django_tasks import task
 
 from teamsync.models import TeamSyncStatus
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 
 __all__ = ["sync_team_task"]
 
@@ -14,7 +14,7 @@ __all__ = ["sync_team_task"]
 def sync_team_task(push: bool = True) -> dict:
     """One full team sync (pull, and push unless `push` is false); the summary is its result."""
     try:
-        report = sync_team(push=push)
+        report = do_sync_team(push=push)
     finally:
         TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(
             queued_task_id="", queued_at=None

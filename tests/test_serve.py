@@ -187,7 +187,8 @@ def test_serve_discovers_at_start_and_shows_a_project_started_later(server):
 
 
 def test_a_token_gets_its_rate_across_both_workers(serve):
-    server = serve(MEMHUB_API_RATE="20/min")
+    """An hour's rate, so the bucket's refill (one every 3 minutes) cannot let a 21st in."""
+    server = serve(MEMHUB_API_RATE="20/hour")
     token = server.token()
     with ThreadPoolExecutor(4) as pool:
         codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))
@@ -196,7 +197,7 @@ def test_a_token_gets_its_rate_across_both_workers(serve):
 
 def test_with_a_cache_per_worker_the_rate_would_not_hold(serve):
     """The control for the test above: per-process caches let each worker allow the rate."""
-    server = serve(MEMHUB_API_RATE="20/min", MEMHUB_CACHE_URL="locmem://")
+    server = serve(MEMHUB_API_RATE="20/hour", MEMHUB_CACHE_URL="locmem://")
     token = server.token()
     with ThreadPoolExecutor(4) as pool:
         codes = list(pool.map(lambda _: server.get("/api/v1/stores/", token)[0], range(40)))

@@ -12,20 +12,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memapp.api.errors import ApiError
-from memapp.lifecycle.consolidation import do_cancel_consolidation, request_consolidation
+from memapp.lifecycle.consolidation import do_cancel_consolidation
 from memapp.lifecycle.models import ConsolidationRun, Proposal
-from memapp.lifecycle.proposals import ApplyResult
-from memapp.lifecycle.store_changes import (
+from memapp.lifecycle.proposals import ProposalResult
+from memapp.lifecycle.store_proposals import (
     ApplyFailed,
     ApplyRefused,
     NeedsConfirmation,
     StoreBusy,
     do_apply_store_proposal,
 )
+from memapp.lifecycle.tasks import request_consolidation
 from memapp.stores.access import get_store_for_user
 
 
-def apply_store_proposal(proposal: Proposal, user, data: dict) -> ApplyResult:
+def apply_store_proposal(proposal: Proposal, user, data: dict) -> ProposalResult:
     """`do_apply_store_proposal` with the approve body's `changes` and `confirm`; a refusal
     is a 409 (risky without `confirm`, the directory busy), 503 (failed halfway and undone)
     or 422 (a file the write path refuses)."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, status
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -84,3 +87,10 @@ def server_error(request) -> JsonResponse:
     """Django's 500 handler for API paths: the API's error shape, never an HTML page."""
     body = error_body("server_error", "The server failed to answer; the error is in its log.")
     return JsonResponse(body, status=500)
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+def not_found(request: Request, rest: str = "") -> Response:
+    """Any other URL under /api/: a 404 in the API's error shape, not the site's page."""
+    raise Http404

@@ -18,20 +18,20 @@ from memapp.api.errors import ApiError
 from memapp.lifecycle.access import get_agent_session_for_user, get_proposal_for_user
 from memapp.lifecycle.extraction import wants_extraction
 from memapp.lifecycle.models import Proposal, ProposalChange
+from memapp.lifecycle.past_context import Hit, search_past_context
 from memapp.lifecycle.proposals import (
     AccessLost,
     ProposalClosed,
     do_apply_proposal,
     do_reject_proposal,
 )
-from memapp.lifecycle.search import Hit, search_past_context
 from memapp.lifecycle.sessions import (
     SESSION_ID_RE,
     do_forget_session,
     do_ingest_entries,
     skip_sentences,
 )
-from memapp.lifecycle.store_changes import INDEX_KEY, index_as_approved, is_store_wide
+from memapp.lifecycle.store_proposals import INDEX_KEY, index_as_approved, is_store_wide
 from memapp.lifecycle.tasks import request_extraction, request_summary
 from memapp.stores.flags import get_flags
 from memapp.stores.projects import resolve_store

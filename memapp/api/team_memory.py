@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from memapp.api import examples
 from memapp.api.errors import error_body, status_for
 from memapp.api.serializers import ErrorSerializer, TeamMemoryPutSerializer
-from memapp.api.views import etag_value
+from memapp.api.stores import etag_value
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.projects import REPO_SLUG_RE
 from teamsync.protocol import (

@@ -1,31 +1,42 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from memapp.api import consolidation, daily_logs, device, lifecycle, snapshots, views
+from memapp.api import (
+    account,
+    consolidation,
+    daily_logs,
+    device,
+    errors,
+    lifecycle,
+    memories,
+    recall,
+    snapshots,
+    stores,
+)
 from memapp.api.docs import ApiDocsView
 from memapp.api.team_memory import team_memory
 
 urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="api_schema"), name="api_docs"),
-    path("api/v1/stores/", views.store_list, name="api_stores"),
-    path("api/v1/stores/resolve", views.store_resolve, name="api_store_resolve"),
-    path("api/v1/stores/<int:store_id>/files/", views.file_list, name="api_files"),
-    path("api/v1/stores/<int:store_id>/batch", views.file_batch, name="api_batch"),
+    path("api/v1/stores/", stores.store_list, name="api_stores"),
+    path("api/v1/stores/resolve", stores.store_resolve, name="api_store_resolve"),
+    path("api/v1/stores/<int:store_id>/files/", stores.file_list, name="api_files"),
+    path("api/v1/stores/<int:store_id>/batch", stores.file_batch, name="api_batch"),
     path(
         "api/v1/stores/<int:store_id>/consolidate",
         consolidation.consolidate,
         name="api_consolidate",
     ),
-    path("api/v1/stores/<int:store_id>/files/<path:key>", views.file_detail, name="api_file"),
-    path("api/v1/remember", views.remember, name="api_remember"),
-    path("api/v1/forget", views.forget, name="api_forget"),
-    path("api/v1/prompt", views.prompt, name="api_prompt"),
-    path("api/v1/recall", views.recall, name="api_recall"),
-    path("api/v1/recall/surfaced", views.recall_surfaced, name="api_recall_surfaced"),
-    path("api/v1/session-start", views.session_start, name="api_session_start"),
-    path("api/v1/me", views.me, name="api_me"),
-    path("api/v1/token", views.revoke_token, name="api_token"),
+    path("api/v1/stores/<int:store_id>/files/<path:key>", stores.file_detail, name="api_file"),
+    path("api/v1/remember", memories.remember, name="api_remember"),
+    path("api/v1/forget", memories.forget, name="api_forget"),
+    path("api/v1/prompt", recall.prompt, name="api_prompt"),
+    path("api/v1/recall", recall.recall, name="api_recall"),
+    path("api/v1/recall/surfaced", recall.recall_surfaced, name="api_recall_surfaced"),
+    path("api/v1/session-start", recall.session_start, name="api_session_start"),
+    path("api/v1/me", account.me, name="api_me"),
+    path("api/v1/token", account.revoke_token, name="api_token"),
     path("api/v1/device/code", device.device_code, name="api_device_code"),
     path("api/v1/device/token", device.device_token, name="api_device_token"),
     path(
@@ -57,5 +68,5 @@ urlpatterns = [
         "api/v1/stores/<int:store_id>/logs/<str:day>", daily_logs.log_detail, name="api_store_log"
     ),
     path("api/claude_code/team_memory", team_memory, name="team_memory"),
-    re_path(r"^api/(?P<rest>.*)$", views.not_found),
+    re_path(r"^api/(?P<rest>.*)$", errors.not_found),
 ]

@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import os
 import platform
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -137,39 +138,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(size) for size in args.sizes.replace("_", "").split(",") if size.strip()]
     load_before = load_average()
     legends = []
+    django_sections = ("web", "mcp", "live", "team", "hooks", "lifecycle", "consolidation", "scale")
     with contextlib.ExitStack() as stack:
         sections = list(core.SECTIONS)
-        if args.web:
+        if any(getattr(args, name) for name in django_sections):
             from memapp.bench import web  # Django is set up only when asked for
 
+            # One data dir for the whole run: every section's own use of it nests in this one
+            # (Django can be set up once per process), and it outlives them all.
+            stack.enter_context(web.django_on_temp_data_dir())
+        if args.web:
             sections += stack.enter_context(
                 web.web_sections(load_seconds=args.load_seconds, clients=args.clients)
             )
             legends.append(web.LEGEND)
         if args.mcp:
-            from memapp.bench import mcp, web  # Django is set up only when asked for
+            from memapp.bench import mcp
 
-            stack.enter_context(web.django_on_temp_data_dir())
             sections.append(mcp.bench_mcp)
             legends.append(mcp.LEGEND)
         if args.live:
-            from memapp.bench import live, web  # Django is set up only when asked for
+            from memapp.bench import live
 
-            stack.enter_context(web.django_on_temp_data_dir())
             sections.append(live.bench_live)
             legends.append(live.LEGEND)
         rows = run(sizes, max(args.runs, 1), sections, progress=not args.quiet)
         if args.team:
-            from memapp.bench import team  # Django and git only when asked for
+            from memapp.bench import team  # git only when asked for
 
             rows += team.run(args.team_files, max(args.runs, 1), progress=not args.quiet)
             legends.append(team.LEGEND)
         if args.hooks:
-            from memapp.bench import hooks, web  # Django is set up only when asked for
+            from memapp.bench import hooks
 
-            stack.enter_context(web.django_on_temp_data_dir())
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memhub-bench-")))
-            corpus = generate_corpus(tmp / "memory", min(sizes), progress=not args.quiet)
+            corpus = generate_corpus(
+                tmp / "memory", min(sizes, default=200), progress=not args.quiet
+            )
             rows += hooks.run(
                 corpus,
                 max(args.runs, 1),
@@ -178,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             legends.append(hooks.LEGEND)
         if args.lifecycle:
-            from memapp.bench import lifecycle  # Django, gunicorn and the client
+            from memapp.bench import lifecycle  # gunicorn and the client
 
             rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
             legends.append(lifecycle.LEGEND)
@@ -188,12 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += summary.bench_offline_summary(max(args.runs, 1))
             legends.append(summary.LEGEND)
         if args.consolidation:
-            from memapp.bench import consolidation  # Django only when asked for
+            from memapp.bench import consolidation
 
             rows += consolidation.run(max(args.runs, 1), args.stores, args.store_files)
             legends.append(consolidation.LEGEND)
         if args.scale:
-            from memapp.bench import scale  # Django only when asked for
+            from memapp.bench import scale
 
             rows += scale.run(args.scale_factor, max(args.runs, 1), progress=not args.quiet)
             legends.append(scale.LEGEND)
@@ -216,4 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # A stopped run (kill, a CI timeout) unwinds like an interrupted one: its gunicorn stopped,
+    # its data dirs removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     sys.exit(main())

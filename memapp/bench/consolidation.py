@@ -4,7 +4,7 @@
   a local agent left two days ago and five sessions: due), the session scan included: each run is
   a quarter of an hour after the last, past the scan's throttle. This is the clock's sweep
   without its queueing.
-- Request: `take_snapshot` (a warm rescan under the store's lock, its rows and checksums) and
+- Request: `orient` (a warm rescan under the store's lock, its rows and checksums) and
   `consolidation_request` (manifest, health lints, near-duplicates, the bodies they name) of a
   2,000-file store: everything a run does before the model call.
 - Apply: approving a consolidation proposal of 50 changes (48 updates, a delete and the index
@@ -34,7 +34,7 @@ CHANGES = 50
 
 LEGEND = """\
 consolidation: gates = check_gates over 1,000 stores with their session scan (the clock's
-sweep); request = snapshot (warm rescan, rows, checksums) and the four-phase request of a
+sweep); request = orientation (warm rescan, rows, checksums) and the four-phase request of a
 2,000-file store, before the model call; apply = approving 50 changes (48 updates, a delete,
 the index within its caps) all together under the lock, with the rescan and events.
 Targets (issue 14): gates ≤ 1 s, request ≤ 200 ms, apply ≤ 1 s."""
@@ -117,15 +117,15 @@ def bench_gates(runs: int, count: int) -> list[Row]:
 
 
 def bench_request(runs: int, web) -> list[Row]:
-    from memapp.lifecycle.consolidation import consolidation_request, take_snapshot
+    from memapp.lifecycle.consolidation import consolidation_request, orient
     from memapp.stores.flags import get_flags
 
     flags = get_flags(web.store.project)
     times, size = [], 0
     for _ in range(runs):
         started = time.perf_counter()
-        snapshot = take_snapshot(web.store, flags)
-        text = consolidation_request(snapshot, None, "", "")
+        orientation = orient(web.store, flags)
+        text = consolidation_request(orientation, None, "", "")
         times.append(time.perf_counter() - started)
         size = len(text)
     return [
@@ -142,10 +142,10 @@ def bench_request(runs: int, web) -> list[Row]:
 def _proposal(web, run: int):
     """A consolidation proposal of 48 updates, a delete and the index they leave, as a run
     makes it from a model's answer."""
-    from memapp.lifecycle.consolidation import take_snapshot
+    from memapp.lifecycle.consolidation import orient
     from memapp.lifecycle.proposals import do_propose_changes
-    from memapp.memdir.consolidation import plan_index
     from memapp.memdir.extraction import ProposedChange
+    from memapp.memdir.index_plan import plan_index
     from memapp.stores.flags import get_flags
 
     rows = list(
@@ -169,10 +169,10 @@ def _proposal(web, run: int):
         for row in updates
     ]
     changes.append(ProposedChange("delete", "private", gone["path"], reason="merged"))
-    snapshot = take_snapshot(web.store, get_flags(web.store.project))
-    topics = {key: topic for key, topic in snapshot.topics.items() if key != gone["path"]}
+    orientation = orient(web.store, get_flags(web.store.project))
+    topics = {key: topic for key, topic in orientation.topics.items() if key != gone["path"]}
     updated = [change.file for change in changes[:-1]]
-    plan = plan_index(snapshot.index, topics, changed=updated, caps=snapshot.caps)
+    plan = plan_index(orientation.index, topics, changed=updated, caps=orientation.caps)
     changes.append(
         ProposedChange("update", "private", "MEMORY.md", body=plan.text, reason="pruned")
     )
@@ -180,7 +180,7 @@ def _proposal(web, run: int):
 
 
 def bench_apply(runs: int, web) -> list[Row]:
-    from memapp.lifecycle.store_changes import do_apply_store_proposal
+    from memapp.lifecycle.store_proposals import do_apply_store_proposal
 
     times = []
     for run in range(runs):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -45,6 +46,10 @@ from memapp.bench.common import PROJECT_ROOT, Corpus, Row
 __all__ = ["LEGEND", "run"]
 
 START_UP_LIMIT = 0.100
+# Claude Code's prompt-time hook runs before every prompt: issue 29 asks ≤ 40 ms over bare
+# Python, from the 52–60 ms it measured (the figure it replaced, printed beside the new one).
+PROMPT_HOOK_LIMIT = 0.040
+PROMPT_HOOK_WAS = "was 52–60 ms (issue 29)"
 FIRST_REQUEST_LIMIT = 0.200
 MODEL_DELAY = 0.4
 MARKER = "zz_bench_marker.md"
@@ -53,13 +58,15 @@ AGENT = Path(sys.executable).parent / "memhub-agent"
 LEGEND = """\
 hooks (--hooks): wall times of real hook processes as Claude Code starts them (JSON on stdin,
 default 0.7 s budget). start-up = the hook's median minus a bare `python -c pass`'s, against a
-stand-in server that answers at once (target ≤ 100 ms). "model within the budget": gunicorn
-with the model selector on a fake Messages API answering in 400 ms; "in time" counts prompts
-whose hook output holds the model's pick, "answered" those with any memory. warm workers: the
-first prompt request to each of 2 gunicorn workers right after `manage.py serve` starts, beside
-the median of later ones (target ≤ 200 ms). resumed session: SessionStart with `source: resume`
-against gunicorn, the session's summary (offline, of 5,000 entries) handed over; target: within
-the hook's budget (0.7 s)."""
+stand-in server that answers at once (targets: Claude Code's prompt hook ≤ 40 ms, issue 29; the
+others ≤ 100 ms, issues 16 and 27); beside it the CPU time (user + system) the hook spends over
+the bare interpreter's, steadier than wall time on a shared machine. "model within the
+budget": gunicorn with the model selector on a fake Messages API answering in 400 ms; "in time"
+counts prompts whose hook output holds the model's pick, "answered" those with any memory. warm
+workers: the first prompt request to each of 2 gunicorn workers right after `manage.py serve`
+starts, beside the median of later ones (target ≤ 200 ms). resumed session: SessionStart with
+`source: resume` against gunicorn, the session's summary (offline, of 5,000 entries) handed
+over; target: within the hook's budget (0.7 s)."""
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -71,6 +78,12 @@ def _wall(command: Sequence[str], stdin: str = "", env: dict[str, str] | None = 
         command, input=stdin, capture_output=True, text=True, env=env, cwd=cwd, timeout=30
     )
     return time.perf_counter() - start, done
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _hook_env(home: Path, url: str, token: str) -> dict[str, str]:
@@ -122,11 +135,13 @@ def _stand_in_server() -> Iterator[str]:
         def do_POST(self) -> None:  # noqa: N802 (the name http.server dispatches to)
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             body = json.dumps(_STAND_IN_ANSWERS.get(self.path, {})).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            # A hook whose budget ran out (a loaded machine) has hung up: nothing to answer.
+            with contextlib.suppress(ConnectionError):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
         def log_message(self, *args) -> None:
             pass
@@ -164,27 +179,39 @@ def bench_start_up(size: int, runs: int, hook: Sequence[str]) -> list[Row]:
             "codex user-prompt-submit",
         ]
         samples: dict[str, list[float]] = {name: [] for name in ["bare", *events]}
+        cpu: dict[str, list[float]] = {name: [] for name in ["bare", *events]}
         for run in range(runs):
+            before = _children_cpu()
             samples["bare"].append(_wall([sys.executable, "-c", "pass"], env=env)[0])
+            cpu["bare"].append(_children_cpu() - before)
             for event in events:
                 agent, name = event.split() if " " in event else ("claude-code", event)
                 kind = "user-prompt-submit" if name == "before-agent" else name
                 stdin = _payload(kind, home, home, f"s-{run}", "how do we run the tests?")
+                before = _children_cpu()
                 elapsed, done = _wall([*hook, "hook", agent, name], stdin, env, home)
+                cpu[event].append(_children_cpu() - before)
                 if done.returncode != 0:
                     raise RuntimeError(f"hook {event} exited {done.returncode}: {done.stderr}")
                 samples[event].append(elapsed)
     bare = statistics.median(samples["bare"])
+    bare_cpu = statistics.median(cpu["bare"])
     rows = []
     for event in events:
         median = statistics.median(samples[event])
+        more_cpu = statistics.median(cpu[event]) - bare_cpu
+        note = (
+            f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms; "
+            f"CPU +{more_cpu * 1e3:.0f} ms over python's {bare_cpu * 1e3:.0f} ms"
+        )
+        prompt = event == "user-prompt-submit"
         rows.append(
             Row(
                 size,
                 f"hook {event}: start-up over python -c pass",
                 median - bare,
-                limit=START_UP_LIMIT,
-                note=f"hook {median * 1e3:.0f} ms, python -c pass {bare * 1e3:.0f} ms",
+                limit=PROMPT_HOOK_LIMIT if prompt else START_UP_LIMIT,
+                note=f"{note}; {PROMPT_HOOK_WAS}" if prompt else note,
             )
         )
     return rows
@@ -239,11 +266,13 @@ def bench_model_budget(corpus: Corpus, runs: int, hook: Sequence[str], prompts: 
             settings={},
         )
         fake.answer([f"{memory}/{MARKER}"], delay=MODEL_DELAY)
-        os.environ.update(
-            ANTHROPIC_API_KEY="sk-bench",
-            ANTHROPIC_BASE_URL=fake.url,
-            MEMHUB_RECALL_TIMEOUT="5",
-        )
+        model_env = {
+            "ANTHROPIC_API_KEY": "sk-bench",
+            "ANTHROPIC_BASE_URL": fake.url,
+            "MEMHUB_RECALL_TIMEOUT": "5",
+        }
+        before = {name: os.environ.get(name) for name in model_env}
+        os.environ.update(model_env)  # gunicorn's, and only for this section
         try:
             with web.run_gunicorn() as server:
                 env = _hook_env(home, f"http://127.0.0.1:{server.port}", store.token)
@@ -263,8 +292,11 @@ def bench_model_budget(corpus: Corpus, runs: int, hook: Sequence[str], prompts: 
                             (elapsed, MARKER in done.stdout, bool(done.stdout.strip()))
                         )
         finally:
-            for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "MEMHUB_RECALL_TIMEOUT"):
-                os.environ.pop(name, None)
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     rows = []
     for ask, samples in results.items():
         times = sorted(elapsed for elapsed, _, _ in samples)

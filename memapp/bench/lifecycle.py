@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,10 +28,12 @@ from memapp.bench.common import Row
 
 __all__ = ["LEGEND", "run"]
 
-HOOK_LIMIT = 0.150
+HOOK_LIMIT = 0.060  # issue 29, from 150 ms (issue 13)
+HOOK_WAS = "was 102 ms (issue 29)"
 INGEST_LIMIT = 1.0
 SEARCH_LIMIT = 0.050
 HOOK_ENTRIES = 5_000
+PROJECT = "bench/app"
 INGEST_ENTRIES = 1_000
 
 LEGEND = """\
@@ -38,7 +41,8 @@ lifecycle: stop hook = wall time of the real `memhub-agent hook claude-code stop
 5,000-entry transcript after one new turn (floor: `python -c pass`), against gunicorn on
 loopback; ingest = server time of POST /api/v1/sessions/<id>/entries with 1,000 entries (in
 process); search = past-context search over 1,000 sessions / 200,000 messages (two-word queries).
-Targets (issue 13): stop hook p50 ≤ 150 ms, ingest ≤ 1 s, search p50 ≤ 50 ms."""
+Targets: stop hook p50 ≤ 60 ms (issue 29), ingest ≤ 1 s, search p50 ≤ 50 ms (issue 13); the
+stop hook's CPU time (user + system) is beside it, steadier than wall time on a shared machine."""
 
 _WORDS = [
     "deploy", "migration", "database", "fixture", "cache", "retry", "timeout", "pipeline",
@@ -91,17 +95,27 @@ def _wall(command: list[str], **kwargs) -> float:
     return time.perf_counter() - started
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bench_stop_hook(runs: int, user, token: str) -> list[Row]:
     from memapp.bench.web import run_gunicorn
     from memapp.lifecycle.models import Session
 
     agent = str(Path(sys.executable).parent / "memhub-agent")
     floor = statistics.median(_wall([sys.executable, "-c", "pass"]) for _ in range(runs))
-    times = []
+    times, cpu = [], []
     with run_gunicorn(workers=1) as server, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         checkout = home / "src" / "app"
         checkout.mkdir(parents=True)
+        # A checkout of the benchmark's project (run() created its store): a folder memhub
+        # does not know is no project a hook may upload to (a 404, nothing stored).
+        subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+        remote = f"git@github.com:{PROJECT}.git"
+        subprocess.run(["git", "-C", str(checkout), "remote", "add", "origin", remote], check=True)
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(home),
@@ -125,7 +139,11 @@ def bench_stop_hook(runs: int, user, token: str) -> list[Row]:
             }
         )
         command = [agent, "hook", "claude-code", "stop"]
-        subprocess.run(command, input=payload, text=True, env=env, cwd=checkout, check=True)
+        # Not measured: the earlier turns, uploaded by a hook with time enough for a first
+        # batch even on a loaded machine (with 0.7 s it may never finish one, and never
+        # hand the rest to its detached process).
+        setup = {**env, "MEMHUB_HOOK_TIMEOUT": "30"}
+        subprocess.run(command, input=payload, text=True, env=setup, cwd=checkout, check=True)
         deadline = time.monotonic() + 300  # the backlog goes on in a detached process
         while time.monotonic() < deadline:
             stored = Session.objects.filter(session_id=session_id).first()
@@ -136,9 +154,15 @@ def bench_stop_hook(runs: int, user, token: str) -> list[Row]:
         for _ in range(runs):
             _write(path, _transcript(session_id, count + 2, start=count), mode="a")
             count += 2
+            before = _children_cpu()
             times.append(_wall(command, input=payload, text=True, env=env, cwd=checkout))
-    uploaded = Session.objects.get(session_id=session_id).entry_count
-    note = f"{uploaded:,} entries stored; python -c pass {floor * 1000:.0f} ms"
+            cpu.append(_children_cpu() - before)
+    stored = Session.objects.filter(session_id=session_id).first()
+    uploaded = stored.entry_count if stored is not None else 0
+    note = (
+        f"{uploaded:,} entries stored; CPU {statistics.median(cpu) * 1000:.0f} ms; "
+        f"python -c pass {floor * 1000:.0f} ms; {HOOK_WAS}"
+    )
     return [
         Row(
             HOOK_ENTRIES,
@@ -147,6 +171,7 @@ def bench_stop_hook(runs: int, user, token: str) -> list[Row]:
             floor=floor,
             limit=HOOK_LIMIT,
             note=note,
+            errors=0 if uploaded >= HOOK_ENTRIES else 1,  # not the turn after a long session
         )
     ]
 
@@ -159,7 +184,7 @@ def bench_ingest(runs: int, user, token: str) -> list[Row]:
     times = []
     for _ in range(runs):
         session_id = str(uuid.uuid4())
-        body = {"project": "bench/app", "entries": _transcript(session_id, INGEST_ENTRIES)}
+        body = {"project": PROJECT, "entries": _transcript(session_id, INGEST_ENTRIES)}
         started = time.perf_counter()
         response = client.post(f"/api/v1/sessions/{session_id}/entries", body, format="json")
         times.append(time.perf_counter() - started)
@@ -179,7 +204,7 @@ def _fill_sessions(user, sessions: int, per_session: int) -> None:
     from memapp.lifecycle.models import Session, TranscriptEntry
     from memapp.stores.projects import resolve_store
 
-    store = resolve_store(user, "bench/app", "private")
+    store = resolve_store(user, PROJECT, "private")
     rng = random.Random(7)
     clock = datetime(2026, 1, 1, tzinfo=UTC)
     for s in range(sessions):
@@ -211,7 +236,7 @@ def _fill_sessions(user, sessions: int, per_session: int) -> None:
 
 
 def bench_search(runs: int, user, sessions: int, per_session: int) -> list[Row]:
-    from memapp.lifecycle.search import search_past_context
+    from memapp.lifecycle.past_context import search_past_context
 
     started = time.perf_counter()
     _fill_sessions(user, sessions, per_session)
@@ -243,10 +268,15 @@ def run(runs: int, sessions: int = 1000, per_session: int = 200) -> list[Row]:
     with django_on_temp_data_dir():
         from django.contrib.auth import get_user_model
 
+        from memapp.stores.models import Project
+        from memapp.stores.projects import resolve_store
         from memapp.stores.tokens import do_create_api_token
 
         user = get_user_model().objects.create_user("bench-lifecycle", password=None)
         _row, token = do_create_api_token(user, "bench")
+        # Made here: only staff may create a project by naming it (protocol_project_creation).
+        Project.objects.create(key=PROJECT, repo_slug=PROJECT, name="app").members.add(user)
+        resolve_store(user, PROJECT, "private")
         rows = bench_stop_hook(runs, user, token)
         rows += bench_ingest(runs, user, token)
         rows += bench_search(runs, user, sessions, per_session)

@@ -19,9 +19,9 @@ keeps in that data dir. Targets (issue 5):
   ≤ 1 s; then by both layers (as the background task checks each stored entry), measured; no
   planted value may be left.
   The push gate above: ≥ 800 files/s per process on cold caches.
-- :func:`bench_sync`: ``sync_team()`` of a team store holding every file as new (secret gate on
+- :func:`bench_sync`: ``do_sync_team()`` of a team store holding every file as new (secret gate on
   cold caches, commit, push): ≤ 10 s. Then a teammate with a plain git clone changes every
-  file and pushes, and ``sync_team(push=False)`` pulls (fetch, merge, write to the store, mirror
+  file and pushes, and ``do_sync_team(push=False)`` pulls (fetch, merge, write to the store, mirror
   update): ≤ 2 s. Then ``GET /api/claude_code/team_memory?view=hashes`` for the store, server
   time through Django's test client: ≤ 20 ms.
 
@@ -56,11 +56,12 @@ FOLDER = "acme/app"
 LEGEND = """\
 team: a generated corpus pushed as new files into a bare repository on the same disk. git work =
 commit_local + push (no secret scan) against plain `git add -A`, `git commit`, `git push` of the
-same files; whole push = sync_team() with the secret gate on cold caches; pull = sync_team(push=
-False) after a teammate's plain git clone changed every file; view=hashes = server time of the
-team memory protocol; transcript redaction = a 5,000-entry session by the fast rules, then by
-both layers. Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules ≥ 1,000 files/s,
-push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 2 s, view=hashes ≤ 20 ms."""
+same files; whole push = do_sync_team() with the secret gate on cold caches; pull =
+do_sync_team(push=False) after a teammate's plain git clone changed every file; view=hashes =
+server time of the team memory protocol; transcript redaction = a 5,000-entry session by the
+fast rules, then by both layers. Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules
+≥ 1,000 files/s, push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 2 s,
+view=hashes ≤ 20 ms."""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -326,10 +327,10 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
 
     from memapp.memdir.secret_gate import configure
     from memapp.stores.mirror import rescan_store
-    from teamsync.service import sync_team, team_remote
+    from teamsync.service import do_sync_team, team_remote
 
     _user, store, token = _team_store(corpus)
-    sync_team()  # the clone and the first commit of the shared repository
+    do_sync_team()  # the clone and the first commit of the shared repository
     shutil.copytree(corpus.root, store.path, dirs_exist_ok=True)
     rescan_store(store)  # as if written through memhub, which mirrors every write
     configure(entropy=True)  # cold secret caches: every file is scanned by the push
@@ -338,7 +339,7 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
 
     def push() -> None:
         nonlocal pushed
-        pushed = sync_team()
+        pushed = do_sync_team()
 
     push_seconds = _settled_timed(push)
     if not pushed.pushed or pushed.committed < corpus.extra["topics"]:
@@ -350,7 +351,7 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
 
     def pull() -> None:
         nonlocal pulled
-        pulled = sync_team(push=False)
+        pulled = do_sync_team(push=False)
 
     pull_seconds = _settled_timed(pull)
     if pulled.error or pulled.written != changed:
@@ -371,14 +372,14 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
     return [
         Row(
             corpus.size,
-            "team push, whole sync_team()",
+            "team push, whole do_sync_team()",
             push_seconds,
             limit=PUSH_LIMIT,
             note=f"{pushed.committed:,} files, secret gate cold",
         ),
         Row(
             corpus.size,
-            "team pull, sync_team(push=False)",
+            "team pull, do_sync_team(push=False)",
             pull_seconds,
             limit=PULL_LIMIT,
             note=f"{pulled.written:,} files changed by a teammate",

@@ -115,7 +115,8 @@ def _ago(seconds: float) -> str:
 
 
 def _status(args: argparse.Namespace) -> dict[str, Any]:
-    from memapp.client.sync import scan_local, state_path
+    from memapp.client.sync import scan_local
+    from memapp.client.sync_state import state_path
 
     project = current_project(args.cwd)
     local, _ = scan_local(project.memory_dir)

@@ -10,18 +10,16 @@ looks for the person's words only.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from memapp.client import recall_hook
 from memapp.client.hooks import HookCall
 from memapp.memdir.hook_context import strip_hook_context
-from memapp.memdir.store_files import INDEX_FILENAME
 
 __all__ = ["recall", "session_start"]
 
 
 def _private_index(call: HookCall) -> str:
     from memapp.memdir.index import load_index  # YAML and the scanner: only when needed
+    from memapp.memdir.store_files import INDEX_FILENAME
 
     memory_dir = call.project.memory_dir
     content = load_index(memory_dir).content.strip()
@@ -35,6 +33,7 @@ def _private_index(call: HookCall) -> str:
 
 def session_start(call: HookCall) -> str:
     from memapp.client.session_hook import session_start as claude_session_start  # pull, sync
+    from memapp.memdir.store_files import INDEX_FILENAME  # not for the prompt hook
 
     answer = claude_session_start(call)
     fresh = str(call.project.memory_dir / INDEX_FILENAME)
@@ -48,4 +47,4 @@ def recall(call: HookCall) -> str:
     if not isinstance(prompt, str):
         return ""
     payload = {**call.payload, "prompt": strip_hook_context(prompt)}
-    return recall_hook.recall(replace(call, payload=payload))
+    return recall_hook.recall(call.with_payload(payload))

@@ -9,12 +9,13 @@ in `memapp.client.commands`). Hooks never fail: they print nothing and exit 0.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # argparse is loaded by the commands, not by a hook (`main`'s hot path)
+    import argparse
 
 __all__ = ["COMMANDS", "main"]
 
@@ -29,7 +30,7 @@ COMMANDS = {
         "prompt",
     ),
     "memapp.client.daily_logs:add_log_commands": ("log",),
-    "memapp.client.team:add_team_commands": ("team",),
+    "memapp.client.team_commands:add_team_commands": ("team",),
     "memapp.client.snapshot_commands:add_snapshot_commands": ("snapshot",),
     "memapp.client.transcripts:add_transcript_commands": ("search", "transcript-upload"),
     "memapp.client.cli:add_hook_command": ("hook",),
@@ -99,6 +100,9 @@ def add_hook_command(commands: argparse._SubParsersAction) -> None:
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of `command` alone (its group's module is the only one imported), or of
     every command when it is None or not one of them (`--help`, a typo: argparse lists all)."""
+    import argparse
+    import importlib
+
     from memapp.client.commands import EXIT_STATUSES, LOGIN_ENVIRONMENT, PROG
 
     parser = argparse.ArgumentParser(

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from memapp.memdir.atomic import write_atomic_bytes
@@ -33,8 +32,7 @@ __all__ = [
 CONFIG_FILENAME = "agent.json"
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
     url: str  # the server's base URL, without a trailing slash
     token: str
 
@@ -97,11 +95,12 @@ def private_dir(path: Path) -> None:
     path.chmod(0o700)
 
 
-def write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` with `data` atomically, the file readable by its owner only (0600 from
-    the first byte written), in a 0700 directory."""
+    the first byte written), in a 0700 directory. `durable=False` skips the fsyncs, for state
+    whose loss in a power cut costs only work done again (`write_atomic_bytes`)."""
     private_dir(path.parent)
-    write_atomic_bytes(path, data, mode=0o600)
+    write_atomic_bytes(path, data, mode=0o600, durable=durable)
 
 
 def save_config(config: Config, env: Mapping[str, str] | None = None) -> Path:

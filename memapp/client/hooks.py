@@ -8,7 +8,9 @@ There are no retries: a short connect/read timeout bounded by the budget, and on
 
 Each event's handler lives in a module of its own, named in `HOOKS` and imported only when its
 event fires, so a hook process loads what its event needs and nothing else: no Django, no
-detect-secrets, no YAML unless the answer needs it.
+detect-secrets, no YAML unless the answer needs it. What every hook loads is kept to what a
+request needs (`python -X importtime`; docs/scaling.md): named tuples and plain classes rather
+than dataclasses (which load `inspect`), no argparse.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from memapp.client.config import Config, load_config
 from memapp.client.http import NO_RETRY, Client
@@ -52,8 +53,7 @@ PRINT_MARGIN = 0.05
 WRITE_GRACE = 0.25  # how long an expired hook still waits for a write already started
 
 
-@dataclass(frozen=True)
-class Hook:
+class Hook(NamedTuple):
     """One event: the name Claude Code gives it, and its handler as `module:function`, a
     function taking a `HookCall` and returning the context to add ("" adds nothing)."""
 
@@ -95,18 +95,37 @@ AGENT_HOOKS: dict[str, dict[str, Hook]] = {
 }
 
 
-@dataclass
 class HookCall:
-    """What a handler works with: the agent's input, where it works, and the time left."""
+    """What a handler works with: the agent's input, where it works, the settings a person
+    controls (read once per hook), and the time left."""
 
-    payload: dict[str, Any]
-    project: Project
-    config: Config
-    deadline: float  # time.monotonic() by which the answer must be printed
-    env: Mapping[str, str] | None = None
-    agent: str = "claude-code"  # whose hook this is: a key of AGENT_HOOKS
-    # Held while files are written, so an expired hook never exits in the middle of a write.
-    writing: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(
+        self,
+        payload: dict[str, Any],
+        project: Project,
+        config: Config,
+        deadline: float,  # time.monotonic() by which the answer must be printed
+        env: Mapping[str, str] | None = None,
+        agent: str = "claude-code",  # whose hook this is: a key of AGENT_HOOKS
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.payload = payload
+        self.project = project
+        self.config = config
+        self.deadline = deadline
+        self.env = env
+        self.agent = agent
+        self.settings: Mapping[str, Any] = {} if settings is None else settings
+        # Held while files are written, so an expired hook never exits in the middle of a write.
+        self.writing = threading.Lock()
+
+    def with_payload(self, payload: dict[str, Any]) -> HookCall:
+        """The same call with another input (sharing its write lock)."""
+        call = HookCall(
+            payload, self.project, self.config, self.deadline, self.env, self.agent, self.settings
+        )
+        call.writing = self.writing
+        return call
 
     @property
     def session_id(self) -> str | None:
@@ -218,6 +237,6 @@ def _context(
     if not agent_memory_allows(agent, what, env, where):
         return ""  # the agent's own switch is off for this (docs/design.md §28)
     project = find_project(where, env, settings)
-    call = HookCall(payload, project, config, deadline, env, agent)
+    call = HookCall(payload, project, config, deadline, env, agent, settings)
     result["call"] = call
     return hook.load()(call)

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import random
 import socket
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from email.message import Message
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -57,8 +55,7 @@ class NotMemhub(Unreachable):
     """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
 
 
-@dataclass(frozen=True)
-class Backoff:
+class Backoff(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
     """Delays between attempts: `base` doubling up to `cap`, each scaled by 1 ± `jitter`."""
 
     base: float = 0.5
@@ -68,6 +65,8 @@ class Backoff:
 
     def delays(self) -> Iterator[float]:
         """One delay per retry (so `attempts - 1` of them)."""
+        import random  # a hook never retries: not loaded by it
+
         for retry in range(self.attempts - 1):
             delay = min(self.cap, self.base * 2**retry)
             yield delay * random.uniform(1 - self.jitter, 1 + self.jitter)

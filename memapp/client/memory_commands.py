@@ -26,14 +26,14 @@ from memapp.client.http import DEFAULT_BACKOFF
 
 if TYPE_CHECKING:
     from memapp.client.daily_logs import LogSyncReport
-    from memapp.client.sync import SyncReport
+    from memapp.client.sync import PrivateSyncReport
 
 __all__ = ["add_memory_commands"]
 
 ENVIRONMENT = f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}"
 
 
-def _sync_json(report: SyncReport, logs: LogSyncReport, dry_run: bool) -> dict[str, Any]:
+def _sync_json(report: PrivateSyncReport, logs: LogSyncReport, dry_run: bool) -> dict[str, Any]:
     return {
         "dry_run": dry_run,
         "uploaded": report.uploaded,
@@ -58,7 +58,8 @@ def _sync_json(report: SyncReport, logs: LogSyncReport, dry_run: bool) -> dict[s
 
 def cmd_sync(args: argparse.Namespace) -> int:
     from memapp.client.daily_logs import sync_daily_logs
-    from memapp.client.sync import SyncBusy, sync_project
+    from memapp.client.sync import sync_project
+    from memapp.client.sync_state import SyncBusy
 
     project = current_project(args.cwd)
     client = connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF)

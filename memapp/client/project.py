@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memapp.memdir.paths import (
     AgentScope,
@@ -26,8 +25,7 @@ __all__ = ["AGENT_SCOPES", "Project", "find_project"]
 AGENT_SCOPES: tuple[AgentScope, ...] = ("local", "project", "user")  # the narrowest first
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
     memory_dir: Path  # the agent's private memory dir, as the agent computes it
     ref: str  # `owner/repo` when the repository has an origin slug, else `dirname`
     dirname: str  # the sanitized directory name of the project (`-home-ana-app`)

@@ -20,14 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memapp.client.config import private_dir
-from memapp.client.sync import (
+from memapp.client.sync import is_syncable_key, plan_sync, scan_local
+from memapp.client.sync_state import (
     exclusive,
-    is_syncable_key,
     load_base,
     local_checksum,
-    plan_sync,
     save_base,
-    scan_local,
     state_identity,
     state_path,
 )

@@ -36,7 +36,7 @@ from memapp.client.http import ApiError, Client
 from memapp.memdir.agent_snapshots import (
     MARKER_FILENAME,
     MAX_SNAPSHOT_FILE_BYTES,
-    ApplyResult,
+    SnapshotActionResult,
     SnapshotError,
     initialize_from_snapshot,
     keep_local,
@@ -149,7 +149,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _carry_out(decision: dict, snapshot: Path, memory_dir: Path) -> ApplyResult:
+def _carry_out(decision: dict, snapshot: Path, memory_dir: Path) -> SnapshotActionResult:
     kind, stamp, files = decision["decision"], decision["updated_at"], decision["files"]
     if kind == "initialize":
         return initialize_from_snapshot(snapshot, memory_dir, updated_at=stamp, expected=files)

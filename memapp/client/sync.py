@@ -31,18 +31,25 @@ and scans the files it would upload with the same functions, so it reports the s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from memapp.client.config import private_dir, read_json, write_private
+from memapp.client.config import private_dir
 from memapp.client.http import ApiError, Client
 from memapp.client.project import Project
+from memapp.client.sync_state import (
+    exclusive,
+    load_base,
+    local_checksum,
+    read_refusal,
+    save_base,
+    state_identity,
+    state_path,
+)
 from memapp.memdir.atomic import delete_file, write_atomic
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secret_rules import scan_text
@@ -62,29 +69,16 @@ from memapp.memdir.store_files import (
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover (not on Windows)
-    fcntl = None  # type: ignore[assignment]
-
 __all__ = [
     "PRIVATE_STORES",
     "Action",
-    "SyncBusy",
-    "SyncReport",
+    "PrivateSyncReport",
     "conflict_copy_key",
-    "exclusive",
     "is_syncable_key",
-    "load_base",
-    "local_checksum",
     "merge_index_lines",
     "plan_sync",
     "private_store_id",
-    "read_refusal",
-    "save_base",
     "scan_local",
-    "state_identity",
-    "state_path",
     "sync_project",
 ]
 
@@ -92,16 +86,8 @@ __all__ = [
 # (the file rule of docs/design.md §6a leaves out the rest: daily logs, hidden names …).
 PRIVATE_STORES = (TEAM_DIR,)
 MAX_ROUNDS = 3  # the first decision plus at most two after a 412
-STATE_VERSION = 1
 
 SecretScan = Callable[[str], list]
-
-
-class SyncBusy(Exception):
-    """Another sync of the same memory dir is running."""
-
-
-# --- the decision ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -186,70 +172,11 @@ def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
     return checksums, untouchable
 
 
-def local_checksum(path: Path) -> str | None:
-    try:
-        return checksum(path.read_bytes())
-    except FileNotFoundError:
-        return None
-
-
-def state_path(state_dir: Path, server: str, store_id: int, memory_dir: Path) -> Path:
-    """One state file per (server, store, memory dir): a login to another server or a store
-    that was recreated starts from no shared history instead of a wrong one."""
-    ident = f"{server}\n{store_id}\n{memory_dir}".encode()
-    return state_dir / f"{hashlib.sha256(ident).hexdigest()[:24]}.json"
-
-
-def state_identity(server: str, store_id: int, memory_dir: Path) -> dict[str, Any]:
-    """What a state file must say to be this sync's: a mismatch starts from no history."""
-    return {
-        "version": STATE_VERSION,
-        "server": server,
-        "store": store_id,
-        "memory_dir": str(memory_dir),
-    }
-
-
-def load_base(path: Path, identity: dict[str, Any]) -> dict[str, str]:
-    """The checksum each key had at the last sync (B), or {} for no (or another's) history."""
-    state = read_json(path) or {}
-    if any(state.get(name) != value for name, value in identity.items()):
-        return {}
-    files = state.get("files")
-    if not isinstance(files, dict):
-        return {}
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
-
-
-def save_base(path: Path, identity: dict[str, Any], base: dict[str, str]) -> None:
-    body = {**identity, "files": dict(sorted(base.items()))}
-    write_private(path, (json.dumps(body, indent=1) + "\n").encode())
-
-
-@contextlib.contextmanager
-def exclusive(lock_path: Path, busy: Exception | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path` (created 0600), or raise `busy` at once."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise busy or SyncBusy(
-                "another memhub-agent sync of this memory dir is running"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-
-
 # --- the report -----------------------------------------------------------------------------
 
 
 @dataclass
-class SyncReport:
+class PrivateSyncReport:
     uploaded: list[str] = field(default_factory=list)
     downloaded: list[str] = field(default_factory=list)
     deleted_local: list[str] = field(default_factory=list)
@@ -287,37 +214,6 @@ class SyncReport:
         return list(dict.fromkeys(lines))
 
 
-# --- what the server refused ----------------------------------------------------------------
-
-SECRET_CODES = ("secret_detected", "team_memory_secret_detected")  # files API, team protocol
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """The keys of an upload a server's refusal names: by the secrets found in them (each hit
-    by key, rule and line), or the one key whose entry it refused (`key`)."""
-
-    secrets: list[dict[str, Any]] = field(default_factory=list)
-    key: str | None = None
-
-    @property
-    def keys(self) -> set[str]:
-        named = {hit["key"] for hit in self.secrets}
-        return named | {self.key} if self.key is not None else named
-
-
-def read_refusal(exc: ApiError, pending: Collection[str]) -> Refusal:
-    """What a 422 (secrets) or a 400 / 413 naming one key says about the keys in `pending`;
-    an empty `Refusal` when it names none of them (the caller then raises `exc`)."""
-    if exc.status == 422 and exc.code in SECRET_CODES:
-        entries = exc.details.get("entries", [])
-        return Refusal(secrets=[e for e in entries if e.get("key") in pending])
-    key = exc.details.get("key")
-    if exc.status in (400, 413) and key in pending:
-        return Refusal(key=key)
-    return Refusal()
-
-
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -335,7 +231,7 @@ class _Upload:
         return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
 
 
-def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
+def _read_local(memory_dir: Path, key: str, report: PrivateSyncReport) -> str | None:
     """A local file's text for upload, or None (reported) when it cannot be sent."""
     try:
         data = (memory_dir / key).read_bytes()
@@ -350,7 +246,7 @@ def _read_local(memory_dir: Path, key: str, report: SyncReport) -> str | None:
 
 
 def _without_local_secrets(
-    uploads: list[_Upload], secret_scan: SecretScan | None, report: SyncReport
+    uploads: list[_Upload], secret_scan: SecretScan | None, report: PrivateSyncReport
 ) -> list[_Upload]:
     """The uploads the local rules find no secret in; the others are reported, by rule and
     line, never by value."""
@@ -376,7 +272,7 @@ class _Run:
         store_id: int,
         memory_dir: Path,
         base: dict[str, str],
-        report: SyncReport,
+        report: PrivateSyncReport,
         bar: tqdm,
         secret_scan: SecretScan | None,
         save: Callable[[], None],
@@ -628,10 +524,10 @@ def _dry_run(
     secret_scan: SecretScan | None,
     *,
     new_store: bool = False,
-) -> SyncReport:
+) -> PrivateSyncReport:
     """A dry run's report: the plan, less the uploads a sync would skip, which are reported as
     the sync reports them (read and scanned by the same functions)."""
-    report = SyncReport(new_store=new_store)
+    report = PrivateSyncReport(new_store=new_store)
     uploads = []
     for action in actions:
         if action.kind in ("upload", "keep_both"):
@@ -643,7 +539,7 @@ def _dry_run(
     return report
 
 
-def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> SyncReport:
+def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> PrivateSyncReport:
     """A dry run's decision when the server has no store yet: every local file is uploaded."""
     local, _ = scan_local(memory_dir)
     actions, _ = plan_sync(local, {}, {})
@@ -658,7 +554,7 @@ def sync_project(
     dry_run: bool = False,
     progress: bool = True,
     secret_scan: SecretScan | None = scan_text,
-) -> SyncReport:
+) -> PrivateSyncReport:
     """Sync `project`'s private memory dir with the caller's private store on the server.
 
     Raises `ApiError` / `Unreachable` when the server fails in a way a retry cannot fix, and
@@ -675,7 +571,7 @@ def sync_project(
     memory_dir = project.memory_dir
     path = state_path(state_dir, client.url, store_id, memory_dir)
     identity = state_identity(client.url, store_id, memory_dir)
-    report = SyncReport(store_id=store_id)
+    report = PrivateSyncReport(store_id=store_id)
     base = load_base(path, identity)
 
     def save() -> None:

@@ -1,5 +1,6 @@
-"""`memhub-agent team sync [--watch]`: a project's team memory through the team memory protocol,
-as Claude Code's own client speaks it (docs/design.md §10).
+"""The team sync engine: a project's team memory through the team memory protocol, as Claude
+Code's own client speaks it (docs/design.md §10); its command, `memhub-agent team sync
+[--watch]`, is `memapp.client.team_commands`.
 
 The local side is the agent's team directory, `<memory dir>/team/`; the remote side is
 `/api/claude_code/team_memory?repo=owner%2Frepo`, the slug coming from the checkout's git
@@ -30,38 +31,27 @@ Transient failures are retried by `memapp.client.http` (500 ms doubling to 32 s,
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import hashlib
 import json
-import signal
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memapp.client.commands import (
-    CWD_OPTION,
-    EXIT_OK,
-    EXIT_PARTIAL,
-    EXIT_SERVER,
-    LOGIN_ENVIRONMENT,
-    PROJECT_ENVIRONMENT,
-    TIMEOUT_OPTION,
-    CommandError,
-    add_command,
-    connect,
-    current_project,
+from memapp.client.config import private_dir, write_private
+from memapp.client.http import ApiError, Client
+from memapp.client.sync_state import (
+    exclusive,
+    local_checksum,
+    read_refusal,
+    read_state,
+    team_state_identity,
+    team_state_path,
 )
-from memapp.client.config import config_dir, private_dir, read_json, write_private
-from memapp.client.http import DEFAULT_BACKOFF, ApiError, Client, Unreachable
-from memapp.client.sync import exclusive, local_checksum, read_refusal
-from memapp.memdir import PathTraversalError, repo_slug_for, validate_key, write_atomic
+from memapp.memdir.atomic import write_atomic
 from memapp.memdir.index import merge_index
-from memapp.memdir.paths import auto_memory_enabled, load_user_settings
+from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
     MAX_BATCH_BYTES,
@@ -78,19 +68,20 @@ from memapp.memdir.store_files import (
 __all__ = [
     "DEBOUNCE_SECONDS",
     "MAX_CONFLICT_RETRIES",
+    "POLL_SECONDS",
+    "UNREACHABLE_PROJECT",
     "TeamBusy",
     "TeamReport",
     "TeamSync",
-    "add_team_commands",
     "batches",
     "scan_team_dir",
+    "team_dir_stats",
 ]
 
 ENDPOINT = "/api/claude_code/team_memory"
 MAX_CONFLICT_RETRIES = 2
 DEBOUNCE_SECONDS = 2.0
 POLL_SECONDS = 0.5
-STATE_VERSION = 1
 # A 404 that is not "nothing there yet": no project memhub lets this user reach under the
 # slug, or team memory switched off. Reporting an empty sync would hide it (exit non-zero).
 UNREACHABLE_PROJECT = ("no_project", "team_memory_off")
@@ -191,7 +182,7 @@ def scan_team_dir(team_dir: Path) -> tuple[dict[str, bytes], set[str]]:
     return files, untouchable
 
 
-def _stat_snapshot(team_dir: Path) -> dict[str, tuple[int, int, int]]:
+def team_dir_stats(team_dir: Path) -> dict[str, tuple[int, int, int]]:
     """Cheap change detection for watch mode: (mtime, size, inode) of every memory file."""
     return {
         found.key: (found.stat.st_mtime_ns, found.stat.st_size, found.stat.st_ino)
@@ -220,14 +211,8 @@ class TeamSync:
         self.repo = repo
         self.team_dir = team_dir
         self.secret_scan = secret_scan
-        identity = f"{client.url}\0{repo}\0{team_dir}".encode()
-        self.state_path = state_dir / f"{hashlib.sha256(identity).hexdigest()[:24]}.json"
-        self.identity = {
-            "version": STATE_VERSION,
-            "server": client.url,
-            "repo": repo,
-            "team_dir": str(team_dir),
-        }
+        self.state_path = team_state_path(state_dir, client.url, repo, team_dir)
+        self.identity = team_state_identity(client.url, repo, team_dir)
         self.remote = _Remote()
         self.base: dict[str, str] = {}
         self.index_texts: dict[str, str] = {}  # each index's text at the last sync
@@ -240,9 +225,7 @@ class TeamSync:
     # --- state --------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        state = read_json(self.state_path) or {}
-        if any(state.get(name) != value for name, value in self.identity.items()):
-            return
+        state = read_state(self.state_path, self.identity)
         files = state.get("files")
         if isinstance(files, dict):
             self.base = {k: v for k, v in files.items() if isinstance(v, str)}
@@ -560,116 +543,3 @@ class TeamSync:
         finally:
             self.save()
         return report
-
-
-# --- the command ------------------------------------------------------------------------------
-
-
-def _print_report(report: TeamReport) -> None:
-    for line in report.details():
-        print(line, file=sys.stderr, flush=True)
-    print(report.summary(), flush=True)
-
-
-def _watch(sync: TeamSync, interval: float) -> int:
-    """Push 2 s after the last local change, pull every `interval` seconds, until SIGTERM or
-    SIGINT; a run that changed nothing prints nothing."""
-    stop = False
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    seen = _stat_snapshot(sync.team_dir)
-    changed_at: float | None = None
-    next_pull = time.monotonic() + interval
-    while not stop:
-        time.sleep(POLL_SECONDS)
-        now = time.monotonic()
-        current = _stat_snapshot(sync.team_dir)
-        if current != seen:
-            seen, changed_at = current, now
-        due_push = changed_at is not None and now - changed_at >= DEBOUNCE_SECONDS
-        if not (due_push or now >= next_pull):
-            continue
-        # Taken before the run, so an edit made during it still counts as a change (the
-        # run's own writes then count too, but pushing them finds nothing to send).
-        seen, changed_at = _stat_snapshot(sync.team_dir), None
-        try:
-            report = sync.run(pull=now >= next_pull, push=True)
-        except (ApiError, Unreachable) as exc:
-            print(f"memhub-agent: team sync failed: {exc}", file=sys.stderr, flush=True)
-        else:
-            if report.pulled or report.pushed or report.details():
-                _print_report(report)
-        if now >= next_pull:
-            next_pull = time.monotonic() + interval
-    return 0
-
-
-def cmd_team_sync(args: argparse.Namespace) -> int:
-    where = Path(args.cwd or Path.cwd())
-    if not auto_memory_enabled(None, load_user_settings(None, project_dir=where)):
-        # Memory off means off: Claude Code's own client syncs no team memory then either.
-        raise CommandError(
-            "auto memory is off here (autoMemoryEnabled: false, or "
-            "CLAUDE_CODE_DISABLE_AUTO_MEMORY): team memory is not synced"
-        )
-    project = current_project(args.cwd)
-    repo = repo_slug_for(Path(args.cwd or Path.cwd()))
-    if repo is None:
-        raise CommandError(
-            "team memory needs a git checkout whose origin names an owner/repo "
-            "(e.g. git@github.com:owner/repo.git)"
-        )
-    client = connect(timeout=args.timeout, backoff=DEFAULT_BACKOFF)
-    sync = TeamSync(client, repo, project.memory_dir / "team", config_dir() / "team")
-    try:
-        with sync.locked():
-            report = sync.run()
-            _print_report(report)
-            if args.watch:
-                return _watch(sync, args.interval)
-    except TeamBusy as exc:
-        raise CommandError(str(exc)) from None
-    except ApiError as exc:
-        if exc.status == 404 and exc.code in UNREACHABLE_PROJECT:
-            raise CommandError(exc.message, EXIT_SERVER) from None
-        if exc.status == 404:  # a server that does not say why
-            raise CommandError(
-                f"memhub has no team memory for {repo} that you can write", EXIT_SERVER
-            ) from None
-        raise
-    partial = report.errors or report.secrets or report.held or report.conflicts or report.skipped
-    return EXIT_PARTIAL if partial else EXIT_OK
-
-
-def add_team_commands(commands: argparse._SubParsersAction) -> None:
-    team = commands.add_parser(
-        "team",
-        help="the project's team memory (team memory protocol)",
-        description="The project's team memory, through the team memory protocol. "
-        "`memhub-agent team sync --help` for details.",
-    )
-    actions = team.add_subparsers(dest="team_command", required=True, metavar="ACTION")
-    sync = add_command(
-        actions,
-        "sync",
-        "pull, then push the team directory",
-        description="Pull the project's team memory into <memory dir>/team/, then push what "
-        "changed here, as Claude Code's own team memory client does. The project is the git "
-        "checkout's origin (owner/repo). Files the secret rules flag are never sent.",
-        examples=["team sync", "team sync --watch", "team sync --watch --interval 30"],
-        environment=f"{PROJECT_ENVIRONMENT}\n{LOGIN_ENVIRONMENT}",
-        parents=[TIMEOUT_OPTION, CWD_OPTION],
-    )
-    sync.add_argument("--watch", action="store_true", help="keep running: push 2 s after changes")
-    sync.add_argument(
-        "--interval",
-        type=float,
-        default=60.0,
-        help="with --watch, seconds between pulls (default 60)",
-    )
-    sync.set_defaults(func=cmd_team_sync)

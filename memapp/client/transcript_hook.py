@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memapp.client.hooks import HookCall
 from memapp.client.transcripts import upload_from_hook
-from memapp.memdir.paths import auto_dream_enabled, load_user_settings
+from memapp.memdir.paths import auto_dream_enabled
 
 __all__ = ["session_end", "stop"]
 
@@ -18,7 +18,7 @@ def _upload(call: HookCall, *, final: bool) -> str:
     fields = {
         **call.project.fields(),
         "memory_dir": str(call.project.memory_dir),
-        "auto_dream": auto_dream_enabled(call.env, load_user_settings(call.env, project_dir=where)),
+        "auto_dream": auto_dream_enabled(call.env, call.settings),
     }
     upload_from_hook(
         call.payload,

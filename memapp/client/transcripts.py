@@ -6,40 +6,32 @@ credential they catch leaves the machine, and uploaded in batches under 200 KB. 
 only after the server has stored a batch, so a failed upload is sent again by the next hook.
 A hook has less than a second: it uploads what fits in its budget, then leaves the rest to a
 detached `memhub-agent transcript-upload` process and returns. Nothing is printed, ever.
+The hook loads what an upload needs and no more: the commands' modules (argparse) and
+subprocess are imported where they are used.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from memapp.client.commands import (
-    EXIT_OK,
-    INTERACTIVE,
-    JSON_OPTION,
-    TIMEOUT_OPTION,
-    add_command,
-    connect,
-    current_project,
-    print_json,
-)
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
 from memapp.memdir.agent_transcripts import CONVERTERS
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 
@@ -56,14 +48,15 @@ def valid_session_id(value: object) -> bool:
     )
 
 
-@dataclass
 class Cursor:
-    """How far a session's transcript has been uploaded: a byte offset into one file."""
+    """How far a session's transcript has been uploaded: a byte offset into one file, where
+    the next read seeks to (what was sent before is not read again)."""
 
-    path: Path
-    offset: int = 0
-    inode: int = 0
-    transcript: str = ""
+    def __init__(self, path: Path, offset: int = 0, inode: int = 0, transcript: str = "") -> None:
+        self.path = path
+        self.offset = offset
+        self.inode = inode
+        self.transcript = transcript
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None, session_id: str, transcript: Path) -> Cursor:
@@ -81,8 +74,10 @@ class Cursor:
         return cls(path, offset, inode, str(transcript))
 
     def save(self) -> None:
+        """Atomic, not durable: the two fsyncs were a fifth of a Stop hook, and a cursor a power
+        cut takes back only sends entries again, which the server drops by their uuid."""
         data = {"transcript": self.transcript, "inode": self.inode, "offset": self.offset}
-        write_private(self.path, json.dumps(data).encode())
+        write_private(self.path, json.dumps(data).encode(), durable=False)
 
     @contextlib.contextmanager
     def locked(self, wait: bool) -> Iterator[bool]:
@@ -166,6 +161,8 @@ def _spawn(
     agent: str,
 ) -> None:
     """Leave the rest to a detached process (its own session, no terminal, no output)."""
+    import subprocess
+
     args = [
         sys.executable,
         "-m",
@@ -247,6 +244,8 @@ def upload_from_hook(
 
 def cmd_transcript_upload(args: argparse.Namespace) -> int:
     """The detached uploader: the rest of a large backlog, patiently, silently."""
+    from memapp.client.commands import INTERACTIVE, connect, current_project
+
     with contextlib.suppress(Exception):
         project = current_project(args.cwd)
         settings = load_user_settings(None, project_dir=args.cwd or None)
@@ -279,6 +278,8 @@ def _print_hits(title: str, hits: list[dict]) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from memapp.client.commands import EXIT_OK, connect, print_json
+
     query = urlencode({"q": args.query, "limit": args.limit})
     answer = connect(timeout=args.timeout).get(f"/api/v1/search?{query}")
     if args.json:
@@ -294,6 +295,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def add_transcript_commands(commands: argparse._SubParsersAction) -> None:
+    from memapp.client.commands import JSON_OPTION, TIMEOUT_OPTION, add_command
+
     search = add_command(
         commands,
         "search",

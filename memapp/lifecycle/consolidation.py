@@ -1,9 +1,10 @@
-"""Consolidation and distillation as tasks, per store (docs/design.md §14.7–§14.8).
+"""Consolidation and distillation runs, per store (docs/design.md §14.7–§14.8).
 
-A run is asked for by the sweep when the gates of `memapp.lifecycle.gates` say a store is due,
-or by a person ("Consolidate now", which skips the time and session gates). The task checks the
-flag, finds who reviews the result, then takes the directory's `.consolidate-lock` (the last
-gate: a local agent holding it means skip). Under it:
+A run is asked for (`memapp.lifecycle.tasks`) by the sweep when the gates of
+`memapp.lifecycle.gates` say a store is due, or by a person ("Consolidate now", which skips the
+time and session gates). The task checks the flag, finds who reviews the result, then takes
+the directory's `.consolidate-lock` (the last gate: a local agent holding it means skip).
+Under it:
 
 - distillation, when daily logs hold entries it has not read: one model call (or the offline
   rules) turns them into a `distillation` proposal, and the log cursor moves with it;
@@ -24,13 +25,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
-from django_tasks import task
 
 from memapp.lifecycle.daily_logs import new_log_entries, store_logs
 from memapp.lifecycle.gates import (
-    check_gates,
     latest_consolidation,
     session_scope,
     sessions_since,
@@ -46,7 +44,7 @@ from memapp.lifecycle.models import (
 )
 from memapp.lifecycle.proposals import do_propose_changes
 from memapp.lifecycle.sessions import check_with_gate, entry_from_row
-from memapp.lifecycle.store_changes import (
+from memapp.lifecycle.store_proposals import (
     INDEX_KEY,
     ApplyRefused,
     ask_check,
@@ -65,13 +63,10 @@ from memapp.memdir.consolidation import (
     DISTILLATION_SYSTEM,
     DUPLICATE_THRESHOLD,
     DatedMemory,
-    TopicFile,
     build_consolidation_request,
     build_distillation_request,
-    index_checks,
     offline_consolidation,
     offline_distillation,
-    plan_index,
     replaced_unsure_dates,
     take_index_change,
 )
@@ -80,6 +75,7 @@ from memapp.memdir.extraction import Dropped, ProposedChange, Target
 from memapp.memdir.extraction import validate_changes as validate_topic_changes
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import index_health, index_size, parse_index_entries
+from memapp.memdir.index_plan import TopicFile, index_checks, plan_index
 from memapp.memdir.lint import near_duplicates, similar_to
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
@@ -88,7 +84,7 @@ from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
 from memapp.memdir.transcripts import render_messages
 from memapp.stores.actions import new_memory_path
 from memapp.stores.events import record_event
-from memapp.stores.flags import get_flags
+from memapp.stores.flags import get_flags, index_caps
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
@@ -96,14 +92,10 @@ from memapp.stores.models import Store
 __all__ = [
     "Cancelled",
     "ConsolidationFailed",
-    "consolidate_store_task",
     "consolidation_request",
-    "consolidation_sweep_task",
     "do_cancel_consolidation",
-    "enqueue_due_consolidations",
-    "request_consolidation",
     "run_consolidation",
-    "take_snapshot",
+    "orient",
 ]
 
 log = logging.getLogger(__name__)
@@ -138,12 +130,8 @@ def do_cancel_consolidation(store: Store) -> ConsolidationRun | None:
         if run is None:
             return None
         if run.status == ConsolidationRun.Status.QUEUED:
-            run.status, run.outcome = (
-                ConsolidationRun.Status.DONE,
-                ConsolidationRun.Outcome.CANCELLED,
-            )
-            run.gate, run.finished_at = "cancelled", timezone.now()
-            run.save(update_fields=["status", "outcome", "gate", "finished_at"])
+            run.gate = "cancelled"
+            run.finish(ConsolidationRun.Outcome.CANCELLED)
         else:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested"])
@@ -157,90 +145,7 @@ def _check_cancelled(run: ConsolidationRun, proposals: list[Proposal]) -> None:
         raise Cancelled
 
 
-# --- asking for a run -------------------------------------------------------------------------
-
-
-def _expire_lost_runs(store_id: int) -> None:
-    cutoff = timezone.now() - STALE_RUN
-    ConsolidationRun.objects.filter(
-        Q(status=ConsolidationRun.Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=ConsolidationRun.Status.QUEUED, created_at__lt=cutoff),
-        store_id=store_id,
-    ).update(
-        status=ConsolidationRun.Status.FAILED,
-        outcome=ConsolidationRun.Outcome.FAILED,
-        error="lost: the task worker stopped before it finished",
-        finished_at=timezone.now(),
-    )
-
-
-def request_consolidation(
-    store: Store,
-    *,
-    trigger: str,
-    requested_by=None,
-    consolidate: bool = True,
-    distill: bool = True,
-) -> tuple[str, ConsolidationRun]:
-    """Queue a run of `store`: (`queued`, the new run), or (`busy`, the run already queued or
-    running, which serves this request too)."""
-    with transaction.atomic():
-        Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
-        _expire_lost_runs(store.pk)
-        active = ConsolidationRun.objects.filter(store=store, status__in=ACTIVE).first()
-        if active is not None:
-            return "busy", active
-        run = ConsolidationRun.objects.create(
-            store=store,
-            trigger=trigger,
-            requested_by=requested_by,
-            consolidate=consolidate,
-            distill=distill,
-        )
-    result = consolidate_store_task.enqueue(run.pk)
-    ConsolidationRun.objects.filter(pk=run.pk, task_id="").update(task_id=result.id)
-    return "queued", run
-
-
-def enqueue_due_consolidations(now: datetime.datetime | None = None) -> list[int]:
-    """Check every store's gates and queue a run for each that is due; the new runs' ids."""
-    queued = []
-    for verdict in check_gates(now):
-        if not verdict.due:
-            continue
-        status, run = request_consolidation(
-            verdict.store,
-            trigger=ConsolidationRun.Trigger.SCHEDULE,
-            consolidate=verdict.consolidate,
-            distill=verdict.distill,
-        )
-        if status == "queued":
-            queued.append(run.pk)
-    return queued
-
-
-@task()
-def consolidate_store_task(run_id: int) -> dict:
-    """One consolidation run; its summary."""
-    return run_consolidation(run_id)
-
-
-@task()
-def consolidation_sweep_task() -> list[int]:
-    """The gates of every store; the runs it queued."""
-    return enqueue_due_consolidations()
-
-
 # --- the run ----------------------------------------------------------------------------------
-
-
-def _claim(run_id: int) -> ConsolidationRun | None:
-    claimed = ConsolidationRun.objects.filter(
-        pk=run_id, status=ConsolidationRun.Status.QUEUED
-    ).update(status=ConsolidationRun.Status.RUNNING, started_at=timezone.now())
-    if not claimed:
-        return None
-    return ConsolidationRun.objects.select_related("store__project", "requested_by").get(pk=run_id)
 
 
 def _reviewer(store: Store, requested_by):
@@ -278,9 +183,7 @@ def _enclosing_holder(store: Store) -> int | None:
 
 def _skip(run: ConsolidationRun, gate: str, holder: int | None = None) -> list[Proposal]:
     run.gate, run.lock_holder = gate, holder
-    run.outcome, run.status = ConsolidationRun.Outcome.SKIPPED, ConsolidationRun.Status.DONE
-    run.finished_at = timezone.now()
-    run.save()
+    run.finish(ConsolidationRun.Outcome.SKIPPED)
     return []
 
 
@@ -326,12 +229,6 @@ def _run(run: ConsolidationRun, flags: dict) -> list[Proposal]:
     return proposals
 
 
-def _fail(run: ConsolidationRun, error: str) -> None:
-    run.status, run.outcome = ConsolidationRun.Status.FAILED, ConsolidationRun.Outcome.FAILED
-    run.error, run.finished_at = error[:2000], timezone.now()
-    run.save()
-
-
 def _record(run: ConsolidationRun, started: float) -> None:
     kinds = [
         k for k, on in (("distillation", run.distill), ("consolidation", run.consolidate)) if on
@@ -362,23 +259,22 @@ def _record(run: ConsolidationRun, started: float) -> None:
 
 def run_consolidation(run_id: int) -> dict:
     """Carry out one queued run; a summary of what it did (the task's result)."""
-    run = _claim(run_id)
-    if run is None:
+    if not ConsolidationRun.objects.claim(run_id):
         return {"run": run_id, "store": None, "outcome": "not queued"}
+    run = ConsolidationRun.objects.select_related("store__project", "requested_by").get(pk=run_id)
     started = time.monotonic()
     flags = get_flags(run.store.project)
     proposals: list[Proposal] = []
     try:
         proposals = _run(run, flags)
     except Cancelled:  # the lock and the last run's time were put back by _run
-        run.status, run.outcome = ConsolidationRun.Status.DONE, ConsolidationRun.Outcome.CANCELLED
-        run.gate, run.finished_at = "cancelled", timezone.now()
-        run.save()
+        run.gate = "cancelled"
+        run.finish(ConsolidationRun.Outcome.CANCELLED)
     except ConsolidationFailed as exc:
-        _fail(run, str(exc))
+        run.fail(str(exc))
     except Exception as exc:  # a bug must not leave the store's queue stuck
         log.exception("consolidation run %s failed", run.pk)
-        _fail(run, f"{type(exc).__name__}: {exc}")
+        run.fail(f"{type(exc).__name__}: {exc}")
     _record(run, started)
     if proposals and flags["lifecycle_apply"] == "auto":
         for proposal in proposals:
@@ -400,8 +296,9 @@ def run_consolidation(run_id: int) -> dict:
 
 
 @dataclass
-class Snapshot:
-    """The store as the run found it, after a rescan."""
+class Orientation:
+    """The store as the run found it, after a rescan: what its first phase, orient, reads
+    (docs/design.md §14.7)."""
 
     store: Store
     root: Path
@@ -428,7 +325,7 @@ def _measure(text: str) -> dict[str, int]:
     return {"lines": lines, "bytes": size}
 
 
-def take_snapshot(store: Store, flags: dict) -> Snapshot:
+def orient(store: Store, flags: dict) -> Orientation:
     """The store as a run reads it once: rescanned under its lock, its index, its rows newest
     first and every file's checksum, so the proposal is checked against what the run saw."""
     with store_lock(store):
@@ -466,11 +363,11 @@ def take_snapshot(store: Store, flags: dict) -> Snapshot:
     scope = "team" if store.kind == Store.Kind.TEAM else "private"
     checksums = {row["path"]: CHECKSUM_PREFIX + row["sha256"] for row in rows}
     checksums[INDEX_KEY] = checksum(raw_index) if raw_index else ""
-    return Snapshot(
+    return Orientation(
         store,
         root,
         scope,
-        (flags["index_max_lines"], flags["index_max_bytes"]),
+        index_caps(flags),
         raw_index.decode("utf-8", "replace"),
         rows,
         topics,
@@ -479,7 +376,7 @@ def take_snapshot(store: Store, flags: dict) -> Snapshot:
     )
 
 
-def _manifest(snapshot: Snapshot) -> str:
+def _manifest(orientation: Orientation) -> str:
     headers = [
         MemoryHeader(
             r["path"],
@@ -491,25 +388,25 @@ def _manifest(snapshot: Snapshot) -> str:
             None,
             r["problem"] or None,
         )
-        for r in snapshot.rows
+        for r in orientation.rows
     ]
     return format_manifest(headers)[:MANIFEST_CHARS]
 
 
-def _read_body(snapshot: Snapshot, key: str) -> str:
+def _read_body(orientation: Orientation, key: str) -> str:
     try:
-        return (snapshot.root / key).read_bytes().decode("utf-8", "replace")
+        return (orientation.root / key).read_bytes().decode("utf-8", "replace")
     except OSError:
         return ""
 
 
-def _bodies(snapshot: Snapshot, first: list[str]) -> list[tuple[str, str]]:
+def _bodies(orientation: Orientation, first: list[str]) -> list[tuple[str, str]]:
     """The full text of the memories most likely to need work (`first`), then the newest,
     within a budget."""
     chosen, total = [], 0
-    order = list(dict.fromkeys([*first, *(r["path"] for r in snapshot.rows)]))
+    order = list(dict.fromkeys([*first, *(r["path"] for r in orientation.rows)]))
     for key in order:
-        text = _read_body(snapshot, key)[:BODY_CHARS]
+        text = _read_body(orientation, key)[:BODY_CHARS]
         if total + len(text) > BODIES_CHARS:
             break
         chosen.append((key, text))
@@ -517,19 +414,19 @@ def _bodies(snapshot: Snapshot, first: list[str]) -> list[tuple[str, str]]:
     return chosen
 
 
-def _duplicates(snapshot: Snapshot) -> list[tuple[str, str, float]]:
-    pairs = [(key, topic.description) for key, topic in snapshot.topics.items()]
+def _duplicates(orientation: Orientation) -> list[tuple[str, str, float]]:
+    pairs = [(key, topic.description) for key, topic in orientation.topics.items()]
     return near_duplicates(pairs, DUPLICATE_THRESHOLD)
 
 
-def _findings(snapshot: Snapshot, duplicates) -> tuple[list[str], list[str]]:
+def _findings(orientation: Orientation, duplicates) -> tuple[list[str], list[str]]:
     """The health lints as lines for the request, and the files they name (first in line for
     their full text)."""
     health = index_health(
-        snapshot.root,
-        files=list(snapshot.topics),
-        max_lines=snapshot.caps[0],
-        max_bytes=snapshot.caps[1],
+        orientation.root,
+        files=list(orientation.topics),
+        max_lines=orientation.caps[0],
+        max_bytes=orientation.caps[1],
     )
     lines = [
         f"MEMORY.md: {health.line_count} lines, {health.byte_count:,} bytes"
@@ -543,7 +440,7 @@ def _findings(snapshot: Snapshot, duplicates) -> tuple[list[str], list[str]]:
         lines.append("topic files the index does not list: " + ", ".join(health.unindexed[:50]))
     if health.long_entries:
         lines.append(f"{len(health.long_entries)} index entries longer than 200 characters")
-    for row in snapshot.rows:
+    for row in orientation.rows:
         if row["relative_dates"]:
             dates = ", ".join(f"“{d}”" for d in row["relative_dates"][:5])
             lines.append(f"relative dates in {row['path']}: {dates}")
@@ -638,11 +535,13 @@ class Answer:
     findings: dict
 
 
-def _validated(snapshot: Snapshot, raw: object) -> tuple[list[ProposedChange], str | None, list]:
+def _validated(
+    orientation: Orientation, raw: object
+) -> tuple[list[ProposedChange], str | None, list]:
     others, index, dropped = take_index_change(raw, secret_check=_push_gate)
     try:
         changes, more = validate_topic_changes(
-            others, snapshot.targets, max_changes=MAX_CHANGES, secret_check=_push_gate
+            others, orientation.targets, max_changes=MAX_CHANGES, secret_check=_push_gate
         )
     except ValueError as exc:
         raise ConsolidationFailed(f"bad tool input: {exc}") from None
@@ -650,11 +549,11 @@ def _validated(snapshot: Snapshot, raw: object) -> tuple[list[ProposedChange], s
 
 
 def _with_index(
-    snapshot: Snapshot, changes: list[ProposedChange], model_index: str | None, reason: str
+    orientation: Orientation, changes: list[ProposedChange], model_index: str | None, reason: str
 ) -> tuple[list[ProposedChange], dict]:
     """The changes, and the index they leave planned by memhub's rules (the model's own when it
     gave one), as a last change when it differs from the index now."""
-    topics = dict(snapshot.topics)
+    topics = dict(orientation.topics)
     now_ms, today = int(time.time() * 1000), timezone.localdate()
     changed, created = [], []
     for change in changes:
@@ -668,16 +567,20 @@ def _with_index(
         if change.action == "create":
             created.append(change.file)
     if model_index is None:
-        plan = plan_index(snapshot.index, topics, changed=changed, add=created, caps=snapshot.caps)
+        plan = plan_index(
+            orientation.index, topics, changed=changed, add=created, caps=orientation.caps
+        )
         why = plan.reason()
     else:
-        plan = plan_index(model_index, topics, add=created, caps=snapshot.caps)
+        plan = plan_index(model_index, topics, add=created, caps=orientation.caps)
         adjusted = plan.text != model_index.strip("\n") + "\n"
         why = reason + (f" (memhub adjusted it — {plan.reason()})" if adjusted else "")
     findings = {"left_out": plan.left_out[:200]}
-    if plan.text == snapshot.index:
+    if plan.text == orientation.index:
         return changes, findings
-    index_change = ProposedChange("update", snapshot.scope, INDEX_KEY, body=plan.text, reason=why)
+    index_change = ProposedChange(
+        "update", orientation.scope, INDEX_KEY, body=plan.text, reason=why
+    )
     return [*changes, index_change], findings
 
 
@@ -689,25 +592,25 @@ def _index_reason(raw: object) -> str:
 
 
 def consolidation_request(
-    snapshot: Snapshot,
+    orientation: Orientation,
     since: datetime.datetime | None,
     sessions_text: str,
     logs: str,
     duplicates: list[tuple[str, str, float]] | None = None,
 ) -> str:
-    """The user message of the model call: the four phases' material from the snapshot (the
+    """The user message of the model call: the four phases' material from the orientation (the
     index, the manifest, the bodies the lints point at first, the lints with the
     near-`duplicates`, found here when not given), the sessions and the daily logs since the
     last run."""
     if duplicates is None:
-        duplicates = _duplicates(snapshot)
-    lints, named = _findings(snapshot, duplicates)
+        duplicates = _duplicates(orientation)
+    lints, named = _findings(orientation, duplicates)
     return build_consolidation_request(
         today=timezone.localdate(),
-        caps=snapshot.caps,
-        index=snapshot.index,
-        manifest=_manifest(snapshot),
-        bodies=_bodies(snapshot, named),
+        caps=orientation.caps,
+        index=orientation.index,
+        manifest=_manifest(orientation),
+        bodies=_bodies(orientation, named),
         findings=lints,
         since=f"{since:%Y-%m-%d %H:%M} UTC" if since else "none has run yet",
         sessions=sessions_text,
@@ -715,54 +618,59 @@ def consolidation_request(
     )
 
 
-def _unsure_date_fixes(snapshot: Snapshot, changes: list[ProposedChange]) -> dict[str, str]:
+def _unsure_date_fixes(orientation: Orientation, changes: list[ProposedChange]) -> dict[str, str]:
     """The model's updates of memories with relative dates that drop a phrase which recurs or
     names no one day (file → why), to be ticked by a person only."""
-    dated = {row["path"] for row in snapshot.rows if row["relative_dates"]}
+    dated = {row["path"] for row in orientation.rows if row["relative_dates"]}
     unsure = {}
     for change in changes:
         if change.action == "update" and change.file in dated:
             new = f"{change.description}\n{change.body}"
-            day = snapshot.topics[change.file].day
-            if why := replaced_unsure_dates(_read_body(snapshot, change.file), new, day):
+            day = orientation.topics[change.file].day
+            if why := replaced_unsure_dates(_read_body(orientation, change.file), new, day):
                 unsure[change.file] = why
     return unsure
 
 
 def _consolidation_answer(
-    run: ConsolidationRun, flags: dict, snapshot: Snapshot, since, sessions_text: str, logs: str
+    run: ConsolidationRun,
+    flags: dict,
+    orientation: Orientation,
+    since,
+    sessions_text: str,
+    logs: str,
 ) -> Answer:
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
-        duplicates = _duplicates(snapshot)  # offline_consolidation finds its own
-        text = consolidation_request(snapshot, since, sessions_text, logs, duplicates)
+        duplicates = _duplicates(orientation)  # offline_consolidation finds its own
+        text = consolidation_request(orientation, since, sessions_text, logs, duplicates)
         raw = _ask_model(run, CONSOLIDATION_SYSTEM, text)
-        changes, index, dropped = _validated(snapshot, raw)
-        changes, found = _with_index(snapshot, changes, index, _index_reason(raw))
-        found["unsure"] = _unsure_date_fixes(snapshot, changes)
+        changes, index, dropped = _validated(orientation, raw)
+        changes, found = _with_index(orientation, changes, index, _index_reason(raw))
+        found["unsure"] = _unsure_date_fixes(orientation, changes)
         return Answer(changes, dropped, {**found, "duplicates": [list(d) for d in duplicates[:50]]})
     run.selector = "offline"
     dated = []
-    for row in snapshot.rows:
+    for row in orientation.rows:
         if row["type"] != "project" or not row["relative_dates"]:
             continue
-        memory = parse_memory(_read_body(snapshot, row["path"]), path=row["path"])
+        memory = parse_memory(_read_body(orientation, row["path"]), path=row["path"])
         dated.append(
             DatedMemory(
                 row["path"],
-                memory.name or snapshot.topics[row["path"]].title,
+                memory.name or orientation.topics[row["path"]].title,
                 memory.description or "",
                 "project",
                 memory.body,
-                snapshot.topics[row["path"]].day,
+                orientation.topics[row["path"]].day,
             )
         )
     result = offline_consolidation(
-        scope=snapshot.scope,
-        index=snapshot.index,
-        files=snapshot.topics,
+        scope=orientation.scope,
+        index=orientation.index,
+        files=orientation.topics,
         dated=dated,
-        caps=snapshot.caps,
+        caps=orientation.caps,
     )
     findings = {
         "duplicates": [list(d) for d in result.duplicates[:50]],
@@ -774,29 +682,29 @@ def _consolidation_answer(
 
 
 def _distillation_answer(
-    run: ConsolidationRun, snapshot: Snapshot, entries: list[LogEntry]
+    run: ConsolidationRun, orientation: Orientation, entries: list[LogEntry]
 ) -> Answer:
     if settings.ANTHROPIC_API_KEY:
         run.selector = "llm"
         words = " ".join(entry.text for entry in entries)
-        likely = similar_to(words, ((k, t.description) for k, t in snapshot.topics.items()), 0.3)
+        likely = similar_to(words, ((k, t.description) for k, t in orientation.topics.items()), 0.3)
         text = build_distillation_request(
             today=timezone.localdate(),
-            caps=snapshot.caps,
-            index=snapshot.index,
-            manifest=_manifest(snapshot),
-            bodies=_bodies(snapshot, likely)[:10],
+            caps=orientation.caps,
+            index=orientation.index,
+            manifest=_manifest(orientation),
+            bodies=_bodies(orientation, likely)[:10],
             logs=_logs_text(entries),
         )
         raw = _ask_model(run, DISTILLATION_SYSTEM, text)
-        changes, index, dropped = _validated(snapshot, raw)
-        changes, found = _with_index(snapshot, changes, index, _index_reason(raw))
+        changes, index, dropped = _validated(orientation, raw)
+        changes, found = _with_index(orientation, changes, index, _index_reason(raw))
         return Answer(changes, dropped, found)
     run.selector = "offline"
     taken: set[str] = set()
 
     def name_file(name: str, memory_type: str) -> str:
-        key = new_memory_path(snapshot.root, name, memory_type, snapshot.form)
+        key = new_memory_path(orientation.root, name, memory_type, orientation.form)
         stem, n = key.removesuffix(".md"), 2
         while key in taken:
             key, n = f"{stem}-{n}.md", n + 1
@@ -804,13 +712,13 @@ def _distillation_answer(
         return key
 
     result = offline_distillation(
-        scope=snapshot.scope,
+        scope=orientation.scope,
         entries=entries,
-        existing=[(k, t.description) for k, t in snapshot.topics.items()],
-        index=snapshot.index,
-        files=snapshot.topics,
+        existing=[(k, t.description) for k, t in orientation.topics.items()],
+        index=orientation.index,
+        files=orientation.topics,
         name_file=name_file,
-        caps=snapshot.caps,
+        caps=orientation.caps,
         today=timezone.localdate(),
         secret_check=_push_gate,
     )
@@ -823,7 +731,7 @@ def _distillation_answer(
 
 def _propose(
     kind: str,
-    snapshot: Snapshot,
+    orientation: Orientation,
     reviewer,
     answer: Answer,
     *,
@@ -835,7 +743,7 @@ def _propose(
     marked as such (never ticked for them)."""
     proposal = do_propose_changes(
         kind,
-        snapshot.store,
+        orientation.store,
         reviewer,
         answer.changes,
         dropped=[d.as_dict() for d in answer.dropped],
@@ -844,21 +752,21 @@ def _propose(
     )
     if proposal is None:
         return None
-    keys_after = set(snapshot.topics)
+    keys_after = set(orientation.topics)
     for change in answer.changes:
         if change.action == "delete":
             keys_after.discard(change.file)
         elif change.file != INDEX_KEY:
             keys_after.add(change.file)
-    had_entries = bool(parse_index_entries(snapshot.index))
+    had_entries = bool(parse_index_entries(orientation.index))
     unsure = answer.findings.get("unsure", {})
     rows = list(proposal.changes.all())
     for row in rows:
         if row.key == INDEX_KEY:
-            row.checks = index_checks(row.body, keys_after, snapshot.caps, had_entries)
-            row.base_text = snapshot.index  # an edit since is merged, so no "edited" check
+            row.checks = index_checks(row.body, keys_after, orientation.caps, had_entries)
+            row.base_text = orientation.index  # an edit since is merged, so no "edited" check
             continue
-        if row.base_checksum != snapshot.checksums.get(row.key, ""):
+        if row.base_checksum != orientation.checksums.get(row.key, ""):
             row.checks = [*row.checks, edited_check()]
         if row.key in unsure:
             row.checks = [*row.checks, ask_check("date_fix", unsure[row.key])]
@@ -876,17 +784,17 @@ def _without_index(answer: Answer, flags: dict) -> Answer:
 def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Proposal]:
     store = run.store
     configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
-    snapshot = take_snapshot(store, flags)
-    run.index_before = run.index_after = _measure(snapshot.index)
+    orientation = orient(store, flags)
+    run.index_before = run.index_after = _measure(orientation.index)
     stale_ms = int((time.time() - settings.MEMHUB_STALE_DAYS * 86400) * 1000)
-    run.stale = sum(row["mtime_ms"] < stale_ms for row in snapshot.rows)
+    run.stale = sum(row["mtime_ms"] < stale_ms for row in orientation.rows)
     proposals: list[Proposal] = []
     entries, cursor = new_log_entries(store, state.log_cursor) if run.distill else ([], {})
     run.log_entries = len(entries)
     findings: dict = {}
     _check_cancelled(run, proposals)
     if entries:
-        answer = _without_index(_distillation_answer(run, snapshot, entries), flags)
+        answer = _without_index(_distillation_answer(run, orientation, entries), flags)
         _check_cancelled(run, proposals)
         first, last = {}, {}
         for entry in entries:
@@ -895,7 +803,12 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         sources = [{"log": key, "from": first[key], "to": last[key]} for key in first]
         with transaction.atomic():
             proposal = _propose(
-                Proposal.Kind.DISTILLATION, snapshot, reviewer, answer, sources=sources, sessions=[]
+                Proposal.Kind.DISTILLATION,
+                orientation,
+                reviewer,
+                answer,
+                sources=sources,
+                sessions=[],
             )
             ConsolidationState.objects.filter(pk=store.pk).update(log_cursor=cursor)
         _count(run, answer, proposal, proposals)
@@ -904,14 +817,14 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         sessions_text, sessions = _sessions_text(store, since, reviewer)
         run.sessions = len(sessions_since(store, since))
         logs = _logs_text(_logs_since(entries, store, since))
-        answer = _consolidation_answer(run, flags, snapshot, since, sessions_text, logs)
+        answer = _consolidation_answer(run, flags, orientation, since, sessions_text, logs)
         answer = _without_index(answer, flags)
         _check_cancelled(run, proposals)
         sources = [{"session": s.pk, "session_id": s.session_id} for s in sessions]
         with transaction.atomic():
             proposal = _propose(
                 Proposal.Kind.CONSOLIDATION,
-                snapshot,
+                orientation,
                 reviewer,
                 answer,
                 sources=sources,
@@ -923,11 +836,7 @@ def _work(run, flags, reviewer, state: ConsolidationState, since) -> list[Propos
         if index is not None:
             run.index_after = _measure(index.body)
     run.findings = findings
-    run.outcome = (
-        ConsolidationRun.Outcome.PROPOSED if proposals else ConsolidationRun.Outcome.NOTHING
-    )
-    run.status, run.finished_at = ConsolidationRun.Status.DONE, timezone.now()
-    run.save()
+    run.finish(ConsolidationRun.Outcome.PROPOSED if proposals else ConsolidationRun.Outcome.NOTHING)
     run.proposals.set(proposals)
     return proposals
 

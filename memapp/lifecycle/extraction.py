@@ -61,7 +61,7 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall import store_recall_index
 
-__all__ = ["STALE_RUN", "ExtractionFailed", "claim_run", "run_extraction", "wants_extraction"]
+__all__ = ["STALE_RUN", "ExtractionFailed", "run_extraction", "wants_extraction"]
 
 log = logging.getLogger(__name__)
 
@@ -88,16 +88,6 @@ def wants_extraction(session: Session, flags: dict, final: bool) -> bool:
     if session.turns_pending >= flags["extraction_every_n_turns"]:
         return True
     return final and session.turns_pending > 0
-
-
-def claim_run(run_id: int) -> ExtractionRun | None:
-    """Mark a queued run running; None when it is not queued (already run, or expired)."""
-    claimed = ExtractionRun.objects.filter(pk=run_id, status=ExtractionRun.Status.QUEUED).update(
-        status=ExtractionRun.Status.RUNNING, started_at=timezone.now()
-    )
-    if not claimed:
-        return None
-    return ExtractionRun.objects.select_related("store__project", "owner").get(pk=run_id)
 
 
 @dataclass
@@ -318,7 +308,7 @@ def _store_outcome(
             logged = _append_to_log(run, answer)
             run.proposed, run.dropped = logged, len(answer.dropped)
             run.dropped_changes = [d.as_dict() for d in answer.dropped]
-            run.outcome = ExtractionRun.Outcome.LOGGED if logged else ExtractionRun.Outcome.NOTHING
+            outcome = ExtractionRun.Outcome.LOGGED if logged else ExtractionRun.Outcome.NOTHING
         elif answer is not None:
             read = [w for w in windows if w.verdict == "read"]
             sources = [{**w.as_dict(), "lines": answer.lines.get(w.session.pk, [])} for w in read]
@@ -342,11 +332,11 @@ def _store_outcome(
             run.proposed = len(answer.changes)
             run.dropped = len(answer.dropped)
             run.dropped_changes = [d.as_dict() for d in answer.dropped]
-            run.outcome = (
+            outcome = (
                 ExtractionRun.Outcome.PROPOSED if answer.changes else ExtractionRun.Outcome.NOTHING
             )
         else:
-            run.outcome = ExtractionRun.Outcome.SKIPPED
+            outcome = ExtractionRun.Outcome.SKIPPED
         for window in windows:
             Session.objects.filter(pk=window.session.pk).update(
                 extracted_through=Greatest(F("extracted_through"), window.upto),
@@ -354,9 +344,7 @@ def _store_outcome(
             )
         run.windows = [w.as_dict() for w in windows]
         run.messages = sum(len(w.rows) for w in windows if w.verdict == "read")
-        run.status = ExtractionRun.Status.DONE
-        run.finished_at = timezone.now()
-        run.save()
+        run.finish(outcome)
     return proposals
 
 
@@ -377,17 +365,11 @@ def _record(run: ExtractionRun, started: float) -> None:
     )
 
 
-def _fail(run: ExtractionRun, error: str) -> None:
-    run.status, run.outcome = ExtractionRun.Status.FAILED, ExtractionRun.Outcome.FAILED
-    run.error, run.finished_at = error[:2000], timezone.now()
-    run.save()
-
-
 def run_extraction(run_id: int) -> dict:
     """Carry out one queued run; a summary of what it did (the task's result)."""
-    run = claim_run(run_id)
-    if run is None:
+    if not ExtractionRun.objects.claim(run_id):
         return {"run": run_id, "store": None, "outcome": "not queued"}
+    run = ExtractionRun.objects.select_related("store__project", "owner").get(pk=run_id)
     started = time.monotonic()
     flags = get_flags(run.store.project)
     try:
@@ -398,11 +380,11 @@ def run_extraction(run_id: int) -> dict:
         daily_log = flags["daily_log_mode"] and flags["consolidation"]
         proposals = _store_outcome(run, windows, answer, team, daily_log)
     except ExtractionFailed as exc:
-        _fail(run, str(exc))
+        run.fail(str(exc))
         proposals = []
     except Exception as exc:  # a bug must not leave the store's queue stuck
         log.exception("extraction run %s failed", run.pk)
-        _fail(run, f"{type(exc).__name__}: {exc}")
+        run.fail(f"{type(exc).__name__}: {exc}")
         proposals = []
     _record(run, started)
     if proposals and flags["lifecycle_apply"] == "auto":

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -129,9 +131,39 @@ class TranscriptEntry(models.Model):
         return f"{self.type} #{self.seq}"
 
 
+class RunQuerySet(models.QuerySet):
+    def expire_lost(self, store_id: int, after: datetime.timedelta) -> int:
+        """Fail the store's runs a stopped worker left queued or running for longer than
+        `after`, so its queue moves again; how many."""
+        cutoff = timezone.now() - after
+        return self.filter(
+            models.Q(status=Run.Status.RUNNING, started_at__lt=cutoff)
+            | models.Q(status=Run.Status.QUEUED, created_at__lt=cutoff),
+            store_id=store_id,
+        ).update(
+            status=Run.Status.FAILED,
+            outcome=self.model.Outcome.FAILED,
+            error="lost: the task worker stopped before it finished",
+            finished_at=timezone.now(),
+        )
+
+    def claim(self, run_id: int) -> bool:
+        """Mark a queued run running; False when it is not queued (already run, or expired).
+        One query, so two workers never both claim it."""
+        return bool(
+            self.filter(pk=run_id, status=Run.Status.QUEUED).update(
+                status=Run.Status.RUNNING, started_at=timezone.now()
+            )
+        )
+
+
 class Run(models.Model):
     """What every background run of a store keeps: where it stands, what it proposed, its
-    attempts and errors, its task and its times."""
+    attempts and errors, its task and its times.
+
+    A run is created queued, claimed by one worker (`claim`), then finished (`finish`, with
+    its outcome) or failed (`fail`). Both save only the fields a run writes while it works
+    (`RUN_FIELDS`), never `task_id` or a cancel asked for meanwhile."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -150,9 +182,35 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = RunQuerySet.as_manager()
+
+    # Every subclass has an `outcome` field and an `Outcome` with `FAILED`.
+    RUN_FIELDS: tuple[str, ...] = (
+        "status",
+        "outcome",
+        "selector",
+        "proposed",
+        "dropped",
+        "attempts",
+        "error",
+        "finished_at",
+    )
+
     class Meta:
         abstract = True
         ordering = ["-created_at", "-id"]
+
+    def finish(self, outcome: str) -> None:
+        """The run is done, with `outcome`; saves what it wrote."""
+        self.status, self.outcome = self.Status.DONE, outcome
+        self.finished_at = timezone.now()
+        self.save(update_fields=self.RUN_FIELDS)
+
+    def fail(self, error: str) -> None:
+        """The run failed with `error` (kept to 2,000 characters); saves what it wrote."""
+        self.status, self.outcome = self.Status.FAILED, self.Outcome.FAILED
+        self.error, self.finished_at = error[:2000], timezone.now()
+        self.save(update_fields=self.RUN_FIELDS)
 
 
 class SessionSummary(models.Model):
@@ -207,6 +265,8 @@ class ExtractionRun(Run):
     dropped_changes = models.JSONField(
         default=list, blank=True, help_text="Changes that broke a rule, with the reason."
     )
+
+    RUN_FIELDS = (*Run.RUN_FIELDS, "windows", "messages", "dropped_changes")
 
     class Meta(Run.Meta):
         indexes = [models.Index(fields=["store", "status"], name="run_store_status")]
@@ -406,6 +466,21 @@ class ConsolidationRun(Run):
     dropped_changes = models.JSONField(default=list, blank=True)
     findings = models.JSONField(default=dict, blank=True)
     proposals = models.ManyToManyField(Proposal, blank=True, related_name="consolidation_runs")
+
+    RUN_FIELDS = (
+        *Run.RUN_FIELDS,
+        "owner",
+        "gate",
+        "lock_holder",
+        "lock_problem",
+        "sessions",
+        "log_entries",
+        "index_before",
+        "index_after",
+        "stale",
+        "dropped_changes",
+        "findings",
+    )
 
     class Meta(Run.Meta):
         indexes = [models.Index(fields=["store", "status"], name="consolidation_store_status")]

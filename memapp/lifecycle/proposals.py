@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from memapp.lifecycle.gemini_inbox import clear_applied_inbox
 from memapp.lifecycle.models import ExtractionRun, Proposal, ProposalChange, Session
-from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
+from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
 from memapp.memdir.scan import detect_type_form
@@ -36,14 +36,14 @@ from memapp.stores.actions import (
     store_file_path,
 )
 from memapp.stores.events import record_event
-from memapp.stores.flags import get_flag
+from memapp.stores.flags import get_flag, project_index_caps
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 
 __all__ = [
     "MEMORY_TYPES",
     "AccessLost",
-    "ApplyResult",
+    "ProposalResult",
     "EditRefused",
     "ProposalClosed",
     "Revision",
@@ -116,7 +116,7 @@ def _checks(store: Store, change: ProposedChange) -> list[dict]:
             change,
             others,
             index_lines=(store.index_stats or {}).get("lines", 0),
-            max_index_lines=get_flag("index_max_lines", store.project),
+            max_index_lines=project_index_caps(store.project)[0],
         )
     ]
 
@@ -233,7 +233,7 @@ def change_diff(change: ProposalChange, store: Store | None = None) -> ChangeDif
 
 
 @dataclass
-class ApplyResult:
+class ProposalResult:
     applied: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
@@ -355,7 +355,7 @@ def revise_change(store: Store, user, change: ProposalChange, edit: Mapping[str,
     return Revision(target, old_key if follows else None)
 
 
-def close_proposal(proposal: Proposal, user, decision: str, result: ApplyResult) -> None:
+def close_proposal(proposal: Proposal, user, decision: str, result: ProposalResult) -> None:
     """Record a decision: the proposal stays pending while a change is open, else it is applied
     when any change was, rejected otherwise; the `proposal_decided` event."""
     open_changes = proposal.changes.filter(
@@ -390,7 +390,7 @@ def do_apply_proposal(
     edits: Mapping[int, Mapping[str, str]] | None = None,
     *,
     decision: str = "approved",
-) -> ApplyResult:
+) -> ProposalResult:
     """Approve a proposal: write the selected pending changes (all when `change_ids` is None),
     each with the person's `edits` (change id → name/description/body/type/scope, through
     `revise_change`), through the normal write path. The pending changes not selected are
@@ -407,7 +407,7 @@ def do_apply_proposal(
     wanted = None if change_ids is None else {int(pk) for pk in change_ids}
     if wanted is not None and wanted - {c.pk for c in pending}:
         raise ValueError("only pending changes of this proposal can be approved")
-    store, result = proposal.store, ApplyResult()
+    store, result = proposal.store, ProposalResult()
     for change in pending:
         if wanted is not None and change.pk not in wanted:
             change.status = ProposalChange.Status.SKIPPED
@@ -434,14 +434,14 @@ def do_apply_proposal(
     return result
 
 
-def do_reject_proposal(proposal: Proposal, user) -> ApplyResult:
+def do_reject_proposal(proposal: Proposal, user) -> ProposalResult:
     """Reject what is still open in a proposal; nothing is written."""
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
     open_changes = proposal.changes.filter(
         status__in=[ProposalChange.Status.PENDING, ProposalChange.Status.CONFLICT]
     )
-    result = ApplyResult(skipped=list(open_changes.values_list("key", flat=True)))
+    result = ProposalResult(skipped=list(open_changes.values_list("key", flat=True)))
     open_changes.update(status=ProposalChange.Status.REJECTED)
     close_proposal(proposal, user, "rejected", result)
     return result

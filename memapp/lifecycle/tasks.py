@@ -1,24 +1,32 @@
 """The lifecycle's background tasks (run by the task worker `manage.py serve` starts), and how
-extraction runs are queued: one per store at a time, with one trailing run (docs/design.md
-§14.4)."""
+their runs are queued: an extraction run one per store at a time, with one trailing run, and a
+consolidation run one per store, asked for by the sweep or a person (docs/design.md §14.4,
+§14.7)."""
 
 from __future__ import annotations
 
+import datetime
+
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 from django_tasks import task
 
-from memapp.lifecycle.extraction import STALE_RUN, run_extraction
-from memapp.lifecycle.models import ExtractionRun, SessionSummary
+from memapp.lifecycle import consolidation, extraction
+from memapp.lifecycle.consolidation import ACTIVE, run_consolidation
+from memapp.lifecycle.extraction import run_extraction
+from memapp.lifecycle.gates import check_gates
+from memapp.lifecycle.models import ConsolidationRun, ExtractionRun, SessionSummary
 from memapp.lifecycle.sessions import prune_sessions
 from memapp.lifecycle.summaries import run_summary, summary_is_due
 from memapp.stores.flags import get_flags
 from memapp.stores.models import Store
 
 __all__ = [
+    "consolidate_store_task",
+    "consolidation_sweep_task",
+    "enqueue_due_consolidations",
     "prune_sessions_task",
+    "request_consolidation",
     "request_extraction",
     "request_summary",
     "run_extraction_task",
@@ -67,26 +75,12 @@ def _enqueue(run: ExtractionRun) -> None:
     ExtractionRun.objects.filter(pk=run.pk, task_id="").update(task_id=result.id)
 
 
-def _expire_lost_runs(store_id: int) -> None:
-    cutoff = timezone.now() - STALE_RUN
-    ExtractionRun.objects.filter(
-        Q(status=ExtractionRun.Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=ExtractionRun.Status.QUEUED, created_at__lt=cutoff),
-        store_id=store_id,
-    ).update(
-        status=ExtractionRun.Status.FAILED,
-        outcome=ExtractionRun.Outcome.FAILED,
-        error="lost: the task worker stopped before it finished",
-        finished_at=timezone.now(),
-    )
-
-
 def request_extraction(store: Store, owner) -> str:
     """Ask for a run of `store`: `queued` (a new run, enqueued), `trailing` (one is busy: a
     trailing run waits for it) or `coalesced` (a run already waits)."""
     with transaction.atomic():
         Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
-        _expire_lost_runs(store.pk)
+        ExtractionRun.objects.expire_lost(store.pk, extraction.STALE_RUN)
         active = ExtractionRun.objects.filter(
             store=store, status__in=[ExtractionRun.Status.QUEUED, ExtractionRun.Status.RUNNING]
         )
@@ -111,3 +105,60 @@ def _start_next(store_id: int) -> None:
         )
     if waiting is not None and not waiting.task_id:
         _enqueue(waiting)
+
+
+def request_consolidation(
+    store: Store,
+    *,
+    trigger: str,
+    requested_by=None,
+    consolidate: bool = True,
+    distill: bool = True,
+) -> tuple[str, ConsolidationRun]:
+    """Queue a run of `store`: (`queued`, the new run), or (`busy`, the run already queued or
+    running, which serves this request too)."""
+    with transaction.atomic():
+        Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
+        ConsolidationRun.objects.expire_lost(store.pk, consolidation.STALE_RUN)
+        active = ConsolidationRun.objects.filter(store=store, status__in=ACTIVE).first()
+        if active is not None:
+            return "busy", active
+        run = ConsolidationRun.objects.create(
+            store=store,
+            trigger=trigger,
+            requested_by=requested_by,
+            consolidate=consolidate,
+            distill=distill,
+        )
+    result = consolidate_store_task.enqueue(run.pk)
+    ConsolidationRun.objects.filter(pk=run.pk, task_id="").update(task_id=result.id)
+    return "queued", run
+
+
+def enqueue_due_consolidations(now: datetime.datetime | None = None) -> list[int]:
+    """Check every store's gates and queue a run for each that is due; the new runs' ids."""
+    queued = []
+    for verdict in check_gates(now):
+        if not verdict.due:
+            continue
+        status, run = request_consolidation(
+            verdict.store,
+            trigger=ConsolidationRun.Trigger.SCHEDULE,
+            consolidate=verdict.consolidate,
+            distill=verdict.distill,
+        )
+        if status == "queued":
+            queued.append(run.pk)
+    return queued
+
+
+@task()
+def consolidate_store_task(run_id: int) -> dict:
+    """One consolidation run; its summary."""
+    return run_consolidation(run_id)
+
+
+@task()
+def consolidation_sweep_task() -> list[int]:
+    """The gates of every store; the runs it queued."""
+    return enqueue_due_consolidations()

@@ -21,8 +21,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memapp.lifecycle.daily_logs import do_append_daily_log
 from memapp.lifecycle.models import Proposal
+from memapp.lifecycle.past_context import search_past_context
 from memapp.lifecycle.proposals import do_propose_changes
-from memapp.lifecycle.search import search_past_context
 from memapp.memdir.extraction import ProposedChange
 from memapp.memdir.freshness import RecalledMemory, render_recalled
 from memapp.memdir.frontmatter import parse_memory

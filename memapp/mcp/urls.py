@@ -1,18 +1,31 @@
+from django.http import HttpRequest, HttpResponse
 from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
-from memapp.mcp import views
+from memapp.mcp.metadata import protected_resource_metadata
+
+
+@csrf_exempt  # a token, never a cookie, authenticates it
+def mcp_endpoint(request: HttpRequest, **kwargs: str) -> HttpResponse:
+    """`/mcp`, its SDK imported by the first MCP request instead of with the URLconf: that
+    import is most of a second of every process that loads the URLconf (each gunicorn worker,
+    every `manage.py` command's checks)."""
+    from memapp.mcp.views import mcp_endpoint as endpoint
+
+    return endpoint(request, **kwargs)
+
 
 urlpatterns = [
-    path("mcp", views.mcp_endpoint, name="mcp"),
-    path("mcp/", views.mcp_endpoint),
-    re_path(r"^mcp/(?P<project>[^/].*?)/?$", views.mcp_endpoint, name="mcp_project"),
+    path("mcp", mcp_endpoint, name="mcp"),
+    path("mcp/", mcp_endpoint),
+    re_path(r"^mcp/(?P<project>[^/].*?)/?$", mcp_endpoint, name="mcp_project"),
     path(
         ".well-known/oauth-protected-resource",
-        views.protected_resource_metadata,
+        protected_resource_metadata,
         name="mcp_resource_metadata",
     ),
     re_path(
         r"^\.well-known/oauth-protected-resource/(?P<resource>mcp(?:/.*)?)$",
-        views.protected_resource_metadata,
+        protected_resource_metadata,
     ),
 ]

@@ -13,7 +13,6 @@ import anyio
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
 from drf_spectacular.utils import extend_schema
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -21,10 +20,10 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from memapp.api.auth import BearerTokenAuthentication
+from memapp.mcp.metadata import METADATA_PATH
 from memapp.mcp.server import server
 from memapp.mcp.tools import CALLER, Caller
 
-METADATA_PATH = "/.well-known/oauth-protected-resource"
 SESSION_HEADER = "X-Memhub-Session"  # memhub-agent mcp's process: the recall budget's session
 # Host and Origin are Django's to check (ALLOWED_HOSTS); every request carries a token.
 SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -159,17 +158,3 @@ class McpEndpoint(APIView):
 
 
 mcp_endpoint = McpEndpoint.as_view()
-
-
-@require_GET
-def protected_resource_metadata(request: HttpRequest, resource: str = "mcp") -> JsonResponse:
-    """RFC 9728 metadata of `/mcp` (and of its path forms): a bearer token in the header,
-    made on memhub's API tokens page (memhub is its own authorization server, without OAuth)."""
-    return JsonResponse(
-        {
-            "resource": request.build_absolute_uri("/" + resource.strip("/")),
-            "bearer_methods_supported": ["header"],
-            "resource_name": "memhub",
-            "resource_documentation": request.build_absolute_uri("/api/docs/"),
-        }
-    )

@@ -30,7 +30,6 @@ reported as refused, with the rule or label and line, never the secret.
 from __future__ import annotations
 
 import datetime
-import difflib
 import errno
 import hashlib
 import json
@@ -42,12 +41,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
-from memapp.memdir.frontmatter import decode_bytes, parse_memory
+from memapp.memdir.comparison import Change, FileChange, compare_file, content_sha256
+from memapp.memdir.frontmatter import decode_bytes
 from memapp.memdir.index import (
     INDEX_FILENAME,
-    MAX_INDEX_BYTES,
-    MAX_INDEX_LINES,
-    index_size,
     parse_index_entries,
     with_index_entry,
 )
@@ -61,10 +58,7 @@ __all__ = [
     "MAX_SNAPSHOT_FILE_BYTES",
     "SNAPSHOTS_FOLDER",
     "SNAPSHOT_JSON",
-    "ApplyResult",
-    "DiffRow",
-    "FieldChange",
-    "FileChange",
+    "SnapshotActionResult",
     "PublishResult",
     "Refusal",
     "SnapshotChanged",
@@ -73,7 +67,6 @@ __all__ = [
     "SnapshotReview",
     "SnapshotSecretError",
     "SnapshotStatus",
-    "compare_file",
     "compare_snapshot",
     "format_iso",
     "initialize_from_snapshot",
@@ -84,7 +77,6 @@ __all__ = [
     "read_marker",
     "read_snapshot_meta",
     "replace_from_snapshot",
-    "side_by_side",
     "snapshot_dir",
     "snapshot_status",
 ]
@@ -95,12 +87,10 @@ MARKER_FILENAME = ".snapshot-synced.json"
 # A snapshot file larger than a memory file may be (docs/design.md §6a) is refused.
 MAX_SNAPSHOT_FILE_BYTES = MAX_ENTRY_BYTES
 MAX_JSON_BYTES = 64 * 1024
-# Caps an agent applies when it loads memory (docs/design.md §5, §6, §7): reported, not enforced.
-SURFACED_BYTES = 4_096
+# The scan cap an agent applies when it loads memory (docs/design.md §6): reported, not enforced.
 SCAN_FILES = 200
 
 Action = Literal["none", "initialize", "update_available"]
-Change = Literal["added", "removed", "changed", "unchanged"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -313,51 +303,6 @@ class Refusal:
 
 
 @dataclass(frozen=True)
-class FieldChange:
-    key: str
-    local: str | None  # None: absent on that side
-    snapshot: str | None
-
-
-@dataclass(frozen=True)
-class DiffRow:
-    """One row of a side-by-side diff. ``kind`` is equal, replace, delete, insert, or skip
-    (``count`` unchanged lines not shown)."""
-
-    kind: str
-    left_no: int | None = None
-    left: str | None = None
-    right_no: int | None = None
-    right: str | None = None
-    count: int = 0
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One top-level file, compared between the local memory dir and the snapshot."""
-
-    name: str
-    change: Change
-    local_sha256: str | None
-    snapshot_sha256: str | None
-    frontmatter: tuple[FieldChange, ...] = ()
-    rows: tuple[DiffRow, ...] = ()
-    unified: str = ""
-    secrets: tuple[SecretHit, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    @property
-    def applicable(self) -> bool:
-        """Whether applying the snapshot can write this file (added or changed, no secret)."""
-        return self.change in ("added", "changed") and not self.secrets
-
-    @property
-    def replace_removes(self) -> bool:
-        """Whether "replace" deletes this local file (a top-level ``*.md`` not in the snapshot)."""
-        return self.change == "removed" and self.name.endswith(".md")
-
-
-@dataclass(frozen=True)
 class SnapshotReview:
     """Everything a person needs to decide: status, per-file changes and checks."""
 
@@ -459,143 +404,8 @@ def _local_files(memory_dir: Path) -> dict[str, bytes]:
     return found
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _text(data: bytes) -> str:
     return decode_bytes(data)[0]
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _frontmatter_changes(old: Mapping, new: Mapping) -> tuple[FieldChange, ...]:
-    keys = list(dict.fromkeys([*map(str, old), *map(str, new)]))
-    old_s = {str(k): _value(v) for k, v in old.items()}
-    new_s = {str(k): _value(v) for k, v in new.items()}
-    return tuple(
-        FieldChange(key, old_s.get(key), new_s.get(key))
-        for key in keys
-        if old_s.get(key) != new_s.get(key)
-    )
-
-
-def side_by_side(old: str, new: str, context: int = 3) -> list[DiffRow]:
-    """A side-by-side line diff of two texts; unchanged runs longer than ``2 * context`` lines
-    are folded into one ``skip`` row (``context`` lines kept on each side of a change)."""
-    a, b = old.splitlines(), new.splitlines()
-    rows: list[DiffRow] = []
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
-        if tag == "equal":
-            first, last = index == 0, index == len(opcodes) - 1
-            keep_head = 0 if first else context
-            keep_tail = 0 if last else context
-            length = i2 - i1
-            if len(opcodes) > 1 and length > keep_head + keep_tail + 1:
-                for k in range(keep_head):
-                    rows.append(DiffRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
-                rows.append(DiffRow("skip", count=length - keep_head - keep_tail))
-                for k in range(length - keep_tail, length):
-                    rows.append(DiffRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
-            else:
-                for k in range(length):
-                    rows.append(DiffRow("equal", i1 + k + 1, a[i1 + k], j1 + k + 1, b[j1 + k]))
-            continue
-        for k in range(max(i2 - i1, j2 - j1)):
-            left = i1 + k if i1 + k < i2 else None
-            right = j1 + k if j1 + k < j2 else None
-            if left is None:
-                kind = "insert"
-            elif right is None:
-                kind = "delete"
-            else:
-                kind = "replace"
-            rows.append(
-                DiffRow(
-                    kind,
-                    None if left is None else left + 1,
-                    None if left is None else a[left],
-                    None if right is None else right + 1,
-                    None if right is None else b[right],
-                )
-            )
-    return rows
-
-
-def _checks_for(name: str, data: bytes) -> tuple[str, ...]:
-    """Broken frontmatter and the caps an agent applies, for one snapshot file."""
-    problems = []
-    text, decode_problem = decode_bytes(data)
-    if decode_problem:
-        problems.append(decode_problem)
-    if name == INDEX_FILENAME:
-        lines, size = index_size(text)
-        if lines > MAX_INDEX_LINES:
-            problems.append(
-                f"{lines} lines: the agent loads only the first {MAX_INDEX_LINES} lines"
-            )
-        if size > MAX_INDEX_BYTES:
-            problems.append(
-                f"{size:,} bytes: the agent loads only the first {MAX_INDEX_BYTES:,} bytes"
-            )
-    elif name.endswith(".md") and not decode_problem:
-        memory = parse_memory(text)
-        if memory.problem:
-            problems.append(f"broken frontmatter: {memory.problem}")
-        elif not memory.has_frontmatter:
-            problems.append("no frontmatter")
-        if len(data) > SURFACED_BYTES:
-            problems.append(
-                f"{len(data):,} bytes: recall surfaces only the first {SURFACED_BYTES:,} bytes"
-            )
-    return tuple(problems)
-
-
-def compare_file(name: str, local: bytes | None, theirs: bytes | None) -> FileChange:
-    """One file compared between two versions, as the review shows it: the change, a
-    frontmatter table and a side-by-side body diff (none when the new version has a secret),
-    its secrets and its problems. Proposal reviews use it too."""
-    local_sha = None if local is None else _sha(local)
-    their_sha = None if theirs is None else _sha(theirs)
-    if theirs is None:
-        return FileChange(name, "removed", local_sha, None)
-    secrets = tuple(scan_text(_text(theirs)))
-    problems = _checks_for(name, theirs)
-    if local is None:
-        change: Change = "added"
-    elif local_sha == their_sha:
-        change = "unchanged"
-    else:
-        change = "changed"
-    fields: tuple[FieldChange, ...] = ()
-    rows: tuple[DiffRow, ...] = ()
-    unified = ""
-    if change == "changed" and not secrets:
-        old_text, new_text = _text(local or b""), _text(theirs)
-        if name.endswith(".md") and name != INDEX_FILENAME:
-            old_memory, new_memory = parse_memory(old_text), parse_memory(new_text)
-            fields = _frontmatter_changes(old_memory.frontmatter, new_memory.frontmatter)
-            if old_memory.has_frontmatter and new_memory.has_frontmatter:
-                old_text, new_text = old_memory.body, new_memory.body
-        rows = tuple(side_by_side(old_text, new_text))
-        unified = "".join(
-            difflib.unified_diff(
-                _text(local or b"").splitlines(keepends=True),
-                _text(theirs).splitlines(keepends=True),
-                f"local/{name}",
-                f"snapshot/{name}",
-            )
-        )
-    elif change == "added" and not secrets:
-        rows = tuple(side_by_side("", _text(theirs)))
-    return FileChange(name, change, local_sha, their_sha, fields, rows, unified, secrets, problems)
 
 
 def _fingerprint(updated_at: str | None, files: Iterable[FileChange]) -> str:
@@ -639,7 +449,7 @@ def compare_snapshot(
 
 
 @dataclass(frozen=True)
-class ApplyResult:
+class SnapshotActionResult:
     """What an action did: files written and removed, files refused, index entries added."""
 
     action: str
@@ -682,7 +492,7 @@ def _check_expected(files: Mapping[str, bytes], expected: Mapping[str, str] | No
     for name, sha in expected.items():
         if name not in files:
             raise SnapshotChanged(f"{name!r} is no longer in the snapshot")
-        if _sha(files[name]) != sha:
+        if content_sha256(files[name]) != sha:
             raise SnapshotChanged(f"{name!r} changed since it was approved")
 
 
@@ -716,7 +526,7 @@ def initialize_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Copy the snapshot's top-level files into ``memory_dir`` (created if missing), then write
     the marker. ``updated_at``, when given, must still be the snapshot's (else
     :class:`SnapshotChanged`); so must each file's SHA-256 in ``expected``."""
@@ -725,8 +535,10 @@ def initialize_from_snapshot(
     _check_expected(files, expected)
     written = _write_files(memory_dir, files)
     _write_marker(memory_dir, stamp)
-    approved = {name: _sha(data) for name, data in files.items()}
-    return ApplyResult("initialize", stamp, tuple(written), (), tuple(refused), (), approved)
+    approved = {name: content_sha256(data) for name, data in files.items()}
+    return SnapshotActionResult(
+        "initialize", stamp, tuple(written), (), tuple(refused), (), approved
+    )
 
 
 def _index_lines(data: bytes) -> dict[str, str]:
@@ -740,7 +552,7 @@ def merge_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Apply the snapshot files in ``names`` (the ones a person ticked), keep every other local
     file, then write the marker.
 
@@ -780,8 +592,10 @@ def merge_from_snapshot(
         if text != current:
             write_atomic_bytes(index_path, text.encode("utf-8", "surrogateescape"))
     _write_marker(memory_dir, stamp)
-    approved = {name: _sha(data) for name, data in picked.items()}
-    return ApplyResult("merge", stamp, tuple(written), (), tuple(refused), tuple(entries), approved)
+    approved = {name: content_sha256(data) for name, data in picked.items()}
+    return SnapshotActionResult(
+        "merge", stamp, tuple(written), (), tuple(refused), tuple(entries), approved
+    )
 
 
 def keep_local(
@@ -789,7 +603,7 @@ def keep_local(
     memory_dir: str | os.PathLike[str],
     *,
     updated_at: str | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Change no memory file; only write the marker, so the snapshot counts as synced."""
     snapshot, memory_dir = Path(snapshot), Path(memory_dir)
     meta = read_snapshot_meta(snapshot)
@@ -801,7 +615,7 @@ def keep_local(
             f"the snapshot is now {meta.updated_at}, the decision was for {updated_at}"
         )
     _write_marker(memory_dir, meta.updated_at)
-    return ApplyResult("keep", meta.updated_at)
+    return SnapshotActionResult("keep", meta.updated_at)
 
 
 def replace_from_snapshot(
@@ -810,7 +624,7 @@ def replace_from_snapshot(
     *,
     updated_at: str | None = None,
     expected: Mapping[str, str] | None = None,
-) -> ApplyResult:
+) -> SnapshotActionResult:
     """Make the local top-level ``*.md`` files exactly the snapshot's, then write the marker.
 
     Other local files (not ``*.md``, hidden, or in subdirectories) are kept. The snapshot's files
@@ -829,8 +643,8 @@ def replace_from_snapshot(
             delete_file(entry.path, missing_ok=True)
             removed.append(entry.name)
     _write_marker(memory_dir, stamp)
-    approved = {name: _sha(data) for name, data in files.items()}
-    return ApplyResult(
+    approved = {name: content_sha256(data) for name, data in files.items()}
+    return SnapshotActionResult(
         "replace", stamp, tuple(written), tuple(removed), tuple(refused), (), approved
     )
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 __all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_files"]
@@ -73,6 +71,8 @@ def write_atomic_files(files: Mapping[Path, bytes]) -> None:
     if len(items) < _PARALLEL_FROM:
         directories = {_replace(path, data, fsync=True) for path, data in items}
     else:
+        from concurrent.futures import ThreadPoolExecutor  # not loaded by a hook's one write
+
         with ThreadPoolExecutor(_WRITERS, thread_name_prefix="write-atomic") as pool:
             futures = [pool.submit(_replace, path, data, fsync=True) for path, data in items]
         directories = {future.result() for future in futures}
@@ -144,7 +144,7 @@ def _create_temp(directory: Path, name: str, mode: int) -> tuple[int, Path]:
     # should get the same mode as any other file the user creates.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for _ in range(_TEMP_ATTEMPTS):
-        temp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        temp = directory / f".{name}.{os.urandom(6).hex()}.tmp"
         try:
             return os.open(temp, flags, mode), temp
         except FileExistsError:

@@ -24,6 +24,7 @@ from memapp.memdir.store_files import FileKind, classify
 from memapp.memdir.transcripts import Entry
 
 __all__ = [
+    "EXTRACTION_SYSTEM",
     "ACTIONS",
     "USER_PRIVATE_REASON",
     "WHAT_NOT_TO_SAVE",

@@ -23,6 +23,7 @@ from memapp.memdir.scan import scan_memory_files
 from memapp.memdir.store_files import INDEX_FILENAME, settled_signature
 
 __all__ = [
+    "load_index",
     "INDEX_FILENAME",
     "MAX_ENTRY_CHARS",
     "MAX_INDEX_BYTES",

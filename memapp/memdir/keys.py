@@ -17,6 +17,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
+__all__ = [
+    "INDEX_NAME",
+    "RULES",
+    "PathTraversalError",
+    "check_key",
+    "check_key_name",
+    "check_new_keys",
+    "fold_key",
+    "memory_dir_override_problem",
+    "normalize_key",
+    "validate_key",
+    "validate_memory_dir_override",
+]
+
 # Stable rule ids, each with the words used in error messages.
 RULES: dict[str, str] = {
     "not-text": "a key must be text",

@@ -11,6 +11,18 @@ from pathlib import Path
 from memapp.memdir.paths import sanitize_path
 from memapp.memdir.store_files import INDEX_FILENAME, TEAM_DIR
 
+__all__ = [
+    "CODEX_MEMORIES",
+    "GEMINI_EXCLUDE",
+    "PRIVATE_EXCLUDE",
+    "FoundStore",
+    "codex_home",
+    "discover_codex_dirs",
+    "discover_gemini_dirs",
+    "discover_memory_dirs",
+    "gemini_home",
+]
+
 # A private store's team memory is a store of its own; its daily logs are no memories at all,
 # which the file rule says for every store (docs/design.md §6a).
 PRIVATE_EXCLUDE = (TEAM_DIR,)

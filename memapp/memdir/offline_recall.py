@@ -46,6 +46,7 @@ from .frontmatter import parse_memory
 from .scan import MemoryHeader, scan_memory_files
 
 __all__ = [
+    "RELATIVE",
     "SYNONYMS",
     "RecallIndex",
     "clear_recall_cache",
@@ -376,18 +377,29 @@ class RecallIndex:
     """Analysed candidates of one directory (or store), ready to answer queries.
 
     Build it with :meth:`build` from headers in manifest order (newest first) and a source of
-    bodies. The index is immutable once built and safe to share between threads; keep one per
+    bodies. The index does not change once built (but for the search weights it keeps for an
+    hour, replaced whole) and is safe to share between threads; keep one per
     store and build a new one when the store changes (pass the old one as ``previous`` so only
     changed files are read again). ``bodies_read`` says how many bodies the build asked for.
     """
 
-    __slots__ = ("_docs", "_idf", "_postings", "bodies_read", "headers", "key", "max_idf")
+    __slots__ = (
+        "_docs",
+        "_hourly",
+        "_idf",
+        "_postings",
+        "bodies_read",
+        "headers",
+        "key",
+        "max_idf",
+    )
 
     def __init__(self, headers: Sequence[MemoryHeader], docs: Sequence[_Doc], bodies_read: int):
         self.headers: tuple[MemoryHeader, ...] = tuple(headers)
         self.key: tuple[tuple[str, int, int], ...] = tuple(d.stamp for d in docs)
         self.bodies_read = bodies_read
         self._docs = tuple(docs)
+        self._hourly: tuple[int, tuple[float, ...]] | None = None
         n = len(docs)
         avg = [
             max(1.0, sum(d.fields[f][1] for d in docs) / n) if n else 1.0
@@ -478,18 +490,39 @@ class RecallIndex:
         """Every memory matching a word of ``query`` or one of its synonyms, best first, with
         its normalised score: scored as :meth:`search` scores, without its thresholds and
         limit (a person searching wants the weak matches too, ranked below the strong ones)."""
-        raw = self._score(query)
-        if now_ms is None:
-            now_ms = time.time() * 1000
-        norm = 1.0 / self.max_idf
-        ranked = []
-        for i, score in raw.items():
-            header = self.headers[i]
-            age_days = max(0.0, (now_ms - header.mtime_ms) / 86_400_000)
-            boost = 1.0 + RECENCY_BOOST * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-            ranked.append((i, score * norm * TYPE_PRIOR.get(header.type, 1.0) * boost))
-        ranked.sort(key=lambda row: (-row[1], row[0]))
+        ranked = sorted(self.scored(query, now_ms).items(), key=lambda row: (-row[1], row[0]))
         return [(self.headers[i], score) for i, score in ranked]
+
+    def scored(self, query: str, now_ms: float | None = None) -> dict[int, float]:
+        """:meth:`rank`'s scores by position in :attr:`headers`, in no order: for a caller that
+        wants only the best few of many matches, or to look one up."""
+        scores = self._score(query)
+        weights = self._weights(time.time() * 1000 if now_ms is None else now_ms)
+        for i, score in scores.items():
+            scores[i] = score * weights[i]
+        return scores
+
+    def _weights(self, now_ms: float) -> tuple[float, ...]:
+        """Each memory's type prior times its recency boost, normalised, as of the hour of
+        ``now_ms`` (a boost halving every 30 days moves by 0.01% in an hour): kept for the hour,
+        so a search of a large store does not compute them again for every match."""
+        hour = int(now_ms // 3_600_000)
+        kept = self._hourly
+        if kept is not None and kept[0] == hour:
+            return kept[1]
+        at, norm = hour * 3_600_000, 1.0 / self.max_idf
+        weights = tuple(
+            norm
+            * TYPE_PRIOR.get(h.type, 1.0)
+            * (
+                1.0
+                + RECENCY_BOOST
+                * 0.5 ** (max(0.0, (at - h.mtime_ms) / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
+            )
+            for h in self.headers
+        )
+        self._hourly = (hour, weights)
+        return weights
 
     def _ranked(
         self,

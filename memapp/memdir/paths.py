@@ -19,6 +19,31 @@ from typing import Any, Literal
 
 from memapp.memdir.keys import _home_dir, validate_memory_dir_override
 
+__all__ = [
+    "LOCAL_SETTINGS_FILENAME",
+    "MANAGED_SETTINGS_PATH",
+    "MAX_SANITIZED_LENGTH",
+    "SETTINGS_FILENAME",
+    "AgentScope",
+    "agent_memory_dir",
+    "auto_dream_enabled",
+    "auto_memory_enabled",
+    "canonical_git_root",
+    "checkout_root",
+    "config_home",
+    "git_config_values",
+    "js_string_hash",
+    "load_user_settings",
+    "local_settings_path",
+    "long_name_prefix",
+    "memory_base",
+    "memory_dir_for",
+    "original_path",
+    "parse_repo_slug",
+    "repo_slug_for",
+    "sanitize_path",
+]
+
 MAX_SANITIZED_LENGTH = 200
 SETTINGS_FILENAME = "settings.json"
 LOCAL_SETTINGS_FILENAME = "settings.local.json"

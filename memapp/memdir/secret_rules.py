@@ -18,6 +18,7 @@ shorter formats, a mix of character classes that random tokens always have.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -25,13 +26,12 @@ import string
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
 
 
-@dataclass(frozen=True)
-class SecretHit:
+class SecretHit(NamedTuple):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
     """One secret found: which rule, its label and the line (from 1). Never the value."""
 
     rule_id: str
@@ -42,12 +42,11 @@ class SecretHit:
         return f"line {self.line}: {self.label} ({self.rule_id})"
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     id: str
     label: str
     keywords: tuple[str, ...]  # case-sensitive markers; the regex runs only if one is present
-    pattern: re.Pattern[str]
+    source: str  # the regex, compiled on first use: most texts have none of a rule's keywords
     min_entropy: float = 3.0  # Shannon entropy of the whole match, in bits per character
     mixed: bool = False  # the match must mix at least two of lower case, upper case, digits
     check: Callable[[str], bool] | None = None
@@ -56,6 +55,15 @@ class _Rule:
     # The keywords are lower-case words the match starts with, found in the ASCII-lowered
     # text; the regex is tried at each (for case-insensitive names such as `password`).
     anchored: bool = False
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compiled(self.source)
+
+
+@functools.cache
+def _compiled(source: str) -> re.Pattern[str]:
+    return re.compile(source)
 
 
 # Boundaries: a token must not be glued to the end of a longer identifier or word.
@@ -82,7 +90,7 @@ def _rule(
         id,
         label,
         keywords,
-        re.compile(pattern),
+        pattern,
         min_entropy,
         mixed,
         check,

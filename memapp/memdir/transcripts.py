@@ -20,9 +20,8 @@ import os
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from memapp.memdir.secret_rules import SecretHit, redact_text
 
@@ -113,15 +112,14 @@ class EntryError(ValueError):
         return self.reason != "bookkeeping"
 
 
-@dataclass(frozen=True)
-class ToolCall:
+# Named tuples, not dataclasses: the Stop hook reads transcripts, and dataclasses loads slowly.
+class ToolCall(NamedTuple):
     name: str
     argument: str  # one line, at most SHORT_ARGUMENT characters
     file_path: str | None  # for file tools
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """What memhub reads from one kept transcript entry."""
 
     key: str  # the entry's uuid, or a stable stand-in for entries without one
@@ -147,13 +145,15 @@ class Entry:
         return "\n".join(lines)
 
 
-@dataclass
 class ReadResult:
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    offset: int = 0  # where the next read starts: after the last complete line consumed
-    skipped: Counter[str] = field(default_factory=Counter)
-    more: bool = False  # complete lines remain past `offset`
-    hits: list[SecretHit] = field(default_factory=list)
+    """What `read_entries` read: the entries, where to go on, what it skipped and found."""
+
+    def __init__(self, offset: int = 0) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.offset = offset  # where the next read starts: after the last complete line consumed
+        self.skipped: Counter[str] = Counter()
+        self.more = False  # complete lines remain past `offset`
+        self.hits: list[SecretHit] = []
 
 
 def _text(value: object) -> str:

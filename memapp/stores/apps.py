@@ -9,3 +9,12 @@ class StoresConfig(AppConfig):
     name = "memapp.stores"
     label = "memapp"
     verbose_name = "memhub"
+
+    def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+
+        from memapp.stores.models import ApiToken, FlagValue, Project, ProjectAlias, Store
+        from memapp.stores.warm import connect_signals
+
+        resolved = (Store, Project, ProjectAlias, FlagValue, ApiToken, get_user_model())
+        connect_signals(resolved, Project.members.through)

@@ -14,7 +14,11 @@ import threading
 import time
 from datetime import timedelta
 
+<<<<<<< HEAD
 from django.db import transaction
+=======
+from django.db import IntegrityError, transaction
+>>>>>>> main
 from django.utils import timezone
 
 from memapp.stores.event_totals import add_to_totals, prune_totals
@@ -154,11 +158,35 @@ def flush_events() -> int:
     with _buffer_lock:
         pending = _buffer[:]
         _buffer.clear()
+<<<<<<< HEAD
     if pending:
         with transaction.atomic():
             Event.objects.bulk_create(pending)
             add_to_totals(pending)
+=======
+    if not pending:
+        return 0
+    try:
+        with transaction.atomic():
+            Event.objects.bulk_create(pending)
+    except IntegrityError:
+        # A project, store or user was deleted while its events waited here: they keep no
+        # reference to it, as if written before the delete (SET_NULL).
+        _forget_deleted(pending)
+        Event.objects.bulk_create(pending)
+>>>>>>> main
     return len(pending)
+
+
+def _forget_deleted(events: list[Event]) -> None:
+    for field in ("project", "store", "user"):
+        attname = f"{field}_id"
+        model = Event._meta.get_field(field).related_model
+        ids = {getattr(event, attname) for event in events} - {None}
+        there = set(model.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        for event in events:
+            if getattr(event, attname) not in there:
+                setattr(event, field, None)
 
 
 def _flush_at_exit() -> None:

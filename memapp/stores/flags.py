@@ -7,6 +7,7 @@ Every flag is declared once in FLAGS. Read through `get_flag(name, project=None)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -14,9 +15,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memapp.memdir.index import MAX_INDEX_BYTES, MAX_INDEX_LINES
 from memapp.memdir.store_files import MAX_ENTRY_BYTES
 from memapp.stores.events import record_event
 from memapp.stores.models import FlagValue
+from memapp.stores.warm import remembered
 
 
 class FlagError(ValueError):
@@ -187,8 +190,22 @@ def _specs() -> list[FlagSpec]:
             in_effect=True,
             minimum=1,
         ),
-        FlagSpec("index_max_lines", int, 200, "MEMORY.md line cap.", in_effect=True, minimum=1),
-        FlagSpec("index_max_bytes", int, 25_000, "MEMORY.md byte cap.", in_effect=True, minimum=1),
+        FlagSpec(
+            "index_max_lines",
+            int,
+            MAX_INDEX_LINES,
+            "MEMORY.md line cap.",
+            in_effect=True,
+            minimum=1,
+        ),
+        FlagSpec(
+            "index_max_bytes",
+            int,
+            MAX_INDEX_BYTES,
+            "MEMORY.md byte cap.",
+            in_effect=True,
+            minimum=1,
+        ),
         FlagSpec(
             "scan_max_files",
             int,
@@ -277,12 +294,34 @@ def get_flag(name: str, project=None) -> Any:
 
 
 def get_flags(project=None) -> dict[str, Any]:
-    """Every flag's value for `project` (or globally) in one query."""
+    """Every flag's value for `project` (or globally) in one query, or none in an API request
+    of a warm worker (memapp.stores.warm: every change of a flag is a save or a delete). The
+    dict may be shared: read it, do not change it."""
+    return remembered(("flags", None if project is None else project.pk), partial(_flags, project))
+
+
+def _flags(project) -> dict[str, Any]:
     scope = Q(project__isnull=True)
     if project is not None:
         scope |= Q(project=project)
     rows = FlagValue.objects.filter(scope).values_list("name", "project_id", "value")
     return _resolve(_stored(rows), None if project is None else project.pk)
+
+
+def index_caps(flags: dict[str, Any]) -> tuple[int, int]:
+    """MEMORY.md's caps in force, (lines, bytes), from a project's flags (`get_flags`,
+    `flags_for_projects`): the one place that reads the two flags (docs/design.md §5, §11)."""
+    return flags["index_max_lines"], flags["index_max_bytes"]
+
+
+def project_index_caps(project=None) -> tuple[int, int]:
+    """MEMORY.md's caps in force for `project` (None: globally), in one query."""
+    return index_caps(get_flags(project))
+
+
+def index_caps_by_project(project_ids) -> dict[int | None, tuple[int, int]]:
+    """MEMORY.md's caps in force per project id (None: globally), in one query."""
+    return {pk: index_caps(flags) for pk, flags in flags_for_projects(project_ids).items()}
 
 
 def flags_for_projects(project_ids) -> dict[int | None, dict[str, Any]]:

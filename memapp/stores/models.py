@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memapp.memdir.memory_dirs import CODEX_MEMORIES
 from memapp.memdir.store_files import CHECKSUM_PREFIX
+from memapp.stores.warm import StampedQuerySet
 
 
 class Project(models.Model):
@@ -31,6 +32,8 @@ class Project(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = StampedQuerySet.as_manager()
+
     class Meta:
         ordering = ["key"]
 
@@ -46,6 +49,8 @@ class ProjectAlias(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="aliases")
     created_at = models.DateTimeField(default=timezone.now)
 
+    objects = StampedQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "project aliases"
@@ -54,7 +59,7 @@ class ProjectAlias(models.Model):
         return f"{self.name} → {self.project}"
 
 
-class StoreQuerySet(models.QuerySet):
+class StoreQuerySet(StampedQuerySet):
     def visible_to(self, user) -> StoreQuerySet:
         """Private and agent stores only to their owner (staff included); team stores to members."""
         if not user.is_authenticated:
@@ -217,7 +222,9 @@ class MemoryFile(models.Model):
         return self.name or self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
-class ApiTokenQuerySet(models.QuerySet):
+class ApiTokenQuerySet(StampedQuerySet):
+    quiet_fields = frozenset({"last_used_at", "last_user_agent"})
+
     def active(self) -> ApiTokenQuerySet:
         """Not revoked and not expired: the tokens the API accepts."""
         return self.filter(revoked_at__isnull=True).filter(
@@ -343,6 +350,8 @@ class FlagValue(models.Model):
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    objects = StampedQuerySet.as_manager()
 
     class Meta:
         constraints = [

@@ -14,6 +14,7 @@ from memapp.memdir.memory_dirs import PRIVATE_EXCLUDE
 from memapp.memdir.paths import sanitize_path
 from memapp.stores.flags import get_flag
 from memapp.stores.models import Project, ProjectAlias, Store
+from memapp.stores.warm import remembered
 
 # A repo slug names the project's folder in the shared team repository, so `..`, `.` and an
 # owner starting with a dot (`.git/…`) would put it outside that repository or in its metadata.
@@ -37,8 +38,11 @@ def _named(ref: str, prefix: str = "") -> Q:
 
 
 def find_project(ref: str) -> Project | None:
-    """By key (`owner/repo` or a sanitized directory name), repo slug or alias."""
-    return Project.objects.filter(_named(ref)).order_by("pk").first()
+    """By key (`owner/repo` or a sanitized directory name), repo slug or alias (kept by a warm
+    worker: memapp.stores.warm)."""
+    return remembered(
+        ("project", ref), lambda: Project.objects.filter(_named(ref)).order_by("pk").first()
+    )
 
 
 # Whether a name is already taken outside memhub (a folder of the shared team repository):
@@ -90,7 +94,13 @@ def managed_store_dir(project: Project, scope: str, user=None):
 
 def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
     """Like `_resolve_store`, with a read-only fast path for the common case: the user's own
-    private store of a known project (no write transaction, so no SQLite write lock)."""
+    private store of a known project (no write transaction, so no SQLite write lock); kept by
+    a warm worker (memapp.stores.warm: making a store or a project replaces the stamp)."""
+    key = ("resolved-store", user.pk, project_ref, scope, alias, create)
+    return remembered(key, lambda: _find_store(user, project_ref, scope, alias, create))
+
+
+def _find_store(user, project_ref: str, scope: str, alias: str, create: bool):
     if scope == Store.Kind.PRIVATE and not alias:
         store = (
             Store.objects.filter(

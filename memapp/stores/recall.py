@@ -53,6 +53,7 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import update
+from memapp.stores.warm import remembered
 
 if TYPE_CHECKING:
     import anthropic
@@ -141,7 +142,11 @@ def store_recall_index(store: Store, limit: int) -> RecallIndex:
             store.refresh_from_db(fields=["scanned_at"])  # another worker may have just done it
             if store.scanned_at is None or timezone.now() - store.scanned_at > RESCAN_AFTER:
                 rescan_store(store)
-    return index_from_mirror(store, limit, _indexes_by_store, _indexes_lock)
+    # The mirror changes only with a save of its store, which replaces the warm stamp.
+    return remembered(
+        ("recall-index", store.pk, limit),
+        lambda: index_from_mirror(store, limit, _indexes_by_store, _indexes_lock),
+    )
 
 
 def index_from_mirror(
@@ -176,10 +181,9 @@ def index_from_mirror(
     ]
     known = set(previous.key) if previous is not None else set()
     wanted = [h.path for h in headers if (h.path, h.mtime_ms, h.size) not in known]
-    bodies = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        bodies.update(store.files.filter(path__in=chunk).values_list("path", "body"))
+    # One query however many changed: a few by path, many (a first build) by reading them all.
+    rows_read = store.files.filter(path__in=wanted) if len(wanted) <= 500 else store.files.all()
+    bodies = dict(rows_read.values_list("path", "body").iterator(chunk_size=2000))
     index = RecallIndex.build(headers, bodies, previous)
     with lock:
         cache[store.pk] = index
@@ -188,6 +192,32 @@ def index_from_mirror(
 
 def _indexes(stores: list[Store], limit: int):
     return [(store, store_recall_index(store, limit)) for store in stores]
+
+
+def _surfaced(indexes, surfaced_paths: set[str], memory_dir: str | None) -> set[tuple[int, str]]:
+    """The (store id, path) of the memories the agent was already shown."""
+    if not surfaced_paths:
+        return set()
+    return {
+        (store.pk, header.path)
+        for store, index in indexes
+        for header in index.headers
+        if _shown(store, header.path, memory_dir) in surfaced_paths
+    }
+
+
+def _eligible(indexes, surfaced: set[tuple[int, str]], max_files: int) -> list[tuple]:
+    """The (store, header) recall may pick: the stores' newest files not yet surfaced, merged
+    newest first and cut to `max_files`."""
+    eligible = []
+    for store, index in indexes:
+        pk = store.pk
+        eligible += [
+            (store, h) for h in index.headers if not surfaced or (pk, h.path) not in surfaced
+        ]
+    if len(indexes) > 1:
+        eligible.sort(key=lambda row: -row[1].mtime_ms)
+    return eligible[:max_files]
 
 
 def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[Store, object]]:
@@ -490,33 +520,30 @@ def recall_for(
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
     surfaced_paths = set(already_surfaced) | _session(user, session_id).paths
-    surfaced = set()
-    candidates = []
-    for store, index in indexes:
-        for header in index.headers:
-            shown = _shown(store, header.path, memory_dir)
-            if shown in surfaced_paths:
-                surfaced.add((store.pk, header.path))
-            else:
-                candidates.append(Candidate(store, header, shown, store.kind))
-    candidates.sort(key=lambda c: -c.header.mtime_ms)
-    candidates = candidates[: flags["scan_max_files"]]
-    outcome = RecallOutcome(candidates=len(candidates))
+    surfaced = _surfaced(indexes, surfaced_paths, memory_dir)
+    eligible = _eligible(indexes, surfaced, flags["scan_max_files"])
+    outcome = RecallOutcome(candidates=len(eligible))
+
+    def candidate(store: Store, header: MemoryHeader) -> Candidate:
+        return Candidate(store, header, _shown(store, header.path, memory_dir), store.kind)
+
     picked: list[Candidate] | None = None
-    if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and candidates:
+    if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and eligible:
         wait = None if wait_ms is None else wait_ms / 1000 - (time.monotonic() - started)
+        candidates = [candidate(store, header) for store, header in eligible]
         picked = _select(
             candidates, query, recent_tools, limit, flags["recall_model"], wait, outcome
         )
     if picked is None:
-        by_key = {(c.store.pk, c.header.path): c for c in candidates}
+        # One store's index holds only its newest files, none surfaced is picked: all eligible.
+        allowed = {(st.pk, h.path) for st, h in eligible} if len(indexes) > 1 else None
         picked = [
-            by_key[(store.pk, header.path)]
+            candidate(store, header)
             for store, header in select_offline(indexes, query, recent_tools, surfaced, limit)
-            if (store.pk, header.path) in by_key
+            if allowed is None or (store.pk, header.path) in allowed
         ]
     shown = _read(picked, flags["surface_max_bytes"])
-    if session_id:
+    if session_id and shown:
         shown = _within_session_budget(user, session_id, shown, flags["surface_session_bytes"])
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     outcome.memories = [_answer(item, query, outcome.selector, now_ms) for item in shown]

@@ -2,7 +2,8 @@
 
 Recall is a hot API path, so, like its events, the counts are buffered and written in bulk:
 when 50 memories are waiting, 5 s after the first one, and at exit. Each write adds to the
-stored count (`F() + n`), so every worker's buffer counts, whichever flushes first.
+stored count in the database (an upsert), so every worker's buffer counts, whichever flushes
+first.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import threading
 import time
 from collections.abc import Iterable
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from memapp.stores.models import RecallStat
+from memapp.stores.models import RecallStat, Store
 
 FLUSH_COUNT = 50
 FLUSH_SECONDS = 5.0
@@ -42,26 +42,47 @@ def count_recalled(memories: Iterable[tuple[int, str]]) -> None:
 
 
 def flush_recall_counts() -> int:
-    """Write what is buffered now; returns how many memories' counts were written."""
+    """Write what is buffered now, in one statement per 500 memories; returns how many
+    memories' counts were written."""
     with _lock:
         pending = dict(_pending)
         _pending.clear()
-    for (store_id, path), (times, at) in pending.items():
-        updated = RecallStat.objects.filter(store_id=store_id, path=path).update(
-            count=F("count") + times, last_recalled_at=at
+    rows = [(store, path, times, at) for (store, path), (times, at) in pending.items()]
+    if not rows:
+        return 0
+    try:
+        with transaction.atomic():
+            _add_counts(rows)
+    except IntegrityError:  # a store was deleted while its counts waited: they go with it
+        there = set(
+            Store.objects.filter(pk__in={row[0] for row in rows}).values_list("pk", flat=True)
         )
-        if updated:
-            continue
-        try:
-            with transaction.atomic():
-                RecallStat.objects.create(
-                    store_id=store_id, path=path, count=times, last_recalled_at=at
-                )
-        except IntegrityError:  # another worker created it meanwhile: add to it
-            RecallStat.objects.filter(store_id=store_id, path=path).update(
-                count=F("count") + times, last_recalled_at=at
+        rows = [row for row in rows if row[0] in there]
+        _add_counts(rows)
+    return len(rows)
+
+
+def _add_counts(rows: list[tuple[int, str, int, object]]) -> None:
+    """Each row's count added to its memory's stored one (or stored, the first time): an
+    upsert, so every worker's counts add up whichever writes first (SQLite and PostgreSQL)."""
+    quote = connection.ops.quote_name
+    table = quote(RecallStat._meta.db_table)
+    count, at = quote("count"), quote("last_recalled_at")
+    for start in range(0, len(rows), 500):
+        chunk = rows[start : start + 500]
+        values = ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+        params = [
+            value
+            for store, path, times, when in chunk
+            for value in (store, path, times, connection.ops.adapt_datetimefield_value(when))
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} ({quote('store_id')}, {quote('path')}, {count}, {at}) "
+                f"VALUES {values} ON CONFLICT ({quote('store_id')}, {quote('path')}) DO UPDATE "
+                f"SET {count} = {table}.{count} + excluded.{count}, {at} = excluded.{at}",
+                params,
             )
-    return len(pending)
 
 
 def discard_recall_counts() -> None:

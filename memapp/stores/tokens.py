@@ -6,11 +6,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.utils import timezone
 
 from memapp.stores.models import ApiToken
+from memapp.stores.warm import remembered
 
 TOKEN_PREFIX = "mh_"
 # Remember a token's last use at most this often, so API calls are not each a database write.
@@ -104,21 +106,25 @@ def authenticate_token(token: str, user_agent: str = "") -> ApiToken | None:
     (when, which client) at most once a minute, or at once when the client changed."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    try:
-        row = (
-            ApiToken.objects.active()
-            .select_related("user")
-            .get(token_hash=hash_token(token), user__is_active=True)
-        )
-    except ApiToken.DoesNotExist:
-        return None
+    row = remembered(("token", hash_token(token)), partial(_active_row, hash_token(token)))
     now = timezone.now()
+    if row is None or (row.expires_at is not None and row.expires_at <= now):
+        return None  # expired since it was remembered
     user_agent = user_agent[:USER_AGENT_MAX]
     stale = row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION
     if stale or row.last_user_agent != user_agent:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now, last_user_agent=user_agent)
         row.last_used_at, row.last_user_agent = now, user_agent
     return row
+
+
+def _active_row(token_hash: str) -> ApiToken | None:
+    return (
+        ApiToken.objects.active()
+        .select_related("user")
+        .filter(token_hash=token_hash, user__is_active=True)
+        .first()
+    )
 
 
 def refusal(token: str) -> str:

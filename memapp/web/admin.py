@@ -5,7 +5,7 @@ from django.contrib import admin
 
 from memapp.stores.flags import FLAGS, clear_flag_override, set_flag
 from memapp.stores.models import FlagValue, Project
-from memapp.web.admin_forms import FlagValueAdminForm
+from memapp.web.forms import FlagValueAdminForm
 
 
 @admin.register(Project)

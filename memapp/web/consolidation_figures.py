@@ -11,9 +11,10 @@ from django.db.models import Sum
 from django.db.models.functions import TruncDate
 from django.utils.safestring import mark_safe
 
+from memapp.stores.flags import index_caps_by_project
 from memapp.stores.models import Event
 from memapp.web.charts import Series, column_chart, meter
-from memapp.web.dashboard_data import day_start, index_caps
+from memapp.web.dashboard_data import day_start
 
 __all__ = ["consolidation_figures"]
 
@@ -87,7 +88,9 @@ def consolidation_figures(visible, totals, days: list[datetime.date]) -> dict:
     narrowed to a project when one is chosen) and their totals over the window (`totals`)."""
     runs = visible.filter(kind="consolidation_run", fields__outcome="proposed")
     latest = _latest_per_store(runs.select_related("store__project"))
-    caps = index_caps([e.store.project_id for e in latest if e.store and e.store.project_id])
+    caps = index_caps_by_project(
+        [e.store.project_id for e in latest if e.store and e.store.project_id]
+    )
     changes = [
         CapChange(event, *caps[event.store.project_id])
         for event in latest

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from memapp.stores.flags import FLAGS
-from memapp.stores.models import DAY_MS, FlagValue, MemoryFile, Store
+from memapp.stores.flags import index_caps_by_project
+from memapp.stores.models import DAY_MS, MemoryFile, Store
 
 AGE_COLOURS = ["fresh", "week", "month", "stale"]
 
@@ -99,30 +99,9 @@ class IndexUsage:
         return round(100 * max(self.lines / self.max_lines, self.bytes / self.max_bytes))
 
 
-def index_caps(projects) -> dict[int | None, tuple[int, int]]:
-    """(max lines, max bytes) of MEMORY.md per project id (None: global), in one query."""
-    names = ("index_max_lines", "index_max_bytes")
-    stored: dict[tuple[str, int | None], int] = {
-        (name, project_id): value
-        for name, project_id, value in FlagValue.objects.filter(name__in=names)
-        .filter(Q(project__isnull=True) | Q(project__in=projects))
-        .values_list("name", "project_id", "value")
-    }
-
-    def cap(name: str, project_id: int | None) -> int:
-        spec = FLAGS[name]
-        for key in ((name, project_id), (name, None)):
-            if key in stored:
-                return spec.clean(stored[key])
-        return spec.default
-
-    ids = {getattr(p, "pk", p) for p in projects} | {None}
-    return {pid: (cap(names[0], pid), cap(names[1], pid)) for pid in ids}
-
-
 def index_usage(stores: list[Store]) -> list[IndexUsage]:
     """How full each store's MEMORY.md is against the caps in force now (as of its last scan)."""
-    caps = index_caps([s.project_id for s in stores if s.project_id])
+    caps = index_caps_by_project([s.project_id for s in stores if s.project_id])
     rows = []
     for store in stores:
         stats = store.index_stats or {}

@@ -15,14 +15,16 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from memapp.lifecycle.gemini_inbox import gemini_inbox_task
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.events import EVENT_FIELDS, UnknownEventError, flush_events, record_event
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event, Project
 from teamsync.models import TeamConflict
-from teamsync.service import folder_for, sync_team, team_clone
+from teamsync.service import do_sync_team, folder_for, team_clone
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
+from tests.lifecycle.test_gemini_inbox import gemini  # noqa: F401 (a fixture)
 from tests.teamsync.gitutil import Member, memory
 
 pytestmark = pytest.mark.django_db
@@ -61,10 +63,16 @@ def remember(client, scope: str, name: str, body: str = "Body.\n") -> str:
 
 @pytest.mark.django_db(transaction=True)  # the task worker commits
 def test_every_event_kind_appears_after_the_action_that_causes_it(
-    alice, bob, acme, memory_base, tmp_path
+    alice,
+    bob,
+    acme,
+    memory_base,
+    tmp_path,
+    gemini,  # noqa: F811 (the fixture imported above)
 ):
     alice_api = api_client(alice)
     admin = client_for(alice)
+    assert gemini_inbox_task.call() == {"proposed": 1}  # gemini_inbox_patch
     discover_local_stores(memory_base)  # stores_discovered
     admin.post(reverse("flag", kwargs={"name": "recall_max"}), {"scope": "", "value": "4"})
     key = remember(alice_api, "team", "Release freeze")  # memory_written (+ a commit)
@@ -75,28 +83,28 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     assert alice_api.post("/api/v1/forget", forget, format="json").status_code == 204
     team = Path(acme.team.path)
     (team / "reference_ci.md").write_text(f"CI token: {github_token()}\n")  # secret_skipped
-    sync_team()  # sync_pull, sync_push
+    do_sync_team()  # sync_pull, sync_push
     dora = Member(tmp_path / "elsewhere", "dora", Path(team_clone().remote), folder_for(acme.team))
     dora.pull()
     dora.write("reference_pager.md", memory("Pager", "Dora carries the pager.\n", "reference"))
     dora.sync()
-    sync_team()  # team_sync_changed
+    do_sync_team()  # team_sync_changed
     set_flag("team_max_entries", 1)
     (team / "project_a.md").write_text("A.\n")
     (team / "project_b.md").write_text("B.\n")
-    sync_team()  # entries_capped
+    do_sync_team()  # entries_capped
     set_flag("team_max_entries", 500)
     hook = Path(team_clone().remote) / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\nexit 1\n")
     hook.chmod(0o755)
     (team / "project_c.md").write_text("C.\n")
-    sync_team()  # push_suppressed: the remote's hook declines every push
+    do_sync_team()  # push_suppressed: the remote's hook declines every push
     conflict = TeamConflict.objects.create(
         store=acme.team, key="project_d.md", kind="edit", base="D.\n", ours="D1.\n", theirs="D2.\n"
     )
     url = reverse("sync_conflict", kwargs={"conflict_id": conflict.pk})
     assert admin.post(url, {"choice": "theirs", "confirm": "yes"}).status_code == 302  # conflict
-    from memapp.lifecycle.consolidation import request_consolidation
+    from memapp.lifecycle.tasks import request_consolidation
     from tests.conftest import background_tick
     from tests.transcripts import Transcript
 
@@ -116,13 +124,13 @@ def test_every_event_kind_appears_after_the_action_that_causes_it(
     background_tick()  # consolidation_run
     for key in ("project_x.md", "project_y.md"):
         (team / key).write_text(f"{key}\n")
-    sync_team()
+    do_sync_team()
     for key in ("project_x.md", "project_y.md", "project_a.md"):
         (team / key).unlink()
-    sync_team()  # deletions_held: three files gone from the store behind memhub's back
+    do_sync_team()  # deletions_held: three files gone from the store behind memhub's back
     identity = reverse("project_identity", kwargs={"project_id": acme.project.pk})
     assert admin.post(identity, {"slug": "acme/payments"}).status_code == 302  # project_renamed
-    sync_team()  # folder_moved
+    do_sync_team()  # folder_moved
     twin = Project.objects.create(key="-home-alice-payments")
     merge = reverse("project_merge", kwargs={"project_id": acme.project.pk})
     assert admin.post(merge, {"source": twin.pk, "confirm": "on"}).status_code == 302  # merged
@@ -264,7 +272,7 @@ def test_no_event_holds_a_secret_or_a_private_memorys_content(alice, acme):
     flush_events()
     token = github_token()
     Path(acme.team.path, "reference_ci.md").write_text(f"The CI token is {token}\n")
-    sync_team()
+    do_sync_team()
     stored = json.dumps(list(Event.objects.values_list("fields", flat=True)))
     assert "PRIVATE-BODY-TEXT" not in stored and token not in stored
     assert "health" not in stored  # not even the query

@@ -19,7 +19,7 @@ from memapp.stores.flags import FLAGS, set_flag
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
 from teamsync.models import BlockedFile, TeamSyncStatus
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.admin_ui.conftest import client_for, text
 from tests.api.conftest import api_client
 from tests.api.fake_anthropic import FakeAnthropic
@@ -410,7 +410,7 @@ def test_secrets_entropy_plugins_turn_on_the_entropy_checks_before_a_push(
         "reference",
         f"The build.\n{checksum}\n",
     )
-    sync_team()
+    do_sync_team()
     [blocked] = BlockedFile.objects.all()
     assert blocked.reason == "secret" and blocked.key.endswith("build_three.md")
     assert [hit["rule_id"] for hit in blocked.hits] == ["detect-secrets:Hex High Entropy String"]

@@ -10,7 +10,7 @@ import pytest
 
 from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.browser.login import log_in
 from tests.teamsync.gitutil import make_bare, memory
 
@@ -31,7 +31,7 @@ def team_store(tmp_path, settings, alice) -> Store:
     (root / ".drafts" / "n.md").write_text(memory("Half-done draft", "Later.\n"))
     (root / "reference_dump.md").write_text(memory("Dump", "z" * 250_001))
     (root / "latin1.md").write_bytes("---\nname: Café\n---\n".encode("latin-1"))
-    sync_team()
+    do_sync_team()
     return store
 
 

@@ -11,7 +11,7 @@ import pytest
 from memapp.stores.events import record_event
 from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
 from tests.teamsync.gitutil import Member, make_bare
@@ -34,13 +34,13 @@ def team_store(tmp_path, settings, alice) -> Store:
     rota = save(store, alice, "On-call rota")
     for name in ("Deploys", "Pager", "Runbooks", "Oncall", "Staging", "Releases", "Tracing"):
         save(store, alice, name)  # two of ten deleted is no mass deletion (docs/design.md §17)
-    sync_team()
+    do_sync_team()
     dora = Member(tmp_path / "elsewhere", "dora", remote)
     dora.pull()
     dora.delete(owners.path)
     dora.delete(rota.path)
     dora.sync()
-    sync_team()
+    do_sync_team()
     for _ in range(5):
         record_event("stores_discovered", found=3, removed=0, duration_ms=4)
     return store

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.memdir import memory_dir_for
+from memapp.memdir.paths import memory_dir_for
 from memapp.stores.tokens import do_create_api_token
 
 AGENT = Path(sys.executable).parent / "memhub-agent"

@@ -23,6 +23,26 @@ def test_the_client_never_imports_django():
     assert result.returncode == 0, result.stderr
 
 
+def test_the_prompt_and_stop_hooks_load_nothing_a_request_does_not_need():
+    """A hook starts a process on every prompt (docs/design.md §16): its modules leave out the
+    slow-loading ones it has no use for (`python -X importtime` showed each in the hooks)."""
+    code = (
+        "import sys\n"
+        "from memapp.client import cli, hooks, recall_hook, agent_hooks, transcript_hook\n"
+        "for hook in [*hooks.HOOKS.values(), *hooks.GEMINI_HOOKS.values()]:\n"
+        "    if 'session' not in hook.handler:\n"
+        "        hook.load()\n"
+        "slow = {'argparse', 'dataclasses', 'inspect', 'concurrent', 'subprocess', 'yaml'}\n"
+        "loaded = sorted(slow & {m.split('.')[0] for m in sys.modules})\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin"}
+    )
+
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_hook_budget_can_be_raised_for_a_slow_selector():
     assert hook_budget({}) == HOOK_BUDGET < 1.0
     assert hook_budget({"MEMHUB_HOOK_TIMEOUT": "5"}) == 5.0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memapp.client.pull import pull_changes
-from memapp.client.sync import load_base, state_identity, state_path
+from memapp.client.sync_state import load_base, state_identity, state_path
 from memapp.memdir.store_files import checksum
 
 SERVER = "http://memhub.example"

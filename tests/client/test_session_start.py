@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.client.sync import state_path
+from memapp.client.sync_state import state_path
 from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.models import Store
 from memapp.stores.projects import resolve_store

@@ -14,15 +14,13 @@ from memapp.client.http import ApiError, Client
 from memapp.client.project import Project
 from memapp.client.sync import (
     Action,
-    SyncBusy,
     conflict_copy_key,
-    exclusive,
     merge_index_lines,
     plan_sync,
     scan_local,
-    state_path,
     sync_project,
 )
+from memapp.client.sync_state import SyncBusy, exclusive, state_path
 from memapp.memdir.store_files import MAX_BATCH_BYTES, checksum
 from tests.client.conftest import SLUG, topic
 from tests.client.test_sync import fake_github_token

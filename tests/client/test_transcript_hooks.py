@@ -175,3 +175,6 @@ def test_search_prints_the_best_matches_with_links(a, session):
     as_json = json.loads(a.run("search", "deploy", "--json").stdout)
     assert as_json["sessions"][0]["seq"] == 3
     assert a.run("search", "kraken").stdout == "nothing matches 'kraken'\n"
+    for query in ("slow tests", "pytest speed"):  # "pytest speed" through synonyms only
+        found = json.loads(a.run("search", query, "--json").stdout)["sessions"]
+        assert "integration tests slow" in found[0]["snippet"].replace("**", ""), query

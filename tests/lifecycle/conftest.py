@@ -44,7 +44,7 @@ def model(settings):
 
 def consolidate_now(store, user):
     """ "Consolidate now" on the store page, then the task worker: the run as it ended."""
-    from memapp.lifecycle.consolidation import request_consolidation
+    from memapp.lifecycle.tasks import request_consolidation
 
     status, run = request_consolidation(store, trigger="manual", requested_by=user)
     assert status == "queued"

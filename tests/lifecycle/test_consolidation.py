@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.store_changes import do_apply_store_proposal, needs_tick
+from memapp.lifecycle.store_proposals import do_apply_store_proposal, needs_tick
+from memapp.lifecycle.tasks import request_consolidation
 from memapp.memdir.consolidate_lock import LOCK_NAME, read_lock
 from memapp.stores.models import Blob, Event
 from memapp.stores.projects import resolve_store

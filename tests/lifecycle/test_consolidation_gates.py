@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from memapp.lifecycle.consolidation import request_consolidation
 from memapp.lifecycle.gates import SCAN_EVERY, check_gates
 from memapp.lifecycle.models import ConsolidationRun, ConsolidationState, Session
+from memapp.lifecycle.tasks import request_consolidation
 from memapp.memdir.consolidate_lock import LOCK_NAME
 from memapp.memdir.daily_logs import append_to_log
 from memapp.stores.discovery import discover_local_stores

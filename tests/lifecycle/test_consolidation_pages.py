@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memapp.lifecycle.models import Proposal
-from memapp.lifecycle.store_changes import INDEX_KEY
+from memapp.lifecycle.store_proposals import INDEX_KEY
 from memapp.memdir.daily_logs import append_to_log
 from memapp.memdir.store_files import checksum
 from memapp.stores.projects import resolve_store
@@ -183,7 +183,7 @@ def test_the_second_proposal_shows_the_index_with_what_the_first_added(alice):
     """After the distillation of a run is approved, its consolidation shows (in the index
     diff and in the text to edit) the entry the distillation added; a person who removes it
     from that text removes it."""
-    from memapp.lifecycle.store_changes import do_apply_store_proposal
+    from memapp.lifecycle.store_proposals import do_apply_store_proposal
     from tests.lifecycle.conftest import distill_and_consolidate
 
     store, proposals, created = distill_and_consolidate(alice)

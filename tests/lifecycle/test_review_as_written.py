@@ -19,7 +19,7 @@ from memapp.lifecycle.proposals import (
     do_apply_proposal,
     do_propose_changes,
 )
-from memapp.lifecycle.store_changes import do_apply_store_proposal
+from memapp.lifecycle.store_proposals import do_apply_store_proposal
 from memapp.memdir.extraction import ProposedChange
 from memapp.stores.mirror import rescan_store
 from memapp.stores.projects import resolve_store

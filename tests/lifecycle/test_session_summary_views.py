@@ -52,7 +52,7 @@ def test_past_context_search_finds_the_summary_first(summarized, alice_api):
     hits = alice_api.get("/api/v1/search", {"q": "boundary twice"}).json()["sessions"]
     assert hits[0]["kind"] == "summary"
     assert hits[0]["url"].endswith(f"/sessions/{summarized.pk}/#summary")
-    assert "**boundary** **twice**" in hits[0]["snippet"]
+    assert "**boundary twice**" in hits[0]["snippet"]  # the words, and the text as typed
 
 
 def test_a_failed_model_call_keeps_the_cursor_for_the_next_update(alice_api, model):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memapp.lifecycle.models import Session, TranscriptEntry
-from memapp.lifecycle.search import search_past_context
+from memapp.lifecycle.past_context import search_past_context
 from memapp.lifecycle.sessions import check_with_gate, prune_sessions
 from tests.lifecycle.conftest import upload
 from tests.memdir.test_secret_rules import fake_tokens

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memapp.lifecycle.models import Proposal, ProposalChange
-from memapp.lifecycle.store_changes import (
+from memapp.lifecycle.store_proposals import (
     ApplyFailed,
     ApplyRefused,
     NeedsConfirmation,
@@ -236,18 +236,18 @@ def test_a_file_changed_after_the_proposal_holds_everything_back(alice, store, m
 
 def test_an_edit_landing_after_the_check_is_not_overwritten(alice, store, model, monkeypatch):
     """An agent writes alpha.md after the conflict check and before the write: refused, kept."""
-    from memapp.lifecycle import store_changes
+    from memapp.lifecycle import store_proposals
 
     proposal = propose(model, store, alice, [update("alpha.md", "alpha, corrected\n")])
     alpha = Path(store.path) / "alpha.md"
-    real_outcome = store_changes._outcome
+    real_outcome = store_proposals._outcome
 
     def outcome_then_an_agent_writes(*args):
         outcome = real_outcome(*args)
         alpha.write_text(alpha.read_text() + "The agent added this.\n")
         return outcome
 
-    monkeypatch.setattr(store_changes, "_outcome", outcome_then_an_agent_writes)
+    monkeypatch.setattr(store_proposals, "_outcome", outcome_then_an_agent_writes)
     with pytest.raises(ApplyRefused, match="alpha.md"):
         do_apply_store_proposal(proposal, alice)
     assert "The agent added this." in alpha.read_text()

@@ -247,11 +247,24 @@ def test_search_log_resources_and_prompt(server, alice):
         memory_type="project",
         body="Deploys go out on Tuesdays.\n",
     )
-    searched, logged = _tools(server)(
+    do_save_memory(
+        store,
+        alice,
+        name="Slow tests",
+        description="The test suite takes twelve minutes on CI",
+        memory_type="project",
+        body="Run it with xdist.\n",
+    )
+    searched, logged, slow, speed, unrelated = _tools(server)(
         ("search", {"query": "tuesdays"}),
         ("log", {"text": "Moved the deploy to Wednesday", "type": "project"}),
+        ("search", {"query": "slow tests"}),
+        ("search", {"query": "pytest speed"}),  # through synonyms only
+        ("search", {"query": "quantum origami"}),
     )
     assert "project_deploys.md" in _text(searched)
+    assert "project_slow_tests.md" in _text(slow) and "project_slow_tests.md" in _text(speed)
+    assert _text(unrelated).startswith("Nothing in your memories or past sessions matches")
     assert "Moved the deploy to Wednesday" in _text(logged)
     logs = list((Path(store.path) / "logs").rglob("*.md"))
     assert len(logs) == 1 and "[project] Moved the deploy to Wednesday" in logs[0].read_text()

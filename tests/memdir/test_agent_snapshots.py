@@ -26,7 +26,6 @@ from memapp.memdir.agent_snapshots import (
     publish_snapshot,
     read_marker,
     replace_from_snapshot,
-    side_by_side,
     snapshot_dir,
     snapshot_status,
 )
@@ -316,23 +315,6 @@ def test_the_review_checks_frontmatter_and_caps(snap, local):
 def test_a_snapshot_without_an_index_is_flagged(snap, local):
     make_snapshot(snap, **{"a.md": topic("A", "a")})
     assert compare_snapshot(snap, local).checks == ("the snapshot has no MEMORY.md",)
-
-
-def test_side_by_side_folds_long_unchanged_runs():
-    old = "".join(f"line {i}\n" for i in range(1, 21))
-    new = old.replace("line 10\n", "line ten\n")
-    rows = side_by_side(old, new, context=2)
-    kinds = [r.kind for r in rows]
-    assert kinds == ["skip", "equal", "equal", "replace", "equal", "equal", "skip"]
-    assert rows[0].count == 7 and rows[-1].count == 8
-    assert (rows[3].left_no, rows[3].left, rows[3].right_no, rows[3].right) == (
-        10,
-        "line 10",
-        10,
-        "line ten",
-    )
-    assert [r.kind for r in side_by_side("a\n", "a\nb\nc\n")] == ["equal", "insert", "insert"]
-    assert [r.kind for r in side_by_side("a\nb\n", "b\n")] == ["delete", "equal"]
 
 
 # --- hostile names and malformed snapshots -----------------------------------------------------

@@ -320,7 +320,7 @@ def test_a_hit_never_contains_the_value(rule_id):
     hits = scan_text(f"x\n{token}\n")
     assert [hit.rule_id for hit in hits] == [rule_id]
     secret_part = token.split("\n")[1] if rule_id == "private-key" else token
-    shown = repr(hits) + str(hits[0]) + "".join(map(str, vars(hits[0]).values()))
+    shown = repr(hits) + str(hits[0]) + "".join(map(str, hits[0]))  # every field
     assert secret_part not in shown
     assert secret_part[-10:] not in shown
     assert str(hits[0]) == f"line 2: {RULES[rule_id]} ({rule_id})"
@@ -436,20 +436,17 @@ def test_a_lone_surrogate_does_not_break_the_scan():
     assert cache.scan("broken \ud800 text") == []
 
 
-def test_throughput_of_the_fast_rules(capsys):
+def test_the_fast_rules_find_each_planted_secret_in_a_thousand_files():
+    """One hit per planted secret among a thousand clean ~2 KB files (their speed is the team
+    benchmark's "secret scan, fast rules" row, not a timed test)."""
     files = clean_memory_files(1000, seed=99)
     rng = random.Random(5)
     tokens = list(fake_tokens(3).values())
     for i in range(0, 1000, 11):  # ~90 planted secrets, as in the dependency benchmark
         files[i], _ = plant(files[i], tokens[i % len(tokens)], rng)
-    start = time.perf_counter()
-    hits = sum(len(scan_text(text)) for text in files)
-    elapsed = time.perf_counter() - start
-    rate = len(files) / elapsed
-    with capsys.disabled():
-        print(f"\nfast rules: {rate:,.0f} files/s ({len(files)} files of ~2 KB, {hits} hits)")
-    assert hits == len(range(0, 1000, 11))
-    assert rate >= 1_000  # typically well over 10x this
+    hits = [i for i, text in enumerate(files) if scan_text(text)]
+    assert hits == list(range(0, 1000, 11))
+    assert sum(len(scan_text(files[i])) for i in hits) == len(hits)
 
 
 # --- the shapes with no token format (issue 23): a table per rule, true and false ----------

@@ -15,7 +15,7 @@ from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Project, Store, TrashItem
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import HeldDeletion
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.client.conftest import Machine, Server, git_checkout, topic
 from tests.teamsync.gitutil import make_bare, tip_files
 from tests.web.memory_pages import text
@@ -57,7 +57,7 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
     project = Project.objects.get(key=dirname)
     assert str(project) == str(checkout)
     project.members.add(bob)
-    sync_team()
+    do_sync_team()
     assert set(tip_files(remote, dirname)) == {*TEAM, "MEMORY.md"}
 
     # Bob's agent knows the project by its slug; memhub does not yet.
@@ -89,7 +89,7 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
         follow=True,
     )
     assert "Saved: this project is acme/payments." in text(saved)
-    sync_team()
+    do_sync_team()
     discover_local_stores(config)  # discovery every minute: the directory name is an alias
 
     # Bob syncs: he gets the team's memories and shares his own.
@@ -102,7 +102,7 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
     )
     # pulled: the 3 topics and the index; pushed: Bob's topic and the merged index
     assert synced.stdout.startswith("team acme/payments: pulled 4, pushed 2 ")
-    sync_team()
+    do_sync_team()
 
     everything = {**TEAM, "project_staging.md": BOBS}
     assert _topics(team_dir) == everything  # the admin's real team directory

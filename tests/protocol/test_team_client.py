@@ -23,7 +23,7 @@ from memapp.stores.actions import do_put_files
 from memapp.stores.models import Project, Store
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import StoreSyncState, TeamConflict
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.client.conftest import AGENT, SLUG, Machine, Server, git_checkout, topic
 from tests.teamsync.gitutil import tip_files
 
@@ -247,7 +247,7 @@ def test_a_member_s_one_line_index_joins_the_team_s_entries_nothing_lost(
     assert team_sync(laptop).returncode == 0
     assert files(team_dir(laptop)) == files(team_dir(desktop)) == on_server()
     # …and in git: the server's team sync publishes the store, every memory and line in it.
-    assert sync_team().error is None
+    assert do_sync_team().error is None
     in_git = tip_files(data_dir / "team-remote.git", SLUG)
     assert in_git == on_server()
     assert in_git["MEMORY.md"] == merged
@@ -658,7 +658,7 @@ def test_watch_pulls_periodically(laptop, bob, watch):
 def test_the_team_client_never_imports_django():
     code = (
         "import sys\n"
-        "import memapp.client.cli, memapp.client.team\n"
+        "import memapp.client.cli, memapp.client.team, memapp.client.team_commands\n"
         "memapp.client.cli._parser()\n"
         "roots = {m.split('.')[0] for m in sys.modules}\n"
         "assert not roots & {'django', 'rest_framework'}, sorted(roots)\n"

@@ -19,7 +19,7 @@ from memapp.stores.flags import set_flag
 from memapp.stores.models import Project, Store
 from teamsync import protocol
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
-from teamsync.service import resolve_conflict
+from teamsync.service import do_resolve_conflict
 from tests.api.conftest import api_client
 
 pytestmark = pytest.mark.django_db
@@ -409,7 +409,7 @@ def test_a_person_can_bring_a_held_key_back(alice, bob_api, filled):
     do_forget_memory(team_store(), alice, "feedback_db.md")
     put(bob_api, {"feedback_db.md": DB})
 
-    resolve_conflict(TeamConflict.objects.get(key="feedback_db.md"), alice, "theirs")
+    do_resolve_conflict(TeamConflict.objects.get(key="feedback_db.md"), alice, "theirs")
 
     assert on_disk()["feedback_db.md"] == DB
     assert not Tombstone.objects.filter(key="feedback_db.md").exists()
@@ -418,7 +418,7 @@ def test_a_person_can_bring_a_held_key_back(alice, bob_api, filled):
 def test_a_re_upload_the_person_already_refused_raises_no_new_conflict(alice, bob_api, filled):
     do_forget_memory(team_store(), alice, "feedback_db.md")
     put(bob_api, {"feedback_db.md": DB})
-    resolve_conflict(TeamConflict.objects.get(key="feedback_db.md"), alice, "delete")
+    do_resolve_conflict(TeamConflict.objects.get(key="feedback_db.md"), alice, "delete")
 
     again = put(bob_api, {"feedback_db.md": DB})
     assert again.json()["held"] == ["feedback_db.md"]

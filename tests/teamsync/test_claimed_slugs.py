@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Project
 from memapp.stores.tokens import do_create_api_token
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.teamsync.gitutil import Member, memory
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ def elsewhere(remote, tmp_path, alice):
     eve.write("reference_keys.md", memory("Keys", "Where the deploy keys live.\n"))
     eve.sync()
     set_flag("protocol_project_creation", "everyone", user=alice)
-    sync_team()
+    do_sync_team()
 
 
 def test_a_slug_the_shared_repository_holds_is_claimed_only_by_staff(elsewhere, bob, alice):

@@ -10,7 +10,7 @@ import pytest
 from memapp.stores.actions import do_restore_from_trash
 from memapp.stores.history import sha256_hex, timeline
 from memapp.stores.models import Blob, Event, TrashItem
-from teamsync.service import resolve_conflict, sync_team
+from teamsync.service import do_resolve_conflict, do_sync_team
 from tests.teamsync.gitutil import memory
 from tests.teamsync.test_service import conflict, save  # noqa: F401 (a fixture)
 
@@ -24,7 +24,7 @@ def text_of(version) -> str:
 def test_a_pulled_memory_is_a_version_naming_the_teammate_who_wrote_it(team_store, dora, remote):
     dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
     dora.sync()
-    sync_team()
+    do_sync_team()
     [version] = timeline(team_store, "reference_oncall.md")
     assert (version.via, version.user, version.note) == ("team_sync", None, "from dora")
     pull = Event.objects.filter(kind="sync_pull").get()
@@ -33,11 +33,11 @@ def test_a_pulled_memory_is_a_version_naming_the_teammate_who_wrote_it(team_stor
 
 def test_a_memory_a_teammate_deleted_waits_in_the_trash(team_store, alice, dora, remote):
     file = save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.delete(file.path)
     dora.sync()
-    sync_team()
+    do_sync_team()
     assert not Path(team_store.path, file.path).exists()
     item = TrashItem.objects.get()
     assert (item.path, item.via) == (file.path, "team_sync")
@@ -52,7 +52,7 @@ def test_settling_a_conflict_keeps_both_sides_in_the_history(
     bob,
     choice,
 ):
-    resolve_conflict(conflict, bob, choice)
+    do_resolve_conflict(conflict, bob, choice)
     versions = list(timeline(team_store, conflict.key))
     assert versions[0].note == f"resolved a team sync conflict: kept {choice}"
     assert versions[0].user == bob
@@ -72,7 +72,7 @@ def test_a_pulled_index_is_a_version_naming_the_teammate_who_wrote_it(team_store
     dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
     dora.write("MEMORY.md", "- [On-call](reference_oncall.md) — who carries the pager\n")
     dora.sync()
-    sync_team()
+    do_sync_team()
     latest = timeline(team_store, "MEMORY.md").first()
     assert (latest.via, latest.user, latest.note) == ("team_sync", None, "from dora")
     assert text_of(latest) == "- [On-call](reference_oncall.md) — who carries the pager\n"

@@ -13,7 +13,7 @@ from memapp.stores.identity import do_set_project_slug
 from memapp.stores.models import Event, Project, TrashItem
 from memapp.stores.projects import resolve_store
 from teamsync.models import HeldDeletion, StoreSyncState
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.teamsync.gitutil import Member, git, memory, tip_files
 from tests.web.memory_pages import text
 
@@ -37,7 +37,7 @@ def discovered(alice, bob, remote):
     store = resolve_store(alice, "-tmp-ux-demo", "team")
     for key, body in TEAM.items():
         (Path(store.path) / key).write_text(body)
-    sync_team()
+    do_sync_team()
     assert set(tip_files(remote, "-tmp-ux-demo")) == set(TEAM)
     return store
 
@@ -50,7 +50,7 @@ def test_a_new_slug_moves_the_team_folder_in_one_commit_and_deletes_nothing(
     discovered, alice, remote
 ):
     do_set_project_slug(discovered.project, "acme/payments", alice)
-    report = sync_team()
+    report = do_sync_team()
 
     assert report.deleted == 0 and report.error is None
     assert _store_files(discovered) == TEAM
@@ -64,7 +64,7 @@ def test_a_new_slug_moves_the_team_folder_in_one_commit_and_deletes_nothing(
     assert StoreSyncState.objects.get(store=discovered).folder == "acme/payments"
     [event] = Event.objects.filter(kind="folder_moved")
     assert (event.fields["old"], event.fields["new"]) == ("-tmp-ux-demo", "acme/payments")
-    sync_team()  # and it stays so
+    do_sync_team()  # and it stays so
     assert _store_files(discovered) == TEAM
 
 
@@ -76,7 +76,7 @@ def test_a_teammate_editing_under_the_old_name_lands_in_the_moved_file(
     dora.write("deploys.md", memory("Deploys", "Ship on Wednesdays.\n"))
     dora.sync()  # pushed under the old name, before memhub knew the new one
     do_set_project_slug(discovered.project, "acme/payments", alice)
-    report = sync_team()  # memhub moves first, then merges dora's edit into the moved file
+    report = do_sync_team()  # memhub moves first, then merges dora's edit into the moved file
     assert report.deleted == 0
     assert _store_files(discovered)["deploys.md"] == memory("Deploys", "Ship on Wednesdays.\n")
     assert tip_files(remote, "acme/payments")["deploys.md"].endswith("Ship on Wednesdays.\n")
@@ -89,7 +89,7 @@ def test_a_rename_onto_a_folder_holding_other_versions_is_refused_and_the_store_
     other.write("on_call.md", memory("On-call rota", "Eve, always.\n"))
     other.sync()
     do_set_project_slug(discovered.project, "acme/payments", alice)
-    report = sync_team()
+    report = do_sync_team()
 
     assert report.deleted == 0 and report.written == 0
     assert _store_files(discovered) == TEAM  # nothing written over, nothing deleted
@@ -103,7 +103,7 @@ def test_a_rename_onto_a_folder_holding_other_versions_is_refused_and_the_store_
     client.force_login(alice)
     assert state.move_error in text(client.get(reverse("sync")))
     do_set_project_slug(discovered.project, "acme/ux-demo", alice)  # a free name: it moves
-    sync_team()
+    do_sync_team()
     assert tip_files(remote, "acme/ux-demo") == TEAM
     assert StoreSyncState.objects.get(store=discovered).move_error == ""
 
@@ -118,7 +118,7 @@ def emptied(discovered, remote, tmp_path):
     dora.delete("on_call.md")
     dora.write("MEMORY.md", "- [Deploys](deploys.md) — when we ship\n")
     dora.sync()
-    sync_team()
+    do_sync_team()
     return discovered
 
 
@@ -132,7 +132,7 @@ def test_a_sync_that_would_delete_over_a_quarter_of_a_store_asks_first(client, e
     page = text(client.get(reverse("sync")))
     assert "Delete 2 of 3 memories from -tmp-ux-demo?" in page
     assert "code_owners.md" in page and "on_call.md" in page
-    sync_team()  # asking again changes nothing meanwhile
+    do_sync_team()  # asking again changes nothing meanwhile
     assert HeldDeletion.objects.count() == 1 and "on_call.md" in _store_files(emptied)
 
 
@@ -141,7 +141,7 @@ def test_keeping_held_files_puts_them_back_in_the_shared_repository(client, empt
     client.force_login(alice)
     response = client.post(reverse("sync_held", args=[held.pk]), {"choice": "keep"}, follow=True)
     assert "Kept 2 files in -tmp-ux-demo: the next sync shares them again." in text(response)
-    sync_team()
+    do_sync_team()
     shared = tip_files(remote, "-tmp-ux-demo")
     assert shared["code_owners.md"] == TEAM["code_owners.md"]
     assert shared["on_call.md"] == TEAM["on_call.md"]
@@ -158,7 +158,7 @@ def test_confirming_held_deletions_moves_the_files_to_the_trash(client, emptied,
     held = HeldDeletion.objects.get()
     client.force_login(alice)
     client.post(reverse("sync_held", args=[held.pk]), {"choice": "delete"})
-    sync_team()
+    do_sync_team()
     assert set(_store_files(emptied)) == {"deploys.md", "MEMORY.md"}
     assert "code_owners.md" not in _store_files(emptied)["MEMORY.md"]
     assert sorted(TrashItem.objects.values_list("path", flat=True)) == [
@@ -173,7 +173,7 @@ def test_one_deletion_by_a_teammate_goes_through_as_before(discovered, remote, t
     dora.pull()
     dora.delete("deploys.md")
     dora.sync()
-    report = sync_team()
+    report = do_sync_team()
     assert report.deleted == 1 and not HeldDeletion.objects.exists()
 
 
@@ -193,7 +193,7 @@ def wiped(discovered, remote):
     """The store's directory loses three of its memories behind memhub's back."""
     for key in ("code_owners.md", "on_call.md", "deploys.md"):
         (Path(discovered.path) / key).unlink()
-    sync_team()
+    do_sync_team()
     return discovered
 
 
@@ -213,7 +213,7 @@ def test_files_gone_from_the_store_are_not_deleted_for_everyone_without_asking(
     response = client.post(reverse("sync_held", args=[held.pk]), {"choice": "keep"}, follow=True)
     assert "Kept 3 files in -tmp-ux-demo" in text(response)
     assert _store_files(wiped) == TEAM  # written back from the shared repository
-    sync_team()
+    do_sync_team()
     assert tip_files(remote, "-tmp-ux-demo") == TEAM
 
 
@@ -221,7 +221,7 @@ def test_confirmed_outgoing_deletions_reach_the_shared_repository(client, wiped,
     held = HeldDeletion.objects.get()
     client.force_login(alice)
     client.post(reverse("sync_held", args=[held.pk]), {"choice": "delete"})
-    sync_team()
+    do_sync_team()
     assert tip_files(remote, "-tmp-ux-demo") == {}  # the index had only their entries
     deleted_by = git(remote, "log", "--diff-filter=D", "--format=%an", "main", "--", "*on_call.md")
     assert deleted_by.split() == ["alice"]  # who confirmed it

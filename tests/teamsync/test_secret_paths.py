@@ -4,7 +4,7 @@ credentials on command lines, a MEMORY.md line below the first) are kept back fr
 the team", a zip import (its index lines included), the team protocol's PUT and team sync, and
 the shared repository's whole history (`git log -p` and every object) never holds one.
 
-Real git: a bare remote, memhub's clone, sync_team().
+Real git: a bare remote, memhub's clone, do_sync_team().
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from memapp.stores.actions import do_import_files, do_share_memories
 from memapp.stores.projects import resolve_store
 from memapp.stores.transfer import read_import
 from teamsync.models import BlockedFile
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.api.conftest import api_client
 from tests.teamsync.gitutil import history, memory, tip_files
 from tests.teamsync.test_service import every_object
@@ -139,7 +139,7 @@ def test_no_planted_value_reaches_the_remote_by_share_import_put_or_sync(
         (Path(team_store.path) / f"disk_{i}.md").write_text(memory(f"Disk {i}", f"{line}\n"))
     planted += [value for _, value in synced]
 
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed
     assert set(tip_files(remote, FOLDER)) == {"MEMORY.md", "zip_clean.md"}
     blocked = set(BlockedFile.objects.filter(store=team_store).values_list("key", flat=True))

@@ -27,7 +27,7 @@ from memapp.stores.tokens import do_create_api_token
 from teamsync.engine import TeamClone
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, TeamSyncStatus, Tombstone
 from teamsync.scheduling import due
-from teamsync.service import commit_team_change, resolve_conflict, sync_team, team_clone
+from teamsync.service import do_commit_team_change, do_resolve_conflict, do_sync_team, team_clone
 from tests.conftest import background_tick
 from tests.memdir.test_secret_gate import GATE_FLAGS, detect_secrets_kinds
 from tests.memdir.test_secret_rules import clean_memory_file, clean_memory_files, fake_tokens, plant
@@ -115,7 +115,7 @@ def test_a_change_is_committed_without_waiting_on_the_network(
     team_store, alice, settings, tmp_path, monkeypatch, clone_exists
 ):
     if clone_exists:
-        sync_team()
+        do_sync_team()
     # The remote is now a host that never answers: any git network call would hang on it.
     called = tmp_path / "ssh-was-called"
     ssh = tmp_path / "slow-ssh"
@@ -138,7 +138,7 @@ def test_a_change_is_committed_without_waiting_on_the_network(
 
 def test_sync_publishes_what_was_committed(team_store, alice, remote):
     save(team_store, alice, "Deploy")
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed and report.error is None
     files = tip_files(remote, FOLDER)
     assert files["project_deploy.md"] == (root(team_store) / "project_deploy.md").read_text()
@@ -157,7 +157,7 @@ def test_files_an_agent_wrote_behind_memhubs_back_are_committed_by_the_next_sync
     team_store, remote
 ):
     (root(team_store) / "reference_runbook.md").write_text(memory("Runbook", "Page Lin.\n"))
-    report = sync_team()
+    report = do_sync_team()
     assert report.committed == 1 and report.pushed
     assert authors(remote, "main")[0] == "memhub"
     assert tip_files(remote, FOLDER) == {"reference_runbook.md": memory("Runbook", "Page Lin.\n")}
@@ -175,7 +175,7 @@ def test_a_hidden_file_is_neither_listed_counted_nor_shared(client, team_store, 
     client.post(reverse("store_rescan", args=[team_store.pk]))
     page = client.get(reverse("store", args=[team_store.pk])).content.decode()
     team_store.refresh_from_db()
-    report = sync_team()
+    report = do_sync_team()
     dora.pull()
 
     assert "Runbook" in page and "Hidden" not in page and "Draft" not in page
@@ -189,7 +189,7 @@ def test_a_hidden_file_is_neither_listed_counted_nor_shared(client, team_store, 
 def test_a_memory_from_a_teammate_arrives_in_the_store_and_the_mirror(team_store, dora, remote):
     dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n", "reference"))
     dora.sync()
-    report = sync_team()
+    report = do_sync_team()
     assert report.written == 1
     assert (root(team_store) / "reference_oncall.md").read_text() == memory(
         "On-call", "Dora carries the pager.\n", "reference"
@@ -203,13 +203,13 @@ def test_a_key_deleted_in_memhub_leaves_a_tombstone_and_the_deletion_propagates(
     team_store, alice, dora, remote
 ):
     file = save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     dora.pull()
     text = (root(team_store) / file.path).read_bytes()
     do_forget_memory(team_store, alice, file.path)
     tomb = Tombstone.objects.get(store=team_store, key=file.path)
     assert tomb.checksum == "sha256:" + hashlib.sha256(text).hexdigest()
-    sync_team()
+    do_sync_team()
     assert file.path not in tip_files(remote, FOLDER)
     dora.pull()
     assert dora.read(file.path) is None
@@ -234,7 +234,7 @@ def test_a_push_beaten_by_a_teammate_is_integrated_and_retried(
         return original(clone)
 
     monkeypatch.setattr(TeamClone, "push_once", teammate_pushes_first)
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed and report.push_attempts == 2 and report.error is None
     assert set(tip_files(remote, FOLDER)) == {
         "MEMORY.md",
@@ -286,7 +286,7 @@ def test_no_secret_ever_reaches_the_shared_repository(team_store, alice, remote)
     planted = _plant_secrets(root(team_store))
     clean = clean_memory_file(random.Random(1))
     (root(team_store) / "project_clean.md").write_text(clean)
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed
 
     assert tip_files(remote, FOLDER) == {"project_clean.md": clean}
@@ -329,13 +329,13 @@ def test_a_blocked_file_is_reported_once_and_pushed_once_fixed(team_store, alice
     path = root(team_store) / "reference_ci.md"
     path.write_text(memory("CI", f"The runner uses {token}.\n"))
     for _ in range(3):
-        sync_team()
+        do_sync_team()
     assert len(events("secret_skipped")) == 1
     assert BlockedFile.objects.get(key="reference_ci.md").hits == [
         {"rule_id": "github-pat", "label": "GitHub personal access token", "line": 6}
     ]
     path.write_text(memory("CI", "The runner reads its token from the vault.\n"))
-    sync_team()
+    do_sync_team()
     assert not BlockedFile.objects.exists()
     assert "reference_ci.md" in tip_files(remote, FOLDER)
     assert token not in history(remote)
@@ -344,10 +344,10 @@ def test_a_blocked_file_is_reported_once_and_pushed_once_fixed(team_store, alice
 def test_a_blocked_file_that_is_deleted_leaves_the_blocked_list(team_store, remote):
     path = root(team_store) / "reference_ci.md"
     path.write_text(memory("CI", f"{fake_tokens(4)['npm-access-token']}\n"))
-    sync_team()
+    do_sync_team()
     assert BlockedFile.objects.count() == 1
     path.unlink()
-    sync_team()
+    do_sync_team()
     assert not BlockedFile.objects.exists()
 
 
@@ -356,7 +356,7 @@ def test_a_secret_is_refused_at_the_door_when_saved_through_memhub(team_store, a
     with pytest.raises(FileRejected, match="secret"):
         save(team_store, alice, "CI", body=f"token {token}\n")
     assert list(root(team_store).iterdir()) == []
-    sync_team()
+    do_sync_team()
     assert token not in history(remote)
 
 
@@ -364,7 +364,7 @@ def test_five_hundred_clean_realistic_memories_are_all_committed(team_store, rem
     texts = clean_memory_files(500, seed=77)
     for n, text in enumerate(texts):
         (root(team_store) / f"project_note_{n:03d}.md").write_text(text, encoding="utf-8")
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed
     assert report.committed == 500
     assert not BlockedFile.objects.exists()
@@ -382,15 +382,15 @@ def test_over_the_entry_cap_new_entries_are_refused_while_edits_keep_syncing(
 ):
     set_flag("team_max_entries", 3)
     notes = [save(team_store, alice, f"Note {n}") for n in range(1, 4)]
-    sync_team()
+    do_sync_team()
     assert events("entries_capped") == []
 
     extra = save(team_store, alice, "Note 4")
     save(
         team_store, alice, "Note 1", body="Edited after the cap was reached.\n", path=notes[0].path
     )
-    report = sync_team()
-    sync_team()
+    report = do_sync_team()
+    do_sync_team()
 
     assert report.pushed
     files = tip_files(remote, FOLDER)
@@ -402,7 +402,7 @@ def test_over_the_entry_cap_new_entries_are_refused_while_edits_keep_syncing(
     assert "Edited after the cap was reached." in dora.read(notes[0].path)
     # Room again (a memory forgotten): the refused one goes with the next sync.
     do_forget_memory(team_store, alice, notes[2].path)
-    sync_team()
+    do_sync_team()
     assert extra.path in tip_files(remote, FOLDER)
     assert not BlockedFile.objects.exists()
 
@@ -411,7 +411,7 @@ def test_a_file_over_250000_bytes_is_blocked_as_too_large(team_store, remote):
     head = memory("Dump", "")
     (root(team_store) / "reference_big.md").write_text(head + "x" * (250_001 - len(head)))
     (root(team_store) / "reference_edge.md").write_text(head + "y" * (250_000 - len(head)))
-    sync_team()
+    do_sync_team()
     blocked = BlockedFile.objects.get(key="reference_big.md")
     assert blocked.reason == BlockedFile.Reason.TOO_LARGE and blocked.hits == []
     assert set(tip_files(remote, FOLDER)) == {"reference_edge.md"}
@@ -433,7 +433,7 @@ def test_a_push_that_cannot_succeed_is_suppressed_once_and_resumes_when_fixed(
     settings.MEMHUB_TEAM_REMOTE = str(target)
     save(team_store, alice, "Deploy")
 
-    report = sync_team()
+    report = do_sync_team()
     assert report.suppressed and not report.pushed
     status = TeamSyncStatus.get()
     assert status.suppressed_status and str(target) in status.suppressed_reason
@@ -446,14 +446,14 @@ def test_a_push_that_cannot_succeed_is_suppressed_once_and_resumes_when_fixed(
     for _ in range(5):
         background_tick()
     assert len(events("sync_pull")) == 1
-    sync_team()
+    do_sync_team()
     assert len(events("push_suppressed")) == 1
 
     # Fixed: the repository exists now.
     if broken == "not_a_repository":
         shutil.rmtree(target)
     make_bare(target)
-    report = sync_team()
+    report = do_sync_team()
     assert report.pushed
     status = TeamSyncStatus.get()
     assert status.suppressed_reason == "" and status.suppressed_at is None
@@ -470,12 +470,12 @@ THEIRS = DEPLOY.replace("Ship on Tuesdays.", "Ship on Wednesdays (dora).")
 def conflict(team_store, alice, dora, remote) -> TeamConflict:
     """alice (here) and dora (elsewhere) reworded the same line of one memory."""
     file = save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.write(file.path, dora.read(file.path).replace("Ship on Tuesdays.", THEIRS.split("\n")[0]))
     dora.sync()
     save(team_store, alice, "Deploy", body=OURS, path=file.path)
-    report = sync_team()
+    report = do_sync_team()
     assert len(report.conflicts) == 1
     return TeamConflict.objects.get()
 
@@ -496,7 +496,7 @@ def test_overlapping_edits_become_a_conflict_and_both_versions_are_kept(
     [event] = events("conflict")
     assert event == {"path": "project_deploy.md", "reason": "edit"}
     # Held: later syncs neither push ours nor overwrite it.
-    sync_team()
+    do_sync_team()
     assert (root(team_store) / "project_deploy.md").read_text() == conflict.ours
     assert tip_files(remote, FOLDER)["project_deploy.md"] == conflict.theirs
 
@@ -506,8 +506,8 @@ def test_a_conflict_is_resolved_and_the_choice_is_published(
     conflict, team_store, bob, dora, remote, choice
 ):
     merged = DEPLOY.replace("Ship on Tuesdays.", "Ship on Wednesdays or Thursdays.")
-    resolve_conflict(conflict, bob, choice, merged if choice == "merged" else None)
-    sync_team()
+    do_resolve_conflict(conflict, bob, choice, merged if choice == "merged" else None)
+    do_sync_team()
     expected = {
         "ours": conflict.ours,
         "theirs": conflict.theirs,
@@ -531,15 +531,15 @@ def test_a_conflict_is_resolved_and_the_choice_is_published(
     assert not any(marker in history(remote) for marker in MARKERS)
     # Settled: nothing moves on the next syncs.
     head = git(remote, "rev-parse", "main")
-    sync_team()
+    do_sync_team()
     assert git(remote, "rev-parse", "main") == head
 
 
 def test_an_unknown_resolution_is_refused(conflict, bob):
     with pytest.raises(ValueError):
-        resolve_conflict(conflict, bob, "both")
+        do_resolve_conflict(conflict, bob, "both")
     with pytest.raises(ValueError):
-        resolve_conflict(conflict, bob, "merged", None)
+        do_resolve_conflict(conflict, bob, "merged", None)
     conflict.refresh_from_db()
     assert conflict.resolved_at is None
 
@@ -549,7 +549,7 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
     team_store, alice, dora, remote, deleter
 ):
     file = save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     dora.pull()
     if deleter == "here":
         dora.write(file.path, dora.read(file.path).replace("Tuesdays", "Fridays"))
@@ -559,7 +559,7 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
         dora.delete(file.path)
         dora.sync()
         save(team_store, alice, "Deploy", body=OURS, path=file.path)
-    sync_team()
+    do_sync_team()
     conflict = TeamConflict.objects.get()
     assert conflict.kind == "edit_delete"
     if deleter == "here":
@@ -569,8 +569,8 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
     # The edit is never lost: the shared repository keeps it until someone decides.
     assert file.path in tip_files(remote, FOLDER)
 
-    resolve_conflict(conflict, alice, "delete")
-    sync_team()
+    do_resolve_conflict(conflict, alice, "delete")
+    do_sync_team()
     assert file.path not in tip_files(remote, FOLDER)
     assert not (root(team_store) / file.path).exists()
     dora.pull()
@@ -581,23 +581,23 @@ def test_resolving_an_index_conflict_keeps_the_entries_of_files_kept_back(
     team_store, alice, dora, remote
 ):
     save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     index = root(team_store) / "MEMORY.md"
     kept = "- [Dump](reference_dump.md) — the incident log\n"
     (root(team_store) / "reference_dump.md").write_text(memory("Dump", "x" * 260_000 + "\n"))
     index.write_text(index.read_text() + kept)
-    sync_team()
+    do_sync_team()
     assert "reference_dump.md" in BlockedFile.objects.values_list("key", flat=True)
     dora.pull()
     dora.delete("MEMORY.md")
     dora.sync()
     index.write_text(index.read_text().replace("Deploy", "Deploying"))
-    sync_team()
+    do_sync_team()
     conflict = TeamConflict.objects.get(key="MEMORY.md")
     assert conflict.kind == "edit_delete" and conflict.theirs is None
 
-    resolve_conflict(conflict, alice, "delete")
-    sync_team()
+    do_resolve_conflict(conflict, alice, "delete")
+    do_sync_team()
     assert index.read_text() == kept  # deleted as chosen, but not the entry of a local file
     assert "MEMORY.md" not in tip_files(remote, FOLDER)
 
@@ -606,7 +606,7 @@ def test_a_local_edit_racing_a_merge_is_never_written_over_theirs(team_store, al
     """A file edited here after the sync merged a teammate's change to it, before the sync
     brought that change into the store: the next commit must merge, not overwrite."""
     file = save(team_store, alice, "Deploy")
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.write(file.path, dora.read(file.path) + "Added by dora at the end.\n")
     dora.sync()
@@ -617,8 +617,8 @@ def test_a_local_edit_racing_a_merge_is_never_written_over_theirs(team_store, al
         clone.integrate()
     text = (root(team_store) / file.path).read_text()
     (root(team_store) / file.path).write_text(text.replace("Tuesdays", "Thursdays"))
-    commit_team_change(team_store, alice)
-    sync_team()
+    do_commit_team_change(team_store, alice)
+    do_sync_team()
     final = (root(team_store) / file.path).read_text()
     assert "Thursdays" in final and "Added by dora at the end." in final
     assert tip_files(remote, FOLDER)[file.path] == final

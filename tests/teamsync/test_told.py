@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memapp.stores.events import record_event
 from memapp.stores.models import Event
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import memory
 from tests.teamsync.test_service import save
@@ -34,13 +34,13 @@ def trashed(team_store, alice, dora, remote):
     rota = save(team_store, alice, "On-call rota")
     for name in ("Deploys", "Pager", "Runbooks", "Oncall", "Staging", "Releases", "Tracing"):
         save(team_store, alice, name)
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.delete(owners.path)
     dora.delete(rota.path)
     dora.write("reference_pager.md", memory("Pager", "Dora carries the pager.\n", "reference"))
     dora.sync()
-    sync_team()
+    do_sync_team()
     return owners, rota
 
 
@@ -89,7 +89,7 @@ def test_files_kept_back_are_named_until_they_are_fixed(client, team_store, alic
     token = fake_tokens(1)["github-pat"]
     path = Path(team_store.path) / "reference_tokens.md"
     path.write_text(memory("CI", f"The CI token is {token}\n", "reference"))
-    sync_team()
+    do_sync_team()
     client.force_login(alice)
     told = (
         "Team sync kept 1 file back in acme/app: what looks like a secret (github-pat). "
@@ -99,7 +99,7 @@ def test_files_kept_back_are_named_until_they_are_fixed(client, team_store, alic
         shown = text(client.get(reverse(page)))
         assert told in shown and token not in shown
     path.write_text(memory("CI", "The CI token lives in the vault.\n", "reference"))
-    sync_team()
+    do_sync_team()
     assert "Still kept back" not in text(client.get(reverse("events")))
 
 

@@ -10,7 +10,7 @@ import pytest
 from memapp.stores.actions import do_save_memory
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Project, Store
-from teamsync.service import sync_team
+from teamsync.service import do_sync_team
 from tests.conftest import write_memory
 from tests.teamsync.gitutil import MARKERS, git, history, tip_files
 from tests.teamsync.instance import Instance
@@ -50,14 +50,14 @@ def _bea_machine(tmp_path, remote, project_dir: str) -> tuple[Instance, object]:
 def test_two_members_on_two_machines_share_their_team_memory(tmp_path, alice, remote):
     project_dir = "-home-dev-app"  # both keep the checkout at /home/dev/app
     team1, store1 = _alice_machine(tmp_path, project_dir)
-    assert sync_team().pushed
+    assert do_sync_team().pushed
     bea, team2 = _bea_machine(tmp_path, remote, project_dir)
 
     # bea's first push brings alice's memory down and sends hers up.
     out = bea.run("teamsync", "push").stdout
     assert "pushed yes" in out
     assert (team2 / "project_release.md").read_text() == (team1 / "project_release.md").read_text()
-    sync_team()
+    do_sync_team()
     assert (team1 / "reference_oncall.md").read_text() == (
         team2 / "reference_oncall.md"
     ).read_text()
@@ -78,7 +78,7 @@ def test_two_members_on_two_machines_share_their_team_memory(tmp_path, alice, re
         memory_type="project",
         body="Staging is reset every Monday at 06:00 UTC.\n",
     )
-    sync_team()
+    do_sync_team()
     assert "written 2" in bea.run("teamsync", "pull").stdout
     assert (team2 / file.path).read_text() == (team1 / file.path).read_text()
     assert "- [Staging database](project_staging_database.md)" in (team2 / "MEMORY.md").read_text()
@@ -87,7 +87,7 @@ def test_two_members_on_two_machines_share_their_team_memory(tmp_path, alice, re
     edited = (team2 / "project_release.md").read_text().replace("2026-03-05", "2026-03-12")
     (team2 / "project_release.md").write_text(edited)
     assert "pushed yes" in bea.run("teamsync", "push").stdout
-    report = sync_team()
+    report = do_sync_team()
     assert report.written == 1
     assert (team1 / "project_release.md").read_text() == edited
     assert "2026-03-12" in store1.files.get(path="project_release.md").body
@@ -113,7 +113,7 @@ def test_two_members_on_two_machines_share_their_team_memory(tmp_path, alice, re
 def test_projects_linked_by_repo_slug_meet_in_the_owner_repo_folder(tmp_path, alice, remote):
     team1, store1 = _alice_machine(tmp_path, "-home-alice-src-app")
     Project.objects.filter(pk=store1.project_id).update(repo_slug="acme/app")
-    sync_team()
+    do_sync_team()
     bea, team2 = _bea_machine(tmp_path, remote, "-Users-bea-code-app")
     bea.run(
         "shell",
@@ -122,7 +122,7 @@ def test_projects_linked_by_repo_slug_meet_in_the_owner_repo_folder(tmp_path, al
         "Project.objects.filter(key='-Users-bea-code-app').update(repo_slug='acme/app')",
     )
     bea.run("teamsync", "push")
-    sync_team()
+    do_sync_team()
     assert set(tip_files(remote, "acme/app")) == {
         "MEMORY.md",
         "project_release.md",

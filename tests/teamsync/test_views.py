@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memapp.stores.actions import do_save_memory
 from teamsync.models import TeamConflict, TeamSyncStatus
-from teamsync.service import AlreadyResolved, resolve_conflict, sync_team
+from teamsync.service import AlreadyResolved, do_resolve_conflict, do_sync_team
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import git, memory, tip_files
 
@@ -62,7 +62,7 @@ def test_it_shows_the_remote_the_stores_and_what_is_pending(client, team_store, 
     )
     page = text(client.get(reverse("sync")))
     assert "changes waiting to be pushed" in page
-    sync_team()
+    do_sync_team()
     page = text(client.get(reverse("sync")))
     assert "Pending nothing" in page
     assert "Last push 0 minutes ago" in page
@@ -96,7 +96,7 @@ def test_a_suppressed_push_is_shown_prominently(client, team_store, alice, setti
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
-    sync_team()
+    do_sync_team()
     client.force_login(alice)
     banner = section(client.get(reverse("sync")), "suppressed")
     assert "Pushing is stopped" in banner
@@ -114,7 +114,7 @@ def test_blocked_files_show_the_rule_and_line_but_never_the_value(
     (root / "reference_db.md").write_text(memory("DB", f"{password_line}\n"))
     head = memory("Dump", "")
     (root / "reference_dump.md").write_text(head + "z" * 250_001)
-    sync_team()
+    do_sync_team()
 
     client.force_login(bob)
     response = client.get(reverse("sync"))
@@ -151,21 +151,21 @@ def test_the_history_tells_each_sync_in_a_sentence(client, team_store, alice, re
     do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
-    sync_team()
-    sync_team(push=False)
+    do_sync_team()
+    do_sync_team(push=False)
     client.force_login(alice)
     rows = story(client.get(reverse("sync")))
     assert rows == ["Pulled: nothing new", "Pushed 2 changes", "Pulled: nothing new"]
 
 
 def test_pulls_that_bring_nothing_fold_into_one_line(client, team_store, alice, dora, remote):
-    sync_team()
-    sync_team()
+    do_sync_team()
+    do_sync_team()
     dora.write("reference_oncall.md", memory("On-call", "Dora carries the pager.\n"))
     dora.sync()
-    sync_team()
+    do_sync_team()
     for _ in range(3):
-        sync_team()
+        do_sync_team()
     client.force_login(alice)
     rows = story(client.get(reverse("sync")))
     assert rows == [
@@ -186,7 +186,7 @@ def conflict(team_store, alice, dora, remote) -> TeamConflict:
     file = do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body=body
     )
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.write(file.path, dora.read(file.path).replace("Tuesdays", "Wednesdays <dora>"))
     dora.sync()
@@ -199,7 +199,7 @@ def conflict(team_store, alice, dora, remote) -> TeamConflict:
         body="Ship on Thursdays & Fridays.\n",
         path=file.path,
     )
-    sync_team()
+    do_sync_team()
     return TeamConflict.objects.get()
 
 
@@ -248,7 +248,7 @@ def test_keeping_one_side_resolves_it_and_the_next_sync_publishes_it(
     assert response.status_code == 302 and response.url == reverse("sync")
     conflict.refresh_from_db()
     assert conflict.resolved_by == bob and conflict.resolution == choice
-    sync_team()
+    do_sync_team()
     expected = conflict.ours if choice == "ours" else conflict.theirs
     assert tip_files(remote, "acme/app")["project_deploy.md"] == expected
     assert (Path(team_store.path) / "project_deploy.md").read_text() == expected
@@ -266,7 +266,7 @@ def test_an_edited_merge_is_saved_with_unix_line_endings(client, conflict, alice
         {"choice": "merged", "merged": merged.replace("\n", "\r\n"), "confirm": "yes"},
     )
     assert response.status_code == 302
-    sync_team()
+    do_sync_team()
     assert tip_files(remote, "acme/app")["project_deploy.md"] == merged
 
 
@@ -283,7 +283,7 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
     file = do_save_memory(
         team_store, alice, name="Deploy", description="d", memory_type="project", body="x\n"
     )
-    sync_team()
+    do_sync_team()
     dora.pull()
     dora.delete(file.path)
     dora.sync()
@@ -296,7 +296,7 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
         body="y\n",
         path=file.path,
     )
-    sync_team()
+    do_sync_team()
     conflict = TeamConflict.objects.get()
     client.force_login(alice)
     page = text(client.get(reverse("sync_conflict", args=[conflict.pk])))
@@ -304,7 +304,7 @@ def test_an_edit_delete_conflict_offers_deleting(client, team_store, alice, dora
     client.post(
         reverse("sync_conflict", args=[conflict.pk]), {"choice": "delete", "confirm": "yes"}
     )
-    sync_team()
+    do_sync_team()
     assert file.path not in tip_files(remote, "acme/app")
     assert not (Path(team_store.path) / file.path).exists()
 
@@ -374,7 +374,7 @@ def test_keep_ours_keeps_what_the_store_holds_now_and_their_side_stays_in_the_hi
     assert "Your store already has this text: nothing in it changes." in asked
     client.post(url, {"choice": "ours", "confirm": "yes"})
     assert path.read_text() == now
-    sync_team()
+    do_sync_team()
     assert tip_files(remote, "acme/app")["project_deploy.md"] == now
     history = text(client.get(reverse("memory_history", args=[team_store.pk, later.path])))
     assert "team sync · their side of a team sync conflict, not kept" in history
@@ -425,5 +425,5 @@ def test_a_conflict_resolved_twice_from_two_tabs_is_said_so_and_loses_nothing(
     conflict.refresh_from_db()
     assert conflict.resolution == "ours"
     with pytest.raises(AlreadyResolved):  # a second request that got past the page's check
-        resolve_conflict(TeamConflict.objects.get(pk=conflict.pk), bob, "theirs")
+        do_resolve_conflict(TeamConflict.objects.get(pk=conflict.pk), bob, "theirs")
     assert path.read_text() == conflict.ours

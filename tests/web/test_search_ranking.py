@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import RecallStat
@@ -105,3 +107,30 @@ def test_memories_never_recalled_can_be_listed(client, corpus, alice):
     client.force_login(alice)
     never = titles(client.get(url("store", corpus) + "?problem=never_recalled"))
     assert "Flaky CI job" not in never and "Ops runbooks" in never
+
+
+def test_a_store_search_costs_the_same_queries_small_or_large(client, corpus, alice):
+    """The ranked part comes from the store's index, the rows for the plain-text matches and
+    the page shown: as many queries at 3 files as at 600, the first search after a rescan (the
+    index rebuilt) and the next one alike (issue 29: 49 queries at 20,000 files)."""
+    client.force_login(alice)
+    search = url("store", corpus) + "?q=flaky+tests"
+
+    def counts() -> tuple[int, int]:
+        rescan_store(corpus)
+        corpus.refresh_from_db()
+        counted = []
+        for _ in range(2):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(search).status_code == 200
+            counted.append(len(queries))
+        return counted[0], counted[1]
+
+    small = counts()
+    for n in range(600):
+        write_memory(
+            root(corpus), f"project_job_{n}.md", f"Job {n}", "A flaky nightly test", "project"
+        )
+    large = counts()
+    assert large == small
+    assert len(titles(client.get(search))) == 50  # a full page, of the 600 that match

@@ -19,7 +19,7 @@ from typing import Any
 
 from memapp.client.install.hook_settings import hook_events, without_hooks
 from memapp.client.install.settings_files import SettingsError, edit_json
-from memapp.memdir import config_home
+from memapp.memdir.paths import config_home
 
 __all__ = ["HOOKS", "SERVER_NAME", "Placement", "install", "installed", "placement", "uninstall"]
 

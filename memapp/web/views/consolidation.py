@@ -10,16 +10,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from memapp.lifecycle.consolidation import (
-    ACTIVE,
-    do_cancel_consolidation,
-    request_consolidation,
-)
+from memapp.lifecycle.consolidation import ACTIVE, do_cancel_consolidation
 from memapp.lifecycle.daily_logs import has_logs, store_logs
 from memapp.lifecycle.models import ConsolidationRun, Proposal, ProposalChange
 from memapp.lifecycle.proposals import AccessLost, ProposalClosed, do_reject_proposal
 from memapp.lifecycle.status import consolidation_status
-from memapp.lifecycle.store_changes import (
+from memapp.lifecycle.store_proposals import (
     ApplyRefused,
     NeedsConfirmation,
     default_selection,
@@ -27,9 +23,10 @@ from memapp.lifecycle.store_changes import (
     index_text,
     review_store_proposal,
 )
+from memapp.lifecycle.tasks import request_consolidation
 from memapp.memdir.daily_logs import log_day
 from memapp.stores.access import get_store_for_user
-from memapp.web.consolidation_forms import StoreDecisionForm
+from memapp.web.forms import StoreDecisionForm
 
 PANEL = "lifecycle/partials/consolidation_panel.html"
 

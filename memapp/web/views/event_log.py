@@ -14,8 +14,8 @@ from django.shortcuts import render
 
 from memapp.stores.events import ordered_fields
 from memapp.stores.models import Event, EventTotal, Project, event_visibility
-from memapp.web.admin_forms import EventFilterForm, event_filter_users
 from memapp.web.event_story import story
+from memapp.web.forms import EventFilterForm, event_filter_users
 from memapp.web.keyset import event_page
 
 PAGE_SIZE = 50

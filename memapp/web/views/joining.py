@@ -30,7 +30,7 @@ from memapp.stores.invitations import (
 )
 from memapp.stores.models import Invitation, Project
 from memapp.stores.tokens import last_call
-from memapp.web.joining_forms import AcceptForm, DeviceCodeForm, InvitationForm, ProjectForm
+from memapp.web.forms import AcceptForm, DeviceCodeForm, InvitationForm, ProjectForm
 
 
 def _staff_only(request: HttpRequest) -> None:

@@ -25,22 +25,22 @@ from memapp.lifecycle.models import (
     Session,
     SessionSummary,
 )
+from memapp.lifecycle.past_context import search_past_context
 from memapp.lifecycle.proposals import (
     AccessLost,
-    ApplyResult,
     EditRefused,
     ProposalClosed,
+    ProposalResult,
     change_diff,
     do_apply_proposal,
     do_rebase_change,
     do_reject_proposal,
     revise_change,
 )
-from memapp.lifecycle.search import search_past_context
 from memapp.lifecycle.sessions import do_forget_session, skip_sentences
-from memapp.lifecycle.store_changes import do_rebase_store_change, is_store_wide
+from memapp.lifecycle.store_proposals import do_rebase_store_change, is_store_wide
 from memapp.stores.models import Store
-from memapp.web.lifecycle_forms import DecisionForm
+from memapp.web.forms import ProposalDecisionForm
 from memapp.web.markdown import render_markdown
 from memapp.web.views.consolidation import store_proposal_detail
 
@@ -85,7 +85,7 @@ def _sources(proposal: Proposal) -> list[dict]:
     return shown
 
 
-def _result_message(request: HttpRequest, result: ApplyResult) -> None:
+def _result_message(request: HttpRequest, result: ProposalResult) -> None:
     if result.applied:
         messages.success(request, f"Applied: {', '.join(result.applied)}.")
     if result.conflicts:
@@ -98,7 +98,7 @@ def _result_message(request: HttpRequest, result: ApplyResult) -> None:
         messages.error(request, f"Refused: {', '.join(result.refused)} (see below).")
 
 
-def _previewed(request: HttpRequest, proposal: Proposal, form: DecisionForm) -> dict:
+def _previewed(request: HttpRequest, proposal: Proposal, form: ProposalDecisionForm) -> dict:
     """Each pending change as the person's edits leave it (nothing saved): change id → the
     store it goes to; an edit that cannot be written is a form error instead."""
     stores = {}
@@ -134,12 +134,12 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     changes = list(proposal.changes.all())
     pending = [c for c in changes if c.status == ProposalChange.Status.PENDING]
     store = proposal.store
-    form = DecisionForm(
+    form = ProposalDecisionForm(
         pending=pending, store=store, initial={"changes": [str(c.pk) for c in pending]}
     )
     decision = request.POST.get("decision", "preview")
     if request.method == "POST":
-        form = DecisionForm(request.POST, pending=pending, store=store)
+        form = ProposalDecisionForm(request.POST, pending=pending, store=store)
         try:
             if decision == "reject":
                 do_reject_proposal(proposal, request.user)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from memapp.stores.flags import FLAGS, FlagSpec, clear_flag_override, flag_spec, get_flag, set_flag
 from memapp.stores.models import Event, FlagValue, Project
-from memapp.web.admin_forms import FlagForm, show_value
+from memapp.web.forms import FlagForm, show_value
 
 HISTORY = 25
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from memapp.memdir.index import INDEX_FILENAME
 from memapp.stores.discovery import local_owner
-from memapp.web.snapshot_forms import CheckoutForm, DecisionForm
+from memapp.web.forms import CheckoutForm, SnapshotDecisionForm
 from snapshots.actions import (
     DecisionRefused,
     do_decide_snapshot,
@@ -117,7 +117,7 @@ def _ticked_by_default(review) -> list[str]:
     ]
 
 
-def _asks_first(form: DecisionForm, request: HttpRequest) -> bool:
+def _asks_first(form: SnapshotDecisionForm, request: HttpRequest) -> bool:
     """Replace deletes local memories: it is carried out once the person has seen which."""
     replace = form.cleaned_data["decision"] == SnapshotDecision.Decision.REPLACE
     return replace and request.POST.get("confirm") != "yes"
@@ -129,7 +129,7 @@ def snapshot_review(
 ) -> HttpResponse:
     target = get_target_for_user(request.user, checkout_id, agent_type, scope)
     if request.method == "POST":
-        form = DecisionForm(request.POST, target=target)
+        form = SnapshotDecisionForm(request.POST, target=target)
         if form.is_valid() and _asks_first(form, request):
             review = target.review
             context = {
@@ -155,7 +155,7 @@ def snapshot_review(
             return redirect(request.path)
     else:
         review = target.review
-        form = DecisionForm(
+        form = SnapshotDecisionForm(
             target=target,
             initial={
                 "fingerprint": review.fingerprint,

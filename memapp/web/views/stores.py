@@ -20,24 +20,24 @@ from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import near_duplicates
 from memapp.stores.access import get_store_for_user
 from memapp.stores.actions import do_rebuild_index_entries
-from memapp.stores.flags import get_flag
+from memapp.stores.flags import project_index_caps
 from memapp.stores.locks import store_lock
+from memapp.stores.memory_search import search_memories
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
-from memapp.stores.search import search_memories
 from memapp.web.forms import FilterForm, unknown_type, unknown_type_warning
 from memapp.web.highlight import highlight, snippet
 
 PAGE_SIZE = 50
 
 
-def _filtered(request: HttpRequest, memories):
-    """The filtered (and, with a query, ranked) page of memories, with matches marked."""
+def _filtered(request: HttpRequest, stores):
+    """The filtered (and, with a query, ranked) page of the stores' memories, matches marked."""
     form = FilterForm(request.GET)
     filters = form.cleaned_data if form.is_valid() else {}
     now_ms = int(time.time() * 1000)
-    found = search_memories(memories, filters, now_ms, settings.MEMHUB_STALE_DAYS)
+    found = search_memories(stores, filters, now_ms, settings.MEMHUB_STALE_DAYS)
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
     if text := (filters.get("q") or "").strip():
         for memory in page.object_list:
@@ -52,7 +52,7 @@ def _filtered(request: HttpRequest, memories):
 @login_required
 def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
-    form, page, query, now_ms = _filtered(request, store.files.all())
+    form, page, query, now_ms = _filtered(request, [store])
     context = {
         "store": store,
         "form": form,
@@ -67,8 +67,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "memapp/partials/memory_list.html", context)
     context["trash_count"] = store.trash.count()
-    max_lines = get_flag("index_max_lines", store.project)
-    max_bytes = get_flag("index_max_bytes", store.project)
+    max_lines, max_bytes = project_index_caps(store.project)
     truncation = load_index(store.path, max_lines, max_bytes)
     context.update(
         index=truncation,
@@ -85,9 +84,7 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
 @login_required
 def search(request: HttpRequest) -> HttpResponse:
     """Every memory the user may see, across stores, with the same filters."""
-    form, page, query, now_ms = _filtered(
-        request, MemoryFile.objects.visible_to(request.user).select_related("store__project")
-    )
+    form, page, query, now_ms = _filtered(request, Store.objects.visible_to(request.user))
     context = {
         "form": form,
         "page": page,
@@ -136,11 +133,9 @@ def _frontmatter_problems(store: Store, files) -> list[tuple[MemoryFile, list[st
 @login_required
 def store_health(request: HttpRequest, store_id: int) -> HttpResponse:
     store = get_store_for_user(request.user, store_id)
+    max_lines, max_bytes = project_index_caps(store.project)
     health = index_health(
-        Path(store.path),
-        exclude=tuple(store.exclude),
-        max_lines=get_flag("index_max_lines", store.project),
-        max_bytes=get_flag("index_max_bytes", store.project),
+        Path(store.path), exclude=tuple(store.exclude), max_lines=max_lines, max_bytes=max_bytes
     )
     files = store.files.all()
     described = [(f.path, f.description) for f in files if f.description]

@@ -18,10 +18,10 @@ from teamsync.models import BlockedFile, HeldDeletion, StoreSyncState, TeamConfl
 from teamsync.service import (
     AlreadyResolved,
     current_text,
-    decide_deletions,
+    do_decide_deletions,
+    do_resolve_conflict,
     folder_for,
     request_sync,
-    resolve_conflict,
     suggested_merge,
     team_remote_display,
 )
@@ -102,7 +102,7 @@ def held_deletions(request: HttpRequest, held_id: int) -> HttpResponse:
     if held.decided_at is not None:
         messages.info(request, f"Already answered: {held.get_decision_display()}.")
         return redirect("sync")
-    decide_deletions(held, request.user, delete=choice == "delete")
+    do_decide_deletions(held, request.user, delete=choice == "delete")
     where = held.store.project
     if choice == "delete":
         note = f"Deleted {len(held.keys)} files from {where}: they are in its Trash."
@@ -178,7 +178,7 @@ def conflict_detail(request: HttpRequest, conflict_id: int) -> HttpResponse:
             }
         else:
             try:
-                resolve_conflict(conflict, request.user, choice, merged)
+                do_resolve_conflict(conflict, request.user, choice, merged)
             except AlreadyResolved as exc:
                 messages.error(request, str(exc))
                 return redirect("sync_conflict", conflict_id=conflict.pk)

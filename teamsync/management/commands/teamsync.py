@@ -4,7 +4,7 @@ task on its own schedule; see teamsync.scheduling)."""
 from __future__ import annotations
 
 from memapp.stores.management.base import OneShotCommand
-from teamsync.service import SyncReport, sync_team, team_remote_display
+from teamsync.service import SyncReport, do_sync_team, team_remote_display
 
 
 class Command(OneShotCommand):
@@ -15,7 +15,7 @@ class Command(OneShotCommand):
 
     def handle(self, *args, action, **options):
         self.stdout.write(f"Team sync with {team_remote_display()} …")
-        report = sync_team(push=action == "push")
+        report = do_sync_team(push=action == "push")
         self._summary(report)
         if report.error:
             raise SystemExit(1)

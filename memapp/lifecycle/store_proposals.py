@@ -28,9 +28,9 @@ from django.db import transaction
 from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import (
     EDITABLE,
-    ApplyResult,
     EditRefused,
     ProposalClosed,
+    ProposalResult,
     Revision,
     change_diff,
     check_access,
@@ -41,8 +41,8 @@ from memapp.lifecycle.proposals import (
     rendered_change,
     revise_change,
 )
-from memapp.memdir.agent_snapshots import FileChange, compare_file, side_by_side
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.consolidate_lock import (
     LockUnavailable,
     read_lock,
@@ -50,7 +50,6 @@ from memapp.memdir.consolidate_lock import (
     restore_lock,
     try_acquire_lock,
 )
-from memapp.memdir.consolidation import Risk, fit_index, index_checks, store_risks
 from memapp.memdir.frontmatter import FrontmatterError
 from memapp.memdir.index import (
     INDEX_FILENAME,
@@ -63,10 +62,11 @@ from memapp.memdir.index import (
     with_index_entry,
     without_index_entry,
 )
+from memapp.memdir.index_plan import Risk, fit_index, index_checks, store_risks
 from memapp.memdir.store_files import FileRejected, walk_store
 from memapp.stores.actions import EditConflict, do_put_files, do_save_memory, store_file_path
 from memapp.stores.changes import announce_change
-from memapp.stores.flags import get_flags
+from memapp.stores.flags import project_index_caps
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
@@ -219,11 +219,6 @@ class Outcome:
 def _topic_keys(store: Store) -> set[str]:
     """The store's topic files as they are on disk now (the mirror may lag behind)."""
     return {found.key for found in walk_store(store.path, store.exclude, indexes=False)}
-
-
-def _caps(store: Store) -> tuple[int, int]:
-    flags = get_flags(store.project)
-    return flags["index_max_lines"], flags["index_max_bytes"]
 
 
 def _relinked(text: str, old_key: str, line: str) -> str:
@@ -443,7 +438,7 @@ def review_store_proposal(
         for c in changes
         if c.pk in chosen and c.status == ProposalChange.Status.PENDING and c.pk not in refused
     ]
-    caps = _caps(store)
+    caps = project_index_caps(store.project)
     outcome = _outcome(store, picked, caps, revisions, _unticked_deletes(changes, picked))
     views = []
     for change in changes:
@@ -502,7 +497,7 @@ def index_as_approved(proposal: Proposal, change: ProposalChange) -> str:
         return proposed_index(change, index_text(store))
     picked = [c for c in pending if c.pk in chosen]
     kept = _unticked_deletes(pending, picked)
-    return _outcome(store, picked, _caps(store), kept=kept).index_after
+    return _outcome(store, picked, project_index_caps(store.project), kept=kept).index_after
 
 
 # --- approving --------------------------------------------------------------------------------
@@ -611,7 +606,7 @@ def do_apply_store_proposal(
     *,
     confirm: bool = False,
     decision: str = "approved",
-) -> ApplyResult:
+) -> ProposalResult:
     """Approve a store-wide proposal: the selected pending changes (the default selection,
     never a change with a `bad` check, when `change_ids` is None), each with the person's
     `edits`, applied all together or not at all.
@@ -643,7 +638,7 @@ def do_apply_store_proposal(
             revisions[change.pk] = _revise(store, user, change, (edits or {}).get(change.pk, {}))
         except EditRefused as exc:
             raise ApplyRefused(f"{change.key}: {exc}") from None
-    result = ApplyResult()
+    result = ProposalResult()
     conflicts = _conflicts(store, [c for c in picked if revisions[c.pk].store.pk == store.pk])
     if conflicts:
         with transaction.atomic():
@@ -651,7 +646,13 @@ def do_apply_store_proposal(
                 change.save()
         result.conflicts = [c.key for c in conflicts]
         return result
-    outcome = _outcome(store, picked, _caps(store), revisions, _unticked_deletes(pending, picked))
+    outcome = _outcome(
+        store,
+        picked,
+        project_index_caps(store.project),
+        revisions,
+        _unticked_deletes(pending, picked),
+    )
     if outcome.problems:
         raise ApplyRefused("; ".join(outcome.problems.values()))
     if outcome.risks and not confirm:
@@ -684,7 +685,10 @@ def do_rebase_store_change(change: ProposalChange) -> ProposalChange:
         current = index_text(store)
         change.base_text = current
         change.checks = index_checks(
-            change.body, _topic_keys(store), _caps(store), bool(parse_index_entries(current))
+            change.body,
+            _topic_keys(store),
+            project_index_caps(store.project),
+            bool(parse_index_entries(current)),
         )
         change.save(update_fields=["checks", "base_text"])
     return change

@@ -1,0 +1,227 @@
+"""Agent API: the stores a token's user can see, and their files (list, read, write, delete,
+batch) with checksums as preconditions (docs/design.md §10, §18)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
+from rest_framework import status
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memapp.api import examples
+from memapp.api import serializers as s
+from memapp.api.errors import ApiError
+from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.store_files import CHECKSUM_PREFIX, FileRejected, checksum
+from memapp.stores.access import get_store_for_user
+from memapp.stores.actions import (
+    do_put_files,
+    store_file_path,
+)
+from memapp.stores.models import Store, Via
+from memapp.stores.projects import no_project_message, resolve_store
+
+
+def etag_value(header: str | None) -> str | None:
+    """An If-Match / If-None-Match value with quotes (and a weak prefix) stripped."""
+    return header.strip().removeprefix("W/").strip('"') if header else None
+
+
+@extend_schema(
+    operation_id="listStores",
+    summary="List the stores I can see",
+    tags=["stores"],
+    responses=s.StoreListSerializer,
+)
+@api_view(["GET"])
+def store_list(request: Request) -> Response:
+    stores = Store.objects.visible_to(request.user).select_related("project")
+    return Response({"stores": s.StoreSerializer(stores, many=True).data})
+
+
+@extend_schema(
+    operation_id="resolveStore",
+    summary="Find (or create) a project's store",
+    tags=["stores"],
+    request=s.ResolveStoreSerializer,
+    examples=[examples.RESOLVE_STORE],
+    responses={
+        200: s.StoreSerializer,
+        404: OpenApiResponse(s.ErrorSerializer, "No such store (`no_store` with `create: false`)."),
+    },
+)
+@api_view(["POST"])
+def store_resolve(request: Request) -> Response:
+    """The caller's private store or the project's team store, created on first use unless
+    `create` is false (a dry run must leave the server as it was)."""
+    data = s.validated(s.ResolveStoreSerializer, request.data)
+    try:
+        store = resolve_store(
+            request.user,
+            data["project"],
+            data["scope"],
+            alias=data["project_dirname"],
+            create=data["create"],
+        )
+    except Http404:
+        if data["create"]:
+            raise ApiError(404, "no_project", no_project_message(data["project"])) from None
+        raise ApiError(404, "no_store", "No such store yet; a sync creates it.") from None
+    return Response(s.StoreSerializer(store).data)
+
+
+def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
+    """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
+    one per folder that has topic files."""
+    folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
+    found = {}
+    for folder in folders:
+        key = f"{folder}{INDEX_FILENAME}"
+        try:
+            found[key] = checksum(store_file_path(store, key).read_bytes())
+        except (FileRejected, OSError):
+            continue
+    return found
+
+
+@extend_schema(
+    operation_id="listFiles",
+    summary="List a store's files (or their checksums)",
+    tags=["files"],
+    parameters=[OpenApiParameter("view", str, enum=["hashes"], required=False)],
+    responses=PolymorphicProxySerializer(
+        component_name="FileListing",
+        serializers=[s.FileListSerializer, s.FileHashesSerializer],
+        resource_type_field_name=None,
+    ),
+)
+@api_view(["GET"])
+def file_list(request: Request, store_id: int) -> Response:
+    """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
+    store = get_store_for_user(request.user, store_id)
+    files = store.files.order_by("path")
+    if request.query_params.get("view") == "hashes":
+        sums = {path: CHECKSUM_PREFIX + sha for path, sha in files.values_list("path", "sha256")}
+        return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
+    indexes = _index_checksums(store, list(files.values_list("path", flat=True)))
+    return Response(
+        {
+            "files": [
+                {
+                    "key": f.path,
+                    "checksum": f.checksum,
+                    "size": f.size,
+                    "mtime_ms": f.mtime_ms,
+                    "name": f.name,
+                    "description": f.description,
+                    "type": f.type or None,
+                }
+                for f in files.defer("body")
+            ]
+            + [
+                {"key": key, "checksum": sum_, "name": "", "description": "", "type": None}
+                for key, sum_ in indexes.items()
+            ]
+        }
+    )
+
+
+def _file_response(store: Store, key: str, request: Request) -> Response:
+    path = store_file_path(store, key)
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        raise Http404 from None
+    etag = checksum(data)
+    if etag_value(request.headers.get("If-None-Match")) == etag:
+        return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": f'"{etag}"'})
+    body = {
+        "key": key,
+        "content": data.decode("utf-8", "replace"),
+        "checksum": etag,
+        "mtime_ms": path.stat().st_mtime_ns // 1_000_000,
+    }
+    return Response(body, headers={"ETag": f'"{etag}"'})
+
+
+@extend_schema(
+    methods=["GET"],
+    operation_id="getFile",
+    summary="Read a file",
+    tags=["files"],
+    responses={200: s.FileSerializer, 304: OpenApiResponse(description="`If-None-Match` matched.")},
+)
+@extend_schema(
+    methods=["PUT"],
+    operation_id="putFile",
+    summary="Write a file",
+    tags=["files"],
+    request=s.FileContentSerializer,
+    examples=[examples.PUT_FILE],
+    responses={200: s.FilePutResultSerializer, 201: s.FilePutResultSerializer},
+)
+@extend_schema(
+    methods=["DELETE"],
+    operation_id="deleteFile",
+    summary="Delete a file",
+    tags=["files"],
+    responses={204: None},
+)
+@api_view(["GET", "PUT", "DELETE"])
+def file_detail(request: Request, store_id: int, key: str) -> Response:
+    """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
+    store = get_store_for_user(request.user, store_id)
+    if_match = etag_value(request.headers.get("If-Match"))
+    if request.method == "GET":
+        return _file_response(store, key, request)
+    if request.method == "PUT":
+        data = s.validated(s.FileContentSerializer, request.data)
+        result = do_put_files(
+            store,
+            request.user,
+            {key: data["content"]},
+            if_match={key: if_match} if if_match else None,
+        )
+        new = checksum(data["content"].encode())
+        code = status.HTTP_200_OK if key in result["unchanged"] else status.HTTP_201_CREATED
+        return Response(
+            {"key": key, "checksum": new, **result}, status=code, headers={"ETag": f'"{new}"'}
+        )
+    if not store_file_path(store, key).is_file():
+        raise Http404
+    do_put_files(
+        store, request.user, {}, delete=(key,), if_match={key: if_match} if if_match else None
+    )
+    return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(
+    operation_id="syncFiles",
+    summary="Upload and delete files in one all-or-nothing batch",
+    tags=["files"],
+    request=s.BatchSerializer,
+    examples=[examples.SYNC_FILES],
+    responses=s.BatchResultSerializer,
+)
+@api_view(["POST"])
+def file_batch(request: Request, store_id: int) -> Response:
+    """Upload changed files and delete others in one all-or-nothing request."""
+    store = get_store_for_user(request.user, store_id)
+    data = s.validated(s.BatchSerializer, request.data)
+    result = do_put_files(
+        store,
+        request.user,
+        data["files"],
+        delete=tuple(data["delete"]),
+        if_match=data["base"],
+        via=Via.AGENT_SYNC,
+    )
+    checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
+    return Response({**result, "checksums": checksums})

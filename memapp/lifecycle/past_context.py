@@ -1,0 +1,194 @@
+"""Past-context search (docs/design.md §14.9, §24): one function over a person's own sessions
+and the memories they may see, ranked by the one rule of `memapp.memdir.ranking`, with
+highlighted snippets. A session's summary comes before the entries: it says in a paragraph what
+the entries say in pages.
+
+Memories are the Search page's (`memapp.stores.memory_search`). Session entries are found by the
+database's full-text index (SQLite FTS5 tables that triggers keep up to date; PostgreSQL's
+full-text search, a GIN index on the transcript text) holding any word of the query or of its
+synonyms, at most CANDIDATES of them, then ranked here like memories; an entry holding the query
+as typed (part of a word) follows the ranked ones. Only entries detect-secrets has checked are
+searched.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.db.models import Q
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from memapp.lifecycle.models import SessionSummary
+from memapp.memdir.ranking import (
+    MAX_QUERY,
+    START,
+    STOP,
+    Passage,
+    match_terms,
+    rank_passages,
+    snippet,
+)
+from memapp.stores.memory_search import best_memories
+from memapp.stores.models import Store
+
+__all__ = ["MAX_QUERY", "Hit", "SearchResult", "search_past_context"]
+
+CANDIDATES = 200  # entries (and summaries) the database finds for the ranking to order
+MAX_TEXT = 16_384  # characters of an entry read for its ranking and snippet
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str  # memory, summary or session (an entry of one)
+    title: str
+    snippet: str  # the matched terms between START and STOP
+    score: float  # higher is better
+    session_id: int | None = None  # Session.pk
+    agent_session_id: str = ""  # the agent's session id
+    seq: int | None = None
+    when: datetime.datetime | None = None
+    store_id: int | None = None
+    path: str = ""
+
+    @property
+    def snippet_html(self) -> SafeString:
+        text = escape(self.snippet).replace(START, "<mark>").replace(STOP, "</mark>")
+        return mark_safe(text)  # escaped above; only the marks are markup
+
+    @property
+    def snippet_text(self) -> str:
+        """The snippet as plain text, matched terms in **bold** (for agents and the CLI)."""
+        return self.snippet.replace(START, "**").replace(STOP, "**")
+
+
+@dataclass
+class SearchResult:
+    query: str
+    memories: list[Hit] = field(default_factory=list)
+    sessions: list[Hit] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.memories and not self.sessions
+
+
+def search_past_context(user, query: str, limit: int = 20) -> SearchResult:
+    """The memories `user` may see and the entries of their own sessions that match `query`,
+    best first, at most `limit` of each."""
+    result = SearchResult(query)
+    query = query[:MAX_QUERY].strip()
+    terms = match_terms(query)
+    if not terms or not user.is_authenticated:
+        return result
+    stores = list(Store.objects.visible_to(user))
+    result.memories = [_memory_hit(query, *found) for found in best_memories(stores, query, limit)]
+    find = _sqlite if connection.vendor == "sqlite" else _postgresql
+    passages = _summaries(user, terms) + find(user, terms)
+    ranked = rank_passages(query, passages)
+    literal = query.casefold()
+    if len(literal) >= 2:  # what holds the query as typed, as on the Search page
+        seen = {id(p) for p, _ in ranked}
+        ranked += sorted(
+            ((p, 0.0) for p in passages if id(p) not in seen and literal in p.text.casefold()),
+            key=lambda row: -row[0].when_ms,
+        )
+    summaries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "summary"]
+    entries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "session"]
+    result.sessions = (summaries + entries)[:limit]
+    return result
+
+
+def _memory_hit(query: str, memory, score: float) -> Hit:
+    text = f"{memory.description}\n{memory.body}"
+    return Hit(
+        "memory",
+        memory.title,
+        snippet(query, text) or memory.description,
+        score,
+        store_id=memory.store_id,
+        path=memory.path,
+    )
+
+
+def _hit(query: str, passage: Passage, score: float) -> Hit:
+    kind, session_pk, agent_id, title, seq, when = passage.key
+    return Hit(
+        kind,
+        title or agent_id,
+        snippet(query, passage.text) or passage.text[:180],
+        score,
+        session_id=session_pk,
+        agent_session_id=agent_id,
+        seq=seq,
+        when=when,
+    )
+
+
+def _ms(when: datetime.datetime | None) -> int:
+    return int(when.timestamp() * 1000) if when is not None else 0
+
+
+def _summaries(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    """The summaries of `user`'s sessions holding any of `terms`, newest first."""
+    holds = Q()
+    for term in terms:
+        holds |= Q(text__icontains=" ".join(term))
+    found = SessionSummary.objects.filter(holds, session__owner=user, updates__gt=0)
+    passages = []
+    for summary in found.select_related("session").order_by("-updated_at")[:CANDIDATES]:
+        session = summary.session
+        key = ("summary", session.pk, session.session_id, session.title, None, summary.updated_at)
+        passages.append(Passage(key, summary.text, _ms(summary.updated_at)))
+    return passages
+
+
+def _entry(row) -> Passage:
+    session_pk, seq, timestamp, agent_id, title, text = row
+    if isinstance(timestamp, str):  # SQLite's raw cursor gives text
+        timestamp = datetime.datetime.fromisoformat(timestamp)
+    if timestamp is not None and timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=datetime.UTC)
+    return Passage(("session", session_pk, agent_id, title, seq, timestamp), text, _ms(timestamp))
+
+
+def _sqlite(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    # Any term; a term's last word as a prefix. Terms are letters and digits, quoted as they are.
+    match = " OR ".join(f'"{" ".join(term)}"*' for term in terms)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title, substr(e.text, 1, %s)
+            FROM lifecycle_entry_fts
+            JOIN lifecycle_transcriptentry e ON e.id = lifecycle_entry_fts.rowid
+            JOIN lifecycle_session s ON s.id = e.session_id
+            WHERE lifecycle_entry_fts MATCH %s AND s.owner_id = %s AND e.gate_checked
+            ORDER BY bm25(lifecycle_entry_fts) LIMIT %s""",
+            [MAX_TEXT, match, user.pk, CANDIDATES],
+        )
+        return [_entry(row) for row in cursor.fetchall()]
+
+
+def _postgresql(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    tsquery = " | ".join(
+        "(" + " <-> ".join([*(f"'{w}'" for w in term[:-1]), f"'{term[-1]}':*"]) + ")"
+        for term in terms
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title, left(e.text, %s)
+            FROM (
+                SELECT e.id, ts_rank(to_tsvector('english', e.text), q) AS rank
+                FROM lifecycle_transcriptentry e
+                JOIN lifecycle_session s ON s.id = e.session_id,
+                to_tsquery('english', %s) q
+                WHERE to_tsvector('english', e.text) @@ q AND s.owner_id = %s AND e.gate_checked
+                ORDER BY rank DESC LIMIT %s
+            ) best
+            JOIN lifecycle_transcriptentry e ON e.id = best.id
+            JOIN lifecycle_session s ON s.id = e.session_id
+            ORDER BY rank DESC""",
+            [MAX_TEXT, tsquery, user.pk, CANDIDATES],
+        )
+        return [_entry(row) for row in cursor.fetchall()]

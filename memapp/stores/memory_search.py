@@ -1,0 +1,224 @@
+"""Searching memories (docs/design.md §24): the store page, the Search page and the memory half
+of past-context search. Ranked by the one rule of `memapp.memdir.ranking` from each store's
+index (every file, kept while the store's mirror is unchanged), weak matches included, then
+whatever else holds the query as typed (part of a word, a path), newest first.
+
+A search costs the same few queries whatever the store's size: the ranked part comes from the
+index, not from the rows; the rows are read for the plain-text matches (one query), for the
+filters when some are set (one), and for the page shown (one).
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import operator
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from memapp.memdir.offline_recall import RecallIndex
+from memapp.memdir.ranking import MAX_QUERY
+from memapp.stores.models import MemoryFile, MemoryFileQuerySet, Store
+from memapp.stores.recall import index_from_mirror
+
+_indexes: dict[int, RecallIndex] = {}
+_checked: dict[int, object] = {}  # store id -> the scan time its index was last checked at
+_lock = threading.Lock()
+
+Key = tuple[int, str]  # a memory as (store id, path)
+UNRANKED_BY_PATH = 5_000  # at most this many memories left out by the ranking asked for by path
+
+
+def store_search_index(store: Store) -> RecallIndex:
+    """The index of every file of the store, kept while its mirror rows are unchanged.
+
+    Mirror rows change only in a rescan, and every rescan sets the store's scan time: while it
+    is the one the index was checked at, the index is used without reading the rows again (at
+    20,000 files, reading them is most of a search)."""
+    with _lock:
+        index = _indexes.get(store.pk)
+        fresh = index is not None and _checked.get(store.pk) == store.scanned_at
+    if fresh:
+        return index
+    index = index_from_mirror(store, None, _indexes, _lock)
+    with _lock:
+        _checked[store.pk] = store.scanned_at
+    return index
+
+
+_positions: dict[int, tuple[RecallIndex, dict[str, int]]] = {}  # store id -> index, path -> i
+
+
+def _positions_in(store: Store, index: RecallIndex) -> dict[str, int]:
+    """Where each path of the store is in its index (kept with the index)."""
+    with _lock:
+        kept = _positions.get(store.pk)
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    positions = {header.path: i for i, header in enumerate(index.headers)}
+    with _lock:
+        _positions[store.pk] = (index, positions)
+    return positions
+
+
+@dataclass
+class _Ranked:
+    """One store's matches by the ranking rule: scores by position in its index."""
+
+    store: Store
+    index: RecallIndex
+    scores: dict[int, float]
+
+    def key(self, i: int) -> Key:
+        return (self.store.pk, self.index.headers[i].path)
+
+
+def _ranked(stores: Iterable[Store], query: str) -> list[_Ranked]:
+    rankings = []
+    for store in stores:
+        index = store_search_index(store)
+        rankings.append(_Ranked(store, index, index.scored(query)))
+    return rankings
+
+
+def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQuerySet:
+    """The memories holding `query` as written (any case) in a field: part of a word, a path."""
+    return memories.filter(
+        Q(name__icontains=query)
+        | Q(description__icontains=query)
+        | Q(body__icontains=query)
+        | Q(path__icontains=query)
+    )
+
+
+class Found(Sequence):
+    """The matches in the Search page's order, a page's rows read when it is shown (for a
+    Paginator): ranked ones best first, only as many put in order as the pages shown need
+    (a broad query matches most of a large store), then plain-text ones newest first."""
+
+    def __init__(self, ranked: list[_Ranked], plain: list[Key]) -> None:
+        self.ranked, self.plain = ranked, plain
+        self._count = sum(len(r.scores) for r in ranked)
+        self._best: list[Key] = []
+
+    def __len__(self) -> int:
+        return self._count + len(self.plain)
+
+    def score(self, key: Key) -> float:
+        """The ranking's score of a match, 0 for a plain-text one."""
+        for r in self.ranked:
+            if r.store.pk == key[0]:
+                i = _positions_in(r.store, r.index).get(key[1])
+                return r.scores.get(i, 0.0) if i is not None else 0.0
+        return 0.0
+
+    def keys(self, stop: int) -> list[Key]:
+        """The first `stop` matches."""
+        if len(self._best) < min(stop, self._count):
+            # Equal scores: the newer memory (first in its index) first, as recall orders them.
+            every = (
+                (score, -i, n) for n, r in enumerate(self.ranked) for i, score in r.scores.items()
+            )
+            self._best = [self.ranked[n].key(-i) for _, i, n in heapq.nlargest(stop, every)]
+        best = self._best[:stop]
+        return best + self.plain[: max(0, stop - len(best))]
+
+    def __getitem__(self, item):
+        if isinstance(item, int):
+            return self[item : item + 1][0]
+        start, stop, _ = item.indices(len(self))
+        return _rows(self.keys(stop)[start:stop])
+
+
+def _rows(keys: list[Key]) -> list[MemoryFile]:
+    """The mirror rows of `keys`, in that order (one query)."""
+    rows = MemoryFile.objects.select_related("store__project").filter(
+        store_id__in={store for store, _ in keys}, path__in={path for _, path in keys}
+    )
+    by_key = {(row.store_id, row.path): row for row in rows}
+    return [by_key[key] for key in keys if key in by_key]
+
+
+_SORTS = {  # over (key, mtime, name, type), as the database orders the other sorts
+    "newest": lambda row: (-row[1], row[0][1]),
+    "name": lambda row: (row[2], row[0][1]),
+    "type": lambda row: (row[3], -row[1]),
+}
+
+
+def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
+    """Every match ordered by another sort than best match."""
+    rows = [
+        (r.key(i), h.mtime_ms, h.name or "", h.type or "")
+        for r in ranked
+        for i in r.scores
+        for h in (r.index.headers[i],)
+    ] + [((store, path), mtime, name, type_) for store, path, mtime, name, type_ in plain]
+    rows.sort(key=sort)
+    return Found([], [key for key, *_ in rows])
+
+
+def _is_ranked(ranked: list[_Ranked]):
+    """A test whether a (store id, path) is among the ranked matches."""
+    by_store = {r.store.pk: (r.scores, _positions_in(r.store, r.index)) for r in ranked}
+
+    def test(store_id: int, path: str) -> bool:
+        scores, positions = by_store.get(store_id, ({}, {}))
+        return positions.get(path, -1) in scores
+
+    return test
+
+
+def _unranked(plain: MemoryFileQuerySet, ranked: list[_Ranked]) -> MemoryFileQuerySet:
+    """`plain` cut to the memories the ranking left out, by path when they are few (a broad
+    query ranks most of a store: the database then reads a few rows, not every match)."""
+    left_out = [
+        (r.store.pk, [r.index.headers[i].path for i in set(range(len(r.index))) - r.scores.keys()])
+        for r in ranked
+    ]
+    if sum(len(paths) for _, paths in left_out) > UNRANKED_BY_PATH:
+        return plain
+    return plain.filter(
+        functools.reduce(
+            operator.or_,
+            (Q(store_id=store_id, path__in=paths) for store_id, paths in left_out if paths),
+            Q(pk__in=[]),
+        )
+    )
+
+
+def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
+    """The memories of `stores` (a queryset or a list), narrowed by the filters; with a query,
+    ranked unless another sort was asked for. A sequence a Paginator can page through."""
+    query = (filters.get("q") or "").strip()[:MAX_QUERY]
+    rest = {**filters, "q": ""}
+    narrowed = MemoryFile.objects.filter(store__in=stores).matching(rest, now_ms, stale_days)
+    if not query:
+        return narrowed.select_related("store__project")
+    ranked = _ranked(list(stores), query)
+    if any(value for key, value in rest.items() if key != "sort"):
+        # The filters are the database's to apply; the ranking stays the index's.
+        allowed = set(narrowed.values_list("store_id", "path"))
+        for r in ranked:
+            paths = r.index.headers
+            r.scores = {i: s for i, s in r.scores.items() if (r.store.pk, paths[i].path) in allowed}
+    is_ranked = _is_ranked(ranked)
+    # Ordered here, not by the database: ordering by age would make it walk every row.
+    plain = _unranked(substring_matches(narrowed, query), ranked).order_by()
+    fields = ("store_id", "path", "mtime_ms", "name", "type")
+    others = [row for row in plain.values_list(*fields) if not is_ranked(*row[:2])]
+    others.sort(key=lambda row: (-row[2], row[1]))
+    if sort := _SORTS.get(filters.get("sort") or ""):
+        return _sorted(ranked, others, sort)
+    return Found(ranked, [(store_id, path) for store_id, path, *_ in others])
+
+
+def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:
+    """The `limit` best memories of `stores` for `query` with their scores, in the Search page's
+    order."""
+    found = search_memories(stores, {"q": query}, 0, 0)
+    assert isinstance(found, Found)  # a query, no other sort
+    return [(row, found.score((row.store_id, row.path))) for row in found[:limit]]
