@@ -14,11 +14,7 @@ import threading
 import time
 from datetime import timedelta
 
-<<<<<<< HEAD
-from django.db import transaction
-=======
 from django.db import IntegrityError, transaction
->>>>>>> main
 from django.utils import timezone
 
 from memapp.stores.event_totals import add_to_totals, prune_totals
@@ -158,23 +154,19 @@ def flush_events() -> int:
     with _buffer_lock:
         pending = _buffer[:]
         _buffer.clear()
-<<<<<<< HEAD
-    if pending:
-        with transaction.atomic():
-            Event.objects.bulk_create(pending)
-            add_to_totals(pending)
-=======
     if not pending:
         return 0
     try:
         with transaction.atomic():
             Event.objects.bulk_create(pending)
+            add_to_totals(pending)
     except IntegrityError:
         # A project, store or user was deleted while its events waited here: they keep no
         # reference to it, as if written before the delete (SET_NULL).
         _forget_deleted(pending)
-        Event.objects.bulk_create(pending)
->>>>>>> main
+        with transaction.atomic():
+            Event.objects.bulk_create(pending)
+            add_to_totals(pending)
     return len(pending)
 
 
