@@ -1,6 +1,7 @@
 """Events a page at a time by their place in time (docs/design.md §12.1): "Older" and "Newer"
-carry the (created_at, id) of the last or first event shown, so a page reads its events from
-the index on `created_at` and stops, where page numbers counted every matching event first.
+carry the (created_at, id) of the last or first event shown (or of the last one looked at), so
+a page reads the newest events from the index on `created_at` and stops, where page numbers
+counted every matching event first.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The events page: what happened (docs/design.md §12), filtered, a page at a time, each event
 told as a sentence (routine ones folded, `memapp.web.event_story`).
 
-Everyone signed in has one; each sees only the events they may (`Event.objects.visible_to`):
+Everyone signed in has one; each sees only the events they may (`event_visibility`):
 events about a private store reach its owner alone, those of a team store its members alone,
 staff included.
 """
