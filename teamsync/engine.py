@@ -25,14 +25,15 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import re
+import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
-from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
 from memapp.memdir.filelock import file_lock
 from memapp.memdir.index import merge_index, parse_index_entries
 from memapp.memdir.keys import PathTraversalError, validate_key
@@ -43,8 +44,10 @@ from memapp.memdir.store_files import (
     checksum,
     entry_path,
     is_index_key,
+    is_store_key,
+    read_file,
     read_store,
-    write_entries,
+    store_checksums,
 )
 
 BRANCH = "main"
@@ -124,6 +127,13 @@ class IncomingResult:
     deleted: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
     base: dict[str, str] = field(default_factory=dict)
+    contents: dict[str, bytes] = field(default_factory=dict)  # what was written, by key
+
+
+# git blob id -> checksum of its content: content-addressed, so never stale. A pull reads from
+# git's objects only the blobs it has not seen (the ones a teammate changed).
+_blob_checksums: dict[str, str] = {}
+MAX_REMEMBERED_BLOBS = 200_000
 
 
 def _entries_outside(key: str, text: str, in_repo: set[str]) -> set[int]:
@@ -193,6 +203,13 @@ def union_lines(first: bytes, second: bytes) -> bytes:
         if line.strip() and line not in lines:
             lines.append(line)
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _read_store_file(directory: Path, key: str) -> bytes | None:
+    try:
+        return read_file(directory / key)
+    except OSError:
+        return None
 
 
 def _write_clone(path: Path, data: bytes) -> None:
@@ -543,12 +560,12 @@ class TeamClone:
     def incoming_deletions(self, spec: StoreSpec) -> list[str]:
         """The memory files integrating the remote would delete from the store: gone from its
         folder, unchanged here since the base."""
-        clone = read_store(self.clone_dir / spec.folder)
-        store = read_store(spec.directory, spec.exclude)
+        clone = self.tree_blobs(spec.folder)
+        store = store_checksums(spec.directory, spec.exclude)
         return sorted(
             key
             for key in set(spec.base) - set(clone) - spec.held
-            if not is_index_key(key) and key in store and checksum(store[key]) == spec.base[key]
+            if not is_index_key(key) and store.get(key) == spec.base[key]
         )
 
     def restore_files(
@@ -700,30 +717,91 @@ class TeamClone:
         if touched:
             repo.git.commit("-m", "Rebuild MEMORY.md after merging", "--quiet")
 
+    def tree_blobs(self, folder: str, ref: str = "HEAD") -> dict[str, str]:
+        """The memory files of `folder` in commit `ref`, as git blob ids by key (the files
+        :func:`read_store` would find in the checked-out folder, listed from git's objects
+        without reading one); empty when there is no such commit."""
+        with self.repo() as repo:
+            try:
+                out = repo.git.ls_tree("-r", "-z", "--full-tree", ref, "--", f"{folder}/")
+            except GitCommandError:
+                return {}
+        prefix = folder + "/"
+        blobs = {}
+        for line in out.split("\0"):
+            meta, _, path = line.partition("\t")
+            mode, _, rest = meta.partition(" ")
+            kind, _, blob = rest.partition(" ")
+            key = path.removeprefix(prefix)
+            # Regular files only: the walk of a checked-out folder follows no symlink.
+            if kind == "blob" and mode in ("100644", "100755") and is_store_key(key):
+                blobs[key] = blob
+        return blobs
+
+    def read_blobs(self, blobs: Collection[str]) -> dict[str, bytes]:
+        """The content of git blobs by id, from git's objects in one `git cat-file --batch`."""
+        if not blobs:
+            return {}
+        ids = list(dict.fromkeys(blobs))
+        out = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=self.clone_dir,
+            input="".join(f"{blob}\n" for blob in ids).encode(),
+            capture_output=True,
+            check=True,
+        ).stdout
+        contents, pos = {}, 0
+        for blob in ids:
+            end = out.index(b"\n", pos)
+            _sha, kind, size = out[pos:end].split(b" ")
+            if kind != b"blob":
+                raise GitCommandError(["git", "cat-file", "--batch"], 1, f"{blob}: {kind!r}")
+            start = end + 1
+            contents[blob] = out[start : start + int(size)]
+            pos = start + int(size) + 1
+        return contents
+
+    def _checksums(self, blobs: Mapping[str, str]) -> dict[str, str]:
+        """:func:`checksum` of each key's blob, reading only blobs not seen before."""
+        unseen = [blob for blob in blobs.values() if blob not in _blob_checksums]
+        if len(_blob_checksums) + len(unseen) > MAX_REMEMBERED_BLOBS:
+            _blob_checksums.clear()
+            unseen = list(blobs.values())
+        for blob, data in self.read_blobs(unseen).items():
+            _blob_checksums[blob] = checksum(data)
+        return {key: _blob_checksums[blob] for key, blob in blobs.items()}
+
     def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
         """Write to the store what changed in its folder since the base; the store's own
         changes are never overwritten (a key changed on both sides waits for the next sync,
         which commits it and lets git merge it). Indexes come last and are compared in their
         shared form; an arriving one keeps the store's entries of files outside the
-        repository."""
+        repository.
+
+        What arrived is read from git's objects (the folder's tree at HEAD), and only the
+        blobs that differ from the base; the store's side is compared by checksums that
+        re-read only files whose stat changed (:func:`store_checksums`). So a pull costs the
+        files it changes, not the folder's size, and no checkout pass touches the rest."""
         result = IncomingResult(base=dict(spec.base))
-        folder = self.clone_dir / spec.folder
-        clone = read_store(folder)
-        store = read_store(spec.directory, spec.exclude)
+        blobs = self.tree_blobs(spec.folder)
+        clone = self._checksums(blobs)
+        store = store_checksums(spec.directory, spec.exclude)
         keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
-        writes: dict[str, bytes] = {}
-        for key in keys:
-            incoming = clone.get(key)
-            if (checksum(incoming) if incoming is not None else None) == spec.base.get(key):
-                continue
-            ours = store.get(key)
-            if is_index_key(key):
+        changed = [key for key in keys if clone.get(key) != spec.base.get(key)]
+        data = self.read_blobs([blobs[key] for key in changed if key in blobs])
+        writes: dict[Path, bytes] = {}
+        for key in changed:
+            arriving = clone.get(key)
+            incoming = data[blobs[key]] if arriving is not None else None
+            current = store.get(key)
+            if is_index_key(key) and current is not None:
                 in_repo = set(clone) | set(result.deleted)  # what goes now was shared
-                if ours is not None:
+                ours = _read_store_file(spec.directory, key)
+                if ours is None:
+                    current = None  # gone since its checksum was taken
+                else:
                     incoming = with_local_entries(key, incoming, ours, in_repo)
-                    ours = shared_index(key, ours, in_repo)
-            current = checksum(ours) if ours is not None else None
-            arriving = checksum(clone[key]) if key in clone else None
+                    current = checksum(shared_index(key, ours, in_repo))
             if current == arriving:
                 self._set_base(result.base, key, arriving)
                 continue
@@ -739,10 +817,13 @@ class TeamClone:
                 delete_file(target, missing_ok=True)
                 result.deleted.append(key)
             else:
-                writes[key] = incoming
+                writes[target] = incoming
                 result.written.append(key)
+                result.contents[key] = incoming
             self._set_base(result.base, key, arriving)
-        write_entries(spec.directory, writes, spec.exclude)
+        for target in writes:  # every key checked above: write_entries without checking again
+            target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic_files(writes)
         return result
 
     @staticmethod

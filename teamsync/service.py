@@ -22,7 +22,7 @@ from memapp.memdir.index import merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
-from memapp.memdir.store_files import read_store
+from memapp.memdir.store_files import walk_store
 from memapp.stores.actions import do_forget_memories, do_put_files
 from memapp.stores.discovery import local_owner
 from memapp.stores.events import record_event
@@ -347,7 +347,7 @@ def too_many_deletions(count: int, total: int) -> bool:
 
 
 def _topic_count(store: Store) -> int:
-    return sum(1 for key in read_store(Path(store.path), tuple(store.exclude)) if is_topic(key))
+    return sum(1 for found in walk_store(store.path, store.exclude) if is_topic(found.key))
 
 
 def _hold_deletions(store: Store, keys: list[str], total: int, *, outgoing: bool) -> None:
@@ -360,7 +360,7 @@ def _hold_deletions(store: Store, keys: list[str], total: int, *, outgoing: bool
 def _guard_outgoing(store: Store, state: StoreSyncState) -> None:
     """Files gone from a store's directory behind memhub's back (a directory emptied, a
     checkout switched) are deleted from the shared repository only if few."""
-    present = read_store(Path(store.path), tuple(store.exclude))
+    present = {found.key for found in walk_store(store.path, store.exclude)}
     held = _spec(store, state).held
     gone = sorted(k for k in state.base if is_topic(k) and k not in present and k not in held)
     total = sum(1 for key in state.base if is_topic(key))
@@ -422,8 +422,8 @@ def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport
     for key in keys:
         author = authors.get(f"{folder}/{key}", "")
         written, deleted = by_author.setdefault(author, ({}, {}))
-        if key in applied.written:
-            written[key] = (Path(store.path) / key).read_bytes()
+        if key in applied.contents:
+            written[key] = applied.contents[key]
         else:
             deleted[key] = None
     for author, (written, deleted) in by_author.items():

@@ -16,7 +16,8 @@ Floors:
   ``yaml.load(..., Loader=yaml.CSafeLoader)`` of the frontmatter (:func:`floor_cold_scan`). Both
   this and the cold scan run in a fresh process each time, so nothing is cached in-process (the
   OS page cache is warm for both).
-- warm rescan: a bare ``os.scandir`` walk that stats every file (:func:`floor_stat_walk`).
+- warm rescan: a bare ``os.scandir`` walk that stats every file (:func:`floor_stat_walk`); target
+  ≤ 1.3× (issue 29, down from 1.5×; it measured 1.85× before, shown beside the new figure).
 - manifest: one f-string per header, without time formatting.
 - index truncation: split into lines, keep 200, join, cut to 25,000 bytes.
 """
@@ -36,6 +37,9 @@ import yaml
 
 from memapp.bench.common import PROJECT_ROOT, Corpus, Row, Section, medians, timed
 from memapp.memdir.scan import ScanCache, format_manifest, scan_memory_files
+
+WARM_RESCAN_TARGET = 1.3  # issue 29
+WARM_RESCAN_WAS = "was 1.85×"  # before issue 29's rescans at the floor
 
 
 def floor_cold_scan(root: str) -> int:
@@ -124,7 +128,11 @@ def bench_scan(corpus: Corpus, runs: int) -> list[Row]:
     )
     if cache.misses != len(headers):
         raise AssertionError("a warm rescan read files")
-    rows.append(Row(corpus.size, "warm rescan (unchanged)", warm, floor, 1.5))
+    rows.append(
+        Row(
+            corpus.size, "warm rescan (unchanged)", warm, floor, WARM_RESCAN_TARGET, WARM_RESCAN_WAS
+        )
+    )
     return rows
 
 

@@ -21,9 +21,10 @@ keeps in that data dir. Targets (issue 5):
   The push gate above: ≥ 800 files/s per process on cold caches.
 - :func:`bench_sync`: ``do_sync_team()`` of a team store holding every file as new (secret gate on
   cold caches, commit, push): ≤ 10 s. Then a teammate with a plain git clone changes every
-  file and pushes, and ``do_sync_team(push=False)`` pulls (fetch, merge, write to the store, mirror
-  update): ≤ 2 s. Then ``GET /api/claude_code/team_memory?view=hashes`` for the store, server
-  time through Django's test client: ≤ 20 ms.
+  file and pushes, and ``do_sync_team(push=False)`` pulls (fetch, merge, write to the store,
+  mirror update): ≤ 1 s (issue 29; 2 s before). Then
+  ``GET /api/claude_code/team_memory?view=hashes`` for the store, server time through Django's
+  test client: ≤ 20 ms.
 
 Before each timed step, :func:`os.sync` flushes what the set-up wrote, so the disk's write-back
 of one step does not land in the next one's time.
@@ -45,7 +46,8 @@ from memapp.bench.common import Corpus, Row, generate_corpus
 
 GIT_WORK_TARGET = 3.0
 PUSH_LIMIT = 10.0
-PULL_LIMIT = 2.0
+PULL_LIMIT = 1.0  # issue 29 (it was 2 s)
+PULL_WAS = "was 1.69 s"  # before issue 29's pull from git objects
 HASHES_LIMIT = 0.020
 MIN_FAST_RULE_RATE = 1_000.0
 MIN_GATE_RATE = 800.0
@@ -60,7 +62,7 @@ same files; whole push = do_sync_team() with the secret gate on cold caches; pul
 do_sync_team(push=False) after a teammate's plain git clone changed every file; view=hashes =
 server time of the team memory protocol; transcript redaction = a 5,000-entry session by the
 fast rules, then by both layers. Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules
-≥ 1,000 files/s, push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 2 s,
+≥ 1,000 files/s, push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 1 s (issue 29),
 view=hashes ≤ 20 ms."""
 
 
@@ -382,7 +384,7 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
             "team pull, do_sync_team(push=False)",
             pull_seconds,
             limit=PULL_LIMIT,
-            note=f"{pulled.written:,} files changed by a teammate",
+            note=f"{pulled.written:,} files changed by a teammate; {PULL_WAS}",
         ),
         Row(
             corpus.size,

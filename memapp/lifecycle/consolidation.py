@@ -80,7 +80,7 @@ from memapp.memdir.lint import near_duplicates, similar_to
 from memapp.memdir.scan import MemoryHeader, detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
-from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
+from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum, read_file
 from memapp.memdir.transcripts import render_messages
 from memapp.stores.actions import new_memory_path
 from memapp.stores.events import record_event
@@ -332,7 +332,7 @@ def orient(store: Store, flags: dict) -> Orientation:
         rescan_store(store)
         root = Path(store.path)
         try:
-            raw_index = (root / INDEX_KEY).read_bytes()
+            raw_index = read_file(root / INDEX_KEY)
         except FileNotFoundError:
             raw_index = b""
     rows = list(
@@ -395,7 +395,7 @@ def _manifest(orientation: Orientation) -> str:
 
 def _read_body(orientation: Orientation, key: str) -> str:
     try:
-        return (orientation.root / key).read_bytes().decode("utf-8", "replace")
+        return read_file(orientation.root / key).decode("utf-8", "replace")
     except OSError:
         return ""
 

@@ -30,7 +30,6 @@ reported as refused, with the rule or label and line, never the secret.
 from __future__ import annotations
 
 import datetime
-import errno
 import hashlib
 import json
 import os
@@ -51,7 +50,7 @@ from memapp.memdir.index import (
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.paths import agent_memory_dir
 from memapp.memdir.secret_rules import SecretHit, scan_text
-from memapp.memdir.store_files import MAX_ENTRY_BYTES
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, open_store_file
 
 __all__ = [
     "MARKER_FILENAME",
@@ -92,10 +91,6 @@ SCAN_FILES = 200
 
 Action = Literal["none", "initialize", "update_available"]
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-_NOATIME = getattr(os, "O_NOATIME", 0)
-
 
 class SnapshotError(ValueError):
     """The snapshot cannot be applied or published as asked; nothing was written."""
@@ -129,15 +124,7 @@ def snapshot_dir(repo: str | os.PathLike[str], agent_type: str) -> Path:
 def _read_limited(path: Path, limit: int) -> bytes:
     """A regular file's bytes, never through a symlink, never more than ``limit`` (else
     SnapshotError), without touching its atime where the kernel allows it."""
-    try:
-        fd = os.open(path, _READ_FLAGS | _NOATIME)
-    except PermissionError:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.EINVAL and _NOATIME:
-            fd = os.open(path, _READ_FLAGS)
-        else:
-            raise
+    fd = open_store_file(path)  # the store's one reader: no symlink, no FIFO hang, no atime
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise SnapshotError("not a regular file")

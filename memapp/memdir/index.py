@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memapp.memdir.atomic import write_atomic_bytes
 from memapp.memdir.scan import scan_memory_files
-from memapp.memdir.store_files import INDEX_FILENAME, settled_signature
+from memapp.memdir.store_files import INDEX_FILENAME, read_file, settled_signature
 
 __all__ = [
     "load_index",
@@ -491,7 +491,7 @@ def without_index_entry(text: str, filename: str) -> str:
 
 def _read_index_bytes(directory: str | os.PathLike[str]) -> bytes | None:
     try:
-        return (Path(directory) / INDEX_FILENAME).read_bytes()
+        return read_file(Path(directory) / INDEX_FILENAME)  # atime kept (docs/design.md §6a)
     except FileNotFoundError:
         return None
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from .frontmatter import parse_memory
 from .scan import MemoryHeader, scan_memory_files
+from .store_files import read_file
 
 __all__ = [
     "RELATIVE",
@@ -710,23 +711,12 @@ _cache: OrderedDict[_CacheKey, RecallIndex] = OrderedDict()
 _cache_lock = threading.Lock()
 MAX_CACHED_DIRECTORIES = 64
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
-_NOATIME = getattr(os, "O_NOATIME", 0)
-
 
 def _read_body(root: str, path: str) -> str | None:
-    """The body of ``root/path``: at most MAX_BODY_BYTES, symlinks not followed, atime kept."""
-    full = f"{root}/{path}"
+    """The body of ``root/path``: at most MAX_BODY_BYTES, by the store's one reader (symlinks
+    not followed, atime kept)."""
     try:
-        try:
-            fd = os.open(full, _READ_FLAGS | _NOATIME) if _NOATIME else os.open(full, _READ_FLAGS)
-        except PermissionError:
-            fd = os.open(full, _READ_FLAGS)  # O_NOATIME is refused on files we do not own
-        try:
-            data = os.read(fd, MAX_BODY_BYTES)
-        finally:
-            os.close(fd)
+        data = read_file(f"{root}/{path}", limit=MAX_BODY_BYTES)
     except OSError:
         return None
     return parse_memory(data).body

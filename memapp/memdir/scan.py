@@ -25,8 +25,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .frontmatter import (
     BINARY_FILE,
@@ -36,30 +37,24 @@ from .frontmatter import (
     decode_bytes,
     parse_header,
 )
-from .store_files import walk_store
+from .store_files import open_store_file, walk_store_dirs
 
 __all__ = [
     "MAX_HEAD_BYTES",
     "detect_type_form",
     "MemoryHeader",
     "ScanCache",
+    "StoreScan",
     "format_manifest",
     "format_mtime",
     "scan_memory_files",
+    "scan_store",
 ]
 
 # A scan reads at most the first 30 lines and at most this many bytes of a file, so a 10 MB file
 # (or a 10 MB single line) costs no more than a small one.
 MAX_HEAD_BYTES = 64 * 1024
 _FIRST_READ = 8 * 1024  # enough for the first 30 lines of nearly every memory
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-# O_NONBLOCK: a file swapped for a FIFO between stat and open must not hang the scan.
-_OPEN_FLAGS |= getattr(os, "O_NONBLOCK", 0)
-# O_NOATIME is only allowed on files we own (or as root); elsewhere open() would fail with EPERM.
-_NOATIME = getattr(os, "O_NOATIME", 0)
-_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +63,8 @@ class MemoryHeader:
 
     ``path`` is relative to the scanned directory, ``/``-separated. ``problem`` says why the
     header could not be read (invalid YAML, not closed within 30 lines, binary, unreadable...).
+    ``body_start``: where the body begins in the decoded text, so that a reader of the whole
+    file (the mirror) need not parse the header again.
     """
 
     path: str
@@ -79,24 +76,41 @@ class MemoryHeader:
     type_form: TypeForm | None
     problem: str | None
     has_frontmatter: bool = False
+    body_start: int = field(default=0, compare=False)
 
 
 # st_mtime_ns, st_size, st_ctime_ns, header
 _Entry = tuple[int, int, int, MemoryHeader]
+
+
+class _Dir(NamedTuple):
+    """One directory as last scanned: its files' names, ctimes and sizes in listing order
+    (compared whole, in C, on a rescan) and each file's entry by name. No mtimes: setting one
+    sets the ctime too (which cannot be set back)."""
+
+    names: list[str]
+    ctimes: list[int]
+    sizes: list[int]
+    entries: dict[str, _Entry]
+
+
+_NO_DIR = _Dir([], [], [], {})
 _Key = tuple[str, frozenset[str]]  # directory, excluded top-level names
 
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
+@dataclass(frozen=True, slots=True, eq=False)
+class StoreScan:
     """A directory as last scanned: its files' stamps and headers by subdirectory ("" for the
-    top, else "sub/dir/") and name, how many there are, and all headers in scan order."""
+    top, else "sub/dir/") and name, how many there are, and all headers in scan order (newest
+    first; never to be mutated). :func:`scan_store` answers with the same object for as long as
+    nothing changed, so ``is`` tells a caller that nothing did since it last looked."""
 
-    dirs: dict[str, dict[str, _Entry]]
+    dirs: dict[str, _Dir]
     count: int
     ordered: list[MemoryHeader]
 
 
-_NOTHING = _Snapshot({}, 0, [])
+_NOTHING = StoreScan({}, 0, [])
 
 
 class ScanCache:
@@ -112,15 +126,15 @@ class ScanCache:
 
     def __init__(self, max_directories: int = 256) -> None:
         self.max_directories = max_directories
-        self._dirs: OrderedDict[_Key, _Snapshot] = OrderedDict()
+        self._dirs: OrderedDict[_Key, StoreScan] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def _get(self, key: _Key) -> _Snapshot:
+    def _get(self, key: _Key) -> StoreScan:
         return self._dirs.get(key, _NOTHING)
 
-    def _put(self, key: _Key, snapshot: _Snapshot, hits: int, misses: int) -> None:
+    def _put(self, key: _Key, snapshot: StoreScan, hits: int, misses: int) -> None:
         with self._lock:
             self._dirs[key] = snapshot
             self._dirs.move_to_end(key)
@@ -162,52 +176,67 @@ def scan_memory_files(
     that cannot be read or parsed is listed with its ``problem``. Raises ``OSError`` only when
     ``directory`` exists but cannot be listed.
     """
+    return scan_store(directory, exclude, cache).ordered[:limit]
+
+
+def scan_store(
+    directory: str | os.PathLike[str], exclude: Iterable[str] = (), cache: ScanCache | None = None
+) -> StoreScan:
+    """:func:`scan_memory_files` of every file, as the :class:`StoreScan` it keeps in `cache`:
+    the very object of the last scan when no file changed (the mirror's rescan then stops)."""
     if cache is None:
         cache = _default_cache
     root = str(Path(directory).absolute())
     excluded = frozenset((exclude,) if isinstance(exclude, str) else exclude)
     key = (root, excluded)
     previous = cache._get(key)
-    dirs: dict[str, dict[str, _Entry]] = {}
-    count = hits = misses = 0
+    dirs: dict[str, _Dir] = {}
+    count = misses = 0
 
     # The store's one walk (docs/design.md §6a) opens directories with O_NOATIME and hands
-    # over a descriptor to open each file relative to. This loop runs once per file on every
-    # rescan: keep it lean (no per-file allocation beyond the stat on a cache hit).
-    prefix, files, lookup = None, _NO_FILES, _NO_FILES.get
-    for rel, in_dir, name, dir_fd, st in walk_store(root, excluded, indexes=False):
-        if in_dir != prefix:  # the walk yields a directory's files together
-            prefix = in_dir
-            files = dirs.setdefault(prefix, {})
-            lookup = previous.dirs.get(prefix, _NO_FILES).get
-        cached = lookup(name)
-        if (
-            cached is not None
-            and cached[0] == st.st_mtime_ns
-            and cached[1] == st.st_size
-            and cached[2] == st.st_ctime_ns
-        ):
-            files[name] = cached
-        else:
-            header = _read_header(name, dir_fd, rel, st)
-            files[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
-            misses += 1
-        count += 1
+    # over each directory's files with their stats. This runs once per file on every rescan:
+    # a directory whose names and stamps are those of the last scan is compared whole by
+    # list comparisons and map() in C, with no Python code run per file.
+    for prefix, dir_fd, names, stats in walk_store_dirs(root, excluded, indexes=False):
+        count += len(names)
+        ctimes = list(map(_ctime_ns, stats))
+        sizes = list(map(_size, stats))
+        before = previous.dirs.get(prefix, _NO_DIR)
+        if before.ctimes == ctimes and before.names == names and before.sizes == sizes:
+            dirs[prefix] = before
+            continue
+        entries: dict[str, _Entry] = {}
+        lookup = before.entries.get
+        for name, st in zip(names, stats, strict=True):
+            cached = lookup(name)
+            if (
+                cached is not None
+                and cached[0] == st.st_mtime_ns
+                and cached[1] == st.st_size
+                and cached[2] == st.st_ctime_ns
+            ):
+                entries[name] = cached
+            else:
+                header = _read_header(name, dir_fd, prefix + name, st)
+                entries[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
+                misses += 1
+        dirs[prefix] = _Dir(names, ctimes, sizes, entries)
 
-    hits = count - misses
     if not misses and count == previous.count:
-        ordered = previous.ordered  # same files (each hit is a distinct cached one), unchanged
-    else:
-        items = [(prefix + name, e) for prefix, files in dirs.items() for name, e in files.items()]
-        # Two stable sorts with plain keys are much faster than one sort of tuples.
-        items.sort(key=_first)
-        items.sort(key=_newest_first)
-        ordered = [e[3] for _rel, e in items]
-    cache._put(key, _Snapshot(dirs, count, ordered), hits, misses)
-    return ordered[:limit]
+        # The same files (each hit is a distinct cached one), unchanged: the same scan.
+        cache._put(key, previous, count, 0)
+        return previous
+    items = [(prefix + name, e) for prefix, d in dirs.items() for name, e in d.entries.items()]
+    # Two stable sorts with plain keys are much faster than one sort of tuples.
+    items.sort(key=_first)
+    items.sort(key=_newest_first)
+    scan = StoreScan(dirs, count, [e[3] for _rel, e in items])
+    cache._put(key, scan, count - misses, misses)
+    return scan
 
 
-_NO_FILES: dict[str, _Entry] = {}
+_size = operator.attrgetter("st_size")
+_ctime_ns = operator.attrgetter("st_ctime_ns")
 _first = operator.itemgetter(0)
 
 
@@ -243,15 +272,13 @@ def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> Memory
         h.type_form,
         problem,
         h.has_frontmatter,
+        h.body_start,
     )
 
 
 def _read_head(name: str, dir_fd: int, st: os.stat_result) -> tuple[bytes, bool]:
     """The first 30 lines of a file, at most MAX_HEAD_BYTES: ``(bytes, cut by the byte cap)``."""
-    flags = _OPEN_FLAGS
-    if _NOATIME and (_EUID == 0 or st.st_uid == _EUID):
-        flags |= _NOATIME
-    fd = os.open(name, flags, dir_fd=dir_fd)
+    fd = open_store_file(name, dir_fd=dir_fd, st=st)
     try:
         data = os.read(fd, _FIRST_READ)
         newlines = data.count(b"\n")

@@ -3,23 +3,26 @@
 
 A *key* names a file relative to a store's directory, `/`-separated. :func:`classify` says
 whether a key is one of the store's memory files (a topic file or an index, ``MEMORY.md``) or,
-if not, why not. :func:`walk_store` is the one walk of a store's directory; :func:`checksum` the
-one checksum format; :func:`check_entry` and :func:`check_entries` the one set of entry checks,
-raising :class:`FileRejected`; :func:`entry_path` and :func:`write_entries` the way from a key
-to a file on disk. The mirror, the agent API, the team memory protocol, the git engine and both
+if not, why not. :func:`walk_store` (by directory: :func:`walk_store_dirs`) is the one walk of a
+store's directory; :func:`open_store_file` and :func:`read_file` the one way to read its files
+(no symlink followed, no atime changed); :func:`checksum` the one checksum format;
+:func:`check_entry` and :func:`check_entries` the one set of entry checks, raising
+:class:`FileRejected`; :func:`entry_path` and :func:`write_entries` the way from a key to a file
+on disk. The mirror, the agent API, the team memory protocol, the git engine and both
 ``memhub-agent`` sync commands all use these, so they always agree on what a store holds.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import hashlib
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import Any, NamedTuple, TypeVar
 
 from memapp.memdir.atomic import write_atomic_files
@@ -42,6 +45,7 @@ __all__ = [
     "INDEX_FILENAME",
     "FileKind",
     "FileRejected",
+    "StoreDir",
     "StoreFile",
     "check_entries",
     "check_entry",
@@ -53,6 +57,8 @@ __all__ = [
     "is_index_key",
     "is_store_key",
     "normalize_key",
+    "open_store_file",
+    "read_file",
     "read_store",
     "read_store_file",
     "settled_signature",
@@ -60,6 +66,7 @@ __all__ = [
     "secret_hits",
     "split_batches",
     "walk_store",
+    "walk_store_dirs",
     "write_entries",
 ]
 
@@ -131,19 +138,9 @@ def _skipped_dir(prefix: str, name: str, excluded: Collection[str]) -> bool:
     return not prefix and (name in excluded or name in NOT_MEMORY_DIRS)
 
 
-def _counted_file(name: str, indexes: bool) -> bool:
-    """Whether a file name in a directory the walk entered is a memory file (as `classify`
-    says, only faster: it runs once per file of every rescan)."""
-    if name[0] == "." or not name.endswith(".md"):
-        return False
-    if name == INDEX_FILENAME:
-        return indexes
-    return ".remote-" not in name or not is_conflict_copy(name)
-
-
 class StoreFile(NamedTuple):
     """A memory file found by :func:`walk_store`. `dir_fd` is open only until the walk moves
-    on to the next directory: read the file at once (``os.open(name, …, dir_fd=dir_fd)``)."""
+    on to the next directory: read the file at once (:func:`read_store_file`)."""
 
     key: str
     prefix: str  # the key's directory, "" or "sub/dir/"
@@ -152,31 +149,90 @@ class StoreFile(NamedTuple):
     stat: os.stat_result  # lstat: a regular file
 
 
+class StoreDir(NamedTuple):
+    """One directory of a store as :func:`walk_store_dirs` found it. `dir_fd` is open only
+    until the walk moves on: read its files at once (:func:`open_store_file` with it)."""
+
+    prefix: str  # "" for the store's top, else "sub/dir/"
+    dir_fd: int
+    names: list[str]  # of its memory files (regular files), in the order the directory lists them
+    stats: list[os.stat_result]  # their lstats, in the same order
+
+
+# -- the one reader of store files ---------------------------------------------------------------
+# Every part of memhub that reads a store's files (the scan, the mirror, recall, consolidation,
+# sync) opens them here, so they share one set of flags and one atime policy: never through a
+# symlink (O_NOFOLLOW), never hanging on a FIFO swapped in (O_NONBLOCK), and without changing
+# the atime (O_NOATIME, which the kernel allows on our own files or as root; elsewhere it
+# refuses it and the file is opened without).
+
 _new_tuple = tuple.__new__
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 _NOATIME = getattr(os, "O_NOATIME", 0)
+_EUID = os.geteuid() if hasattr(os, "geteuid") else -1
+
+
+def _open_noatime(path: str | os.PathLike[str], flags: int, dir_fd: int | None, uid: int) -> int:
+    if _NOATIME and (uid == -1 or uid == _EUID or _EUID == 0):
+        try:
+            return os.open(path, flags | _NOATIME, dir_fd=dir_fd)
+        except PermissionError:
+            pass  # not our file: O_NOATIME is refused
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:  # a file system without O_NOATIME
+                raise
+    return os.open(path, flags, dir_fd=dir_fd)
+
+
+def open_store_file(
+    path: str | os.PathLike[str], *, dir_fd: int | None = None, st: os.stat_result | None = None
+) -> int:
+    """A read-only descriptor of a store's file (`path` relative to `dir_fd` when given), by
+    the one set of flags and atime policy above. `st`, its lstat when known, saves a refused
+    O_NOATIME attempt on a file that is not ours. Raises ``OSError`` (``ELOOP`` for a
+    symlink)."""
+    return _open_noatime(path, _READ_FLAGS, dir_fd, -1 if st is None else st.st_uid)
+
+
+def read_file(
+    path: str | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    st: os.stat_result | None = None,
+    limit: int | None = None,
+) -> bytes:
+    """The bytes of a store's file (at most `limit` of them), read through
+    :func:`open_store_file`: atime, mtime and content left as they were."""
+    fd = open_store_file(path, dir_fd=dir_fd, st=st)
+    try:
+        if limit is not None:
+            return os.read(fd, limit)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _open_directory(path: str, follow: bool) -> int:
-    flags = _DIR_FLAGS if follow else _DIR_FLAGS | _NOFOLLOW
-    if _NOATIME:
-        try:
-            return os.open(path, flags | _NOATIME)
-        except PermissionError:
-            pass  # not our directory: O_NOATIME is refused, list it anyway
-    return os.open(path, flags)
+    return _open_noatime(path, _DIR_FLAGS if follow else _DIR_FLAGS | _NOFOLLOW, None, -1)
 
 
-def walk_store(
+def walk_store_dirs(
     directory: str | os.PathLike[str],
     exclude: Collection[str] = (),
     *,
     indexes: bool = True,
     untouchable: set[str] | None = None,
-) -> Iterator[StoreFile]:
-    """Every memory file of the store in `directory`, as :func:`classify` defines them
-    (`indexes=False` leaves out ``MEMORY.md`` files), in no particular order.
+) -> Iterator[StoreDir]:
+    """The memory files of the store in `directory`, as :func:`classify` defines them
+    (`indexes=False` leaves out ``MEMORY.md`` files), one directory at a time, in no
+    particular order: every rescan runs through this loop, so it does per file no more than
+    the stat a bare ``os.scandir`` walk does.
 
     Never writes, never follows a symlink below `directory` (which may itself be one) and never
     changes an atime: directories are opened with ``O_NOATIME`` where allowed. A memory file's
@@ -187,6 +243,7 @@ def walk_store(
     """
     root = os.fspath(Path(directory).absolute())
     excluded = frozenset(exclude)
+    is_regular, is_directory = S_ISREG, S_ISDIR  # locals: the loop below runs once per file
     stack = [("", root)]
     while stack:
         prefix, path = stack.pop()
@@ -199,49 +256,69 @@ def walk_store(
                 return
             raise
         try:
-            with os.scandir(dir_fd) as listing:
-                entries = list(listing)
-        except OSError:
-            os.close(dir_fd)
-            if prefix:
-                continue
-            raise
-        try:
-            for entry in entries:
-                name = entry.name
-                if not _counted_file(name, indexes):
-                    if entry.is_dir(follow_symlinks=False) and not _skipped_dir(
-                        prefix, name, excluded
-                    ):
-                        stack.append((f"{prefix}{name}/", f"{path}/{name}"))
+            names: list[str] = []
+            stats: list[os.stat_result] = []
+            add_name, add_stat = names.append, stats.append
+            try:
+                with os.scandir(dir_fd) as listing:
+                    for entry in listing:
+                        name = entry.name
+                        # What classify says, inlined: this runs once per file of every rescan.
+                        if (
+                            name[0] == "."
+                            or not name.endswith(".md")
+                            or (name == INDEX_FILENAME and not indexes)
+                            or (".remote-" in name and is_conflict_copy(name))
+                        ):
+                            if entry.is_dir(follow_symlinks=False) and not _skipped_dir(
+                                prefix, name, excluded
+                            ):
+                                stack.append((f"{prefix}{name}/", f"{path}/{name}"))
+                            continue
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue  # deleted since the directory was listed
+                        if is_regular(st.st_mode):
+                            add_name(name)
+                            add_stat(st)
+                        elif is_directory(st.st_mode):
+                            if not _skipped_dir(prefix, name, excluded):
+                                stack.append((f"{prefix}{name}/", f"{path}/{name}"))
+                        elif untouchable is not None:
+                            untouchable.add(prefix + name)
+            except OSError:
+                if prefix:
                     continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue  # deleted since the directory was listed
-                if stat.S_ISREG(st.st_mode):
-                    # tuple.__new__: NamedTuple's own constructor is Python code, and this line
-                    # runs once per file of every rescan.
-                    yield _new_tuple(StoreFile, (prefix + name, prefix, name, dir_fd, st))
-                elif stat.S_ISDIR(st.st_mode):
-                    if not _skipped_dir(prefix, name, excluded):
-                        stack.append((f"{prefix}{name}/", f"{path}/{name}"))
-                elif untouchable is not None:
-                    untouchable.add(prefix + name)
+                raise
+            yield _new_tuple(StoreDir, (prefix, dir_fd, names, stats))
         finally:
             os.close(dir_fd)
 
 
+def walk_store(
+    directory: str | os.PathLike[str],
+    exclude: Collection[str] = (),
+    *,
+    indexes: bool = True,
+    untouchable: set[str] | None = None,
+) -> Iterator[StoreFile]:
+    """Every memory file of the store in `directory`, one at a time: :func:`walk_store_dirs`,
+    whose rules it follows."""
+    for prefix, dir_fd, names, stats in walk_store_dirs(
+        directory, exclude, indexes=indexes, untouchable=untouchable
+    ):
+        for name, st in zip(names, stats, strict=True):
+            # tuple.__new__: NamedTuple's own constructor is Python code.
+            yield _new_tuple(StoreFile, (prefix + name, prefix, name, dir_fd, st))
+
+
 def read_store_file(found: StoreFile) -> bytes | None:
     """The content of a file :func:`walk_store` found; None when it went away meanwhile."""
-    # O_NONBLOCK: a file swapped for a FIFO since the walk saw it must not hang the read.
-    flags = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(found.name, flags, dir_fd=found.dir_fd)
+        return read_file(found.name, dir_fd=found.dir_fd, st=found.stat)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        return file.read()
 
 
 # A file changed this recently may be written again within the same clock tick, which keeps its

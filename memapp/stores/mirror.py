@@ -2,7 +2,8 @@
 
 Disk is the truth. A rescan stats every file (the core's scan cache makes an unchanged file cost
 one stat), re-reads only files whose mtime or size changed, and drops rows of files that are
-gone. It never writes to the store's directory.
+gone. It never writes to the store's directory, and reads through the store's one reader
+(:func:`memapp.memdir.store_files.read_file`), so bytes, mtimes and atimes stay as they were.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from typing import NamedTuple
 from django.db import transaction
 from django.utils import timezone
 
-from memapp.memdir.frontmatter import parse_memory
+from memapp.memdir.frontmatter import Memory, decode_bytes, parse_memory
 from memapp.memdir.index import INDEX_FILENAME, index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
-from memapp.memdir.scan import MemoryHeader, scan_memory_files
-from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum
+from memapp.memdir.scan import MemoryHeader, StoreScan, scan_store
+from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum, read_file
 from memapp.stores.history import record_found_on_disk
 from memapp.stores.models import MemoryFile, Store
 
@@ -36,13 +37,13 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
     """Everything the mirror keeps about one file, from one full read of it (its bytes are
     left in `contents`, for its history)."""
     try:
-        data = (root / header.path).read_bytes()
+        data = read_file(root / header.path)
     except OSError as exc:
         data, problem = b"", f"unreadable: {exc.strerror or exc}"
     else:
         problem = header.problem or ""
         contents[header.path] = data
-    memory = parse_memory(data, path=header.path)
+    memory = _memory(header, data)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
     return {
@@ -54,28 +55,49 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
         "mtime_ms": header.mtime_ms,
         "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
         "links": list(memory.links),
-        "problem": problem or memory.problem or "",
+        # The whole file's problems (the header's among them), else why it could not be read.
+        "problem": memory.problem or problem,
         "body": body,
         "missing_sections": missing_why_how(memory_type, body),
         "relative_dates": relative_dates(body) if memory_type == "project" else [],
     }
 
 
+def _memory(header: MemoryHeader, data: bytes) -> Memory:
+    """The file as :func:`parse_memory` reads it; its header taken from the scan's when that
+    parsed cleanly and the file still has the size the scan saw (the YAML is not parsed twice)."""
+    if header.has_frontmatter and header.problem is None and len(data) == header.size:
+        text, problem = decode_bytes(data)
+        if problem is None:
+            return Memory(
+                name=header.name,
+                description=header.description,
+                type=header.type,
+                body=text[header.body_start :],
+                type_form=header.type_form,
+                has_frontmatter=True,
+                path=header.path,
+            )
+    return parse_memory(data, path=header.path)
+
+
 def rescan_store(store: Store) -> RescanResult:
     """Bring the store's mirror rows and index stats up to date with its directory."""
     root = Path(store.path)
-    headers = scan_memory_files(root, limit=None, exclude=tuple(store.exclude))
-    stamps = tuple((h.path, h.mtime_ms, h.size) for h in headers)
+    scan = scan_store(root, exclude=tuple(store.exclude))
+    headers = scan.ordered
     signature = _index_signature(root)
     seen = _last_rescan.get(store.pk)
     if (
         seen is not None
-        and seen == (stamps, store.scanned_at)
+        and seen[0] is scan
+        and seen[1] == store.scanned_at
         and store.index_stats.get("signature") == signature
     ):
-        # This process mirrored exactly these files last time and nobody rescanned since (the
-        # scan time would differ): the rows are current, so skip reading them back.
-        return _touch(store, stamps, len(headers))
+        # This process mirrored this very scan last time (the scan cache answers with the same
+        # object while no file changed) and nobody rescanned since (the scan time would
+        # differ): the rows are current, so skip reading them back.
+        return _touch(store, scan, len(headers))
     existing = {
         row["path"]: row
         for row in store.files.values(
@@ -105,7 +127,7 @@ def rescan_store(store: Store) -> RescanResult:
     files_changed = bool(added or changed or existing)
     if not files_changed and store.index_stats.get("signature") == signature:
         # Nothing on disk moved: the index stats and cross-file flags still hold.
-        return _touch(store, stamps, unchanged)
+        return _touch(store, scan, unchanged)
     health = index_health(root, files=[h.path for h in headers])
     indexed = {h.path for h in headers} - set(health.unindexed)
     with transaction.atomic():
@@ -140,25 +162,25 @@ def rescan_store(store: Store) -> RescanResult:
             "signature": signature,
         }
         store.save(update_fields=["file_count", "scanned_at", "index_stats"])
-    _last_rescan[store.pk] = (stamps, store.scanned_at)
+    _last_rescan[store.pk] = (scan, store.scanned_at)
     return RescanResult(len(added), len(changed), len(existing), unchanged)
 
 
-# store id -> (the files' (path, mtime, size) and the scan time) of this process's last rescan.
-_last_rescan: dict[int, tuple[tuple, object]] = {}
+# store id -> (the scan mirrored and the scan time) of this process's last rescan.
+_last_rescan: dict[int, tuple[StoreScan, object]] = {}
 
 
-def _touch(store: Store, stamps: tuple, unchanged: int) -> RescanResult:
+def _touch(store: Store, scan: StoreScan, unchanged: int) -> RescanResult:
     """Record a rescan that found nothing new."""
     store.scanned_at = timezone.now()
     store.save(update_fields=["scanned_at"])
-    _last_rescan[store.pk] = (stamps, store.scanned_at)
+    _last_rescan[store.pk] = (scan, store.scanned_at)
     return RescanResult(0, 0, 0, unchanged)
 
 
 def _read_index(root: Path) -> bytes | None:
     try:
-        return (root / INDEX_FILENAME).read_bytes()
+        return read_file(root / INDEX_FILENAME)
     except OSError:
         return None
 

@@ -100,6 +100,8 @@ def test_malformed_files_are_mirrored_with_their_problem_and_never_crash(store):
     (root / "latin1.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
     (root / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
     (root / "empty.md").write_bytes(b"")
+    late = b"---\n- a list\n---\n" + b"line\n" * 40 + b"caf\xe9\n"  # past the scan's lines
+    (root / "both.md").write_bytes(late)
     (root / "huge.md").write_bytes(b"---\nname: Huge\n---\n" + b"x" * (10 * 1024 * 1024))
     rescan_store(store)
     problems = dict(store.files.values_list("path", "problem"))
@@ -107,18 +109,38 @@ def test_malformed_files_are_mirrored_with_their_problem_and_never_crash(store):
     assert problems["latin1.md"] == "invalid UTF-8"
     assert problems["binary.md"] == "binary file"
     assert problems["empty.md"] == ""
+    assert problems["both.md"] == "invalid UTF-8; frontmatter is not a mapping (it is a list)"
     huge = store.files.get(path="huge.md")
     assert huge.name == "Huge" and huge.size == 10 * 1024 * 1024 + 19
     assert len(huge.body) == 256 * 1024
     assert store.files.get(path="binary.md").body == ""
 
 
-def test_a_scan_never_writes_to_the_store(store):
+def _stats_with_old_atimes(root: Path) -> dict[Path, tuple[int, int]]:
+    """(atime, mtime) of every file and folder, each atime set an hour before its mtime first:
+    a read would refresh it (relatime), so an unchanged atime shows nothing read it."""
+    stats = {}
+    for path in [root, *root.rglob("*")]:
+        st = path.stat()
+        os.utime(path, ns=(st.st_mtime_ns - 3600 * 10**9, st.st_mtime_ns))
+        stats[path] = (st.st_mtime_ns - 3600 * 10**9, st.st_mtime_ns)
+    return stats
+
+
+def test_a_rescan_leaves_bytes_mtimes_and_atimes_alone(store):
     root = Path(store.path)
-    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
-    rescan_store(store)
-    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.rglob("*") if p.is_file()}
-    assert after == before
+    for rescan in range(2):  # the first reads every file and the index, the second the changed
+        if rescan:
+            write_memory(root, "user_role.md", "Role", "Alice leads the backend team", "user")
+            (root / "MEMORY.md").write_text("- [Role](user_role.md) — who Alice leads\n")
+        content = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        before = _stats_with_old_atimes(root)
+        result = rescan_store(store)
+        after = {path: (path.stat().st_atime_ns, path.stat().st_mtime_ns) for path in before}
+        assert after == before
+        assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == content
+        assert result.added == (2 if not rescan else 0) and result.changed == rescan
+    assert store.files.get(path="user_role.md").description == "Alice leads the backend team"
 
 
 def test_a_missing_directory_mirrors_nothing(store):

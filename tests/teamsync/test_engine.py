@@ -90,6 +90,20 @@ def test_a_memory_written_by_one_member_reaches_the_other(ana, ben, remote):
     assert git(remote, "log", "-1", "--format=%an", "main", "--", FOLDER).strip() == "ana"
 
 
+def test_a_file_set_back_to_an_earlier_text_arrives_again(ana, ben):
+    """What arrives is read from git's objects, each blob's checksum remembered by its id: a
+    text that comes back (a blob seen before) is still written."""
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    edited = _edit_line(TEN_LINES, 3, "changed once")
+    for text in (edited, TEN_LINES, edited):
+        ana.write("project_deploy.md", text)
+        ana.sync()
+        _, applied = ben.pull()
+        assert applied.written == ["project_deploy.md"]
+        assert applied.contents == {"project_deploy.md": text.encode()}
+        assert ben.read("project_deploy.md") == text
+
+
 def test_edits_to_different_lines_of_one_memory_are_merged_on_both_sides(ana, ben, remote):
     _shared(ana, ben, "project_deploy.md", TEN_LINES)
     ana.write("project_deploy.md", _edit_line(TEN_LINES, 2, "ana changed this"))
