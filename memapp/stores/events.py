@@ -17,6 +17,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memapp.stores.event_totals import add_to_totals, prune_totals
 from memapp.stores.models import Event
 
 # Each kind's fields, in the order a person reads them (the events page shows them so).
@@ -99,7 +100,9 @@ class UnknownEventError(ValueError):
 def record_event(kind: str, project=None, user=None, *, store=None, **fields) -> Event:
     """Store one event; `store` marks events about a private store as visible only to its owner."""
     event = _event(kind, project, user, store, fields)
-    event.save()
+    with transaction.atomic():
+        event.save()
+        add_to_totals([event])
     return event
 
 
@@ -156,11 +159,14 @@ def flush_events() -> int:
     try:
         with transaction.atomic():
             Event.objects.bulk_create(pending)
+            add_to_totals(pending)
     except IntegrityError:
         # A project, store or user was deleted while its events waited here: they keep no
         # reference to it, as if written before the delete (SET_NULL).
         _forget_deleted(pending)
-        Event.objects.bulk_create(pending)
+        with transaction.atomic():
+            Event.objects.bulk_create(pending)
+            add_to_totals(pending)
     return len(pending)
 
 
@@ -186,9 +192,13 @@ atexit.register(_flush_at_exit)
 
 
 def prune_events(days: int, now=None) -> int:
-    """Delete events older than `days` days (0 keeps everything); returns how many went."""
+    """Delete events older than `days` days (0 keeps everything), and their totals; returns how
+    many events went."""
     if days <= 0:
         return 0
     now = timezone.now() if now is None else now
-    deleted, _ = Event.objects.filter(created_at__lt=now - timedelta(days=days)).delete()
+    cutoff = now - timedelta(days=days)
+    with transaction.atomic():
+        deleted, _ = Event.objects.filter(created_at__lt=cutoff).delete()
+        prune_totals(cutoff)
     return deleted

@@ -381,24 +381,29 @@ OPEN_EVENT_KINDS = (
 )
 
 
+def event_visibility(user) -> Q:
+    """What `user` may see of events, by their current access to the event's store or project
+    (docs/design.md §12): staff who are not members see none of a project's team events.
+
+    Over the columns Event and EventTotal share (kind, project, store, user), so the totals the
+    dashboard sums are narrowed exactly as the events are. Subqueries rather than joins, so
+    each row appears once and counts stay right.
+    """
+    stores = Store.objects.visible_to(user).values("pk")
+    projects = Project.objects.filter(members=user).values("pk")
+    open_kinds = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
+    seen = Q(store__in=stores) | open_kinds & (Q(project__isnull=True) | Q(project__in=projects))
+    if user.is_staff:
+        seen |= Q(store__isnull=True, kind="recall")
+    return seen | Q(store__isnull=True, user=user)
+
+
 class EventQuerySet(models.QuerySet):
     def visible_to(self, user) -> EventQuerySet:
-        """Events `user` may see, by their current access to the event's store or project
-        (docs/design.md §12): staff who are not members see none of a project's team events.
-
-        Subqueries rather than joins, so each event appears once and counts stay right.
-        """
+        """The rows `user` may see (`event_visibility`); none when signed out."""
         if not user.is_authenticated:
             return self.none()
-        stores = Store.objects.visible_to(user).values("pk")
-        projects = Project.objects.filter(members=user).values("pk")
-        open_kinds = Q(store__isnull=True, kind__in=OPEN_EVENT_KINDS)
-        seen = Q(store__in=stores) | open_kinds & (
-            Q(project__isnull=True) | Q(project__in=projects)
-        )
-        if user.is_staff:
-            seen |= Q(store__isnull=True, kind="recall")
-        return self.filter(seen | Q(store__isnull=True, user=user))
+        return self.filter(event_visibility(user))
 
 
 class Event(models.Model):
@@ -425,6 +430,58 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EventTotal(models.Model):
+    """How many events of one kind, project, store and person a day had (docs/design.md §12.2),
+    kept as events are written so the dashboard sums these rather than reading every event.
+
+    `facet` and `value` split a kind by what the dashboard tells apart (a push that failed, a
+    recall's selector and how many memories it selected); `amount` adds up the kind's number
+    (files blocked, entries dropped, memories selected). `key` names the row for the upsert that
+    adds to it; the foreign keys follow their targets as the events' do (cleared when one goes,
+    moved by a merge of projects), so what a person sees of both stays alike.
+    """
+
+    key = models.CharField(max_length=255, unique=True)
+    day = models.DateField(db_index=True)
+    kind = models.CharField(max_length=32)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="event_totals"
+    )
+    store = models.ForeignKey(
+        Store,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="event_totals",
+        db_index=False,  # (store, day) below
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # (user, day) below
+    )
+    facet = models.CharField(max_length=64, blank=True)
+    value = models.IntegerField(default=0)
+    count = models.BigIntegerField(default=0)
+    amount = models.BigIntegerField(default=0)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        # Each branch of `event_visibility` (a person's stores, the store-less kinds, their own
+        # events) reads only the window's days of its rows.
+        indexes = [
+            models.Index(fields=["store", "day"], name="eventtotal_store_day"),
+            models.Index(fields=["user", "day"], name="eventtotal_user_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.count} {self.kind} on {self.day}"
 
 
 class Blob(models.Model):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
+from django.db.models import Sum
 from django.db.models.functions import TruncDate
 from django.utils.safestring import mark_safe
 
@@ -82,9 +83,9 @@ def _stale_per_day(visible, days: list[datetime.date]) -> list[int]:
     return totals
 
 
-def consolidation_figures(visible, days: list[datetime.date]) -> dict:
+def consolidation_figures(visible, totals, days: list[datetime.date]) -> dict:
     """The figures for the dashboard from the events the viewer may see (`visible`, already
-    narrowed to a project when one is chosen)."""
+    narrowed to a project when one is chosen) and their totals over the window (`totals`)."""
     runs = visible.filter(kind="consolidation_run", fields__outcome="proposed")
     latest = _latest_per_store(runs.select_related("store__project"))
     caps = index_caps_by_project(
@@ -104,9 +105,9 @@ def consolidation_figures(visible, days: list[datetime.date]) -> dict:
         title="Stale memories found by consolidation",
         label_every=every,
     )
-    window = visible.filter(kind="consolidation_run", created_at__gte=day_start(days[0]))
+    runs_in_window = totals.filter(kind="consolidation_run").aggregate(n=Sum("count"))["n"]
     return {
-        "consolidation_runs": window.count(),
+        "consolidation_runs": runs_in_window or 0,
         "cap_changes": changes,
         "stale_chart": mark_safe(chart),  # charts.py escapes every text it draws
         "stale_now": stale[-1] if stale else 0,

@@ -1,8 +1,9 @@
 """The figures behind the dashboard: memory ages, index caps, recall and sync over time.
 
 Every function takes querysets already narrowed to what the viewer may see
-(`Store.objects.visible_to`, `Event.objects.visible_to`) and answers with a few aggregate
-queries, never one per store or per day.
+(`Store.objects.visible_to`, `EventTotal.objects.visible_to`) and answers with a few aggregate
+queries, never one per store or per day. Events are counted from their per-day totals
+(docs/design.md §12.2), so the time taken follows the days shown, not the events kept.
 """
 
 from __future__ import annotations
@@ -10,19 +11,13 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from django.db.models import Count, IntegerField, Q, Sum
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, TruncDate
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from memapp.stores.flags import index_caps_by_project
 from memapp.stores.models import DAY_MS, MemoryFile, Store
 
 AGE_COLOURS = ["fresh", "week", "month", "stale"]
-
-
-def _json_int(key: str) -> Cast:
-    return Cast(KeyTextTransform(key, "fields"), IntegerField())
 
 
 # -- memory ages ----------------------------------------------------------------------------
@@ -156,40 +151,29 @@ class RecallActivity:
         return round(100 * self.empty_answers / self.queries) if self.queries else 0
 
 
-def recall_activity(events, days: list[datetime.date]) -> RecallActivity:
+def recall_activity(totals, days: list[datetime.date]) -> RecallActivity:
     """Recall queries per day (with and without an answer), selectors, memories per answer."""
-    recalls = events.filter(kind="recall")
-    daily = (
-        recalls.annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(n=Count("id"), empty=Count("id", filter=Q(fields__selected=0)))
-        .order_by()
+    recalls = totals.filter(kind="recall").order_by()
+    empty_answer = Q(value=0)
+    daily = list(
+        recalls.values("day").annotate(n=Sum("count"), empty=Sum("count", filter=empty_answer))
     )
-    daily = list(daily)
     empty = _per_day(daily, days, "empty")
     total = _per_day(daily, days, "n")
     activity = RecallActivity(days, [t - e for t, e in zip(total, empty, strict=True)], empty)
-    totals = recalls.aggregate(
-        n=Count("id"),
-        selected=Sum(_json_int("selected")),
-        empty=Count("id", filter=Q(fields__selected=0)),
+    sums = recalls.aggregate(
+        n=Sum("count"), selected=Sum("amount"), empty=Sum("count", filter=empty_answer)
     )
-    activity.queries = totals["n"]
-    activity.selected = totals["selected"] or 0
-    activity.empty_answers = totals["empty"]
+    activity.queries = sums["n"] or 0
+    activity.selected = sums["selected"] or 0
+    activity.empty_answers = sums["empty"] or 0
     activity.selectors = [
-        (row["selector"] or "unknown", row["n"])
-        for row in recalls.annotate(selector=KeyTextTransform("selector", "fields"))
-        .values("selector")
-        .annotate(n=Count("id"))
-        .order_by("-n", "selector")
+        (row["facet"] or "unknown", row["n"])
+        for row in recalls.values("facet").annotate(n=Sum("count")).order_by("-n", "facet")
     ]
     activity.per_query = [
-        (row["picked"] or 0, row["n"])
-        for row in recalls.annotate(picked=_json_int("selected"))
-        .values("picked")
-        .annotate(n=Count("id"))
-        .order_by("picked")
+        (max(row["value"], 0), row["n"])
+        for row in recalls.values("value").annotate(n=Sum("count")).order_by("value")
     ]
     return activity
 
@@ -209,27 +193,25 @@ class SyncHistory:
         return sum(getattr(self, name))
 
 
-def sync_history(events, days: list[datetime.date]) -> SyncHistory:
+def _daily(totals, sums: dict, days: list[datetime.date]) -> list[list[int]]:
+    """Each of `sums` (name: Sum over the totals) per day, in one query."""
+    rows = list(totals.values("day").annotate(**sums).order_by())
+    return [_per_day(rows, days, name) for name in sums]
+
+
+def sync_history(totals, days: list[datetime.date]) -> SyncHistory:
     """Pushes, pulls, conflicts and files blocked for secrets per day (one query)."""
-    counts = {
-        "pushes_ok": Count("id", filter=Q(kind="sync_push", fields__success=True)),
-        "pushes_failed": Count("id", filter=Q(kind="sync_push") & ~Q(fields__success=True)),
-        "pulls_changed": Count("id", filter=Q(kind="sync_pull", fields__not_modified=False)),
-        "pulls_unchanged": Count("id", filter=Q(kind="sync_pull") & ~Q(fields__not_modified=False)),
-        "conflicts": Count("id", filter=Q(kind="conflict") & Q(fields__resolution__isnull=True)),
-        "secret_blocks": Sum(_json_int("file_count"), filter=Q(kind="secret_skipped")),
-        "capped": Sum(_json_int("dropped_count"), filter=Q(kind="entries_capped")),
+    sums = {
+        "pushes_ok": Sum("count", filter=Q(kind="sync_push", facet="ok")),
+        "pushes_failed": Sum("count", filter=Q(kind="sync_push", facet="failed")),
+        "pulls_changed": Sum("count", filter=Q(kind="sync_pull", facet="changed")),
+        "pulls_unchanged": Sum("count", filter=Q(kind="sync_pull", facet="unchanged")),
+        "conflicts": Sum("count", filter=Q(kind="conflict", facet="open")),
+        "secret_blocks": Sum("amount", filter=Q(kind="secret_skipped")),
+        "capped": Sum("amount", filter=Q(kind="entries_capped")),
     }
-    rows = list(
-        events.filter(
-            kind__in=["sync_push", "sync_pull", "conflict", "secret_skipped", "entries_capped"]
-        )
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(**counts)
-        .order_by()
-    )
-    return SyncHistory(days, *(_per_day(rows, days, name) for name in counts))
+    kinds = ["sync_push", "sync_pull", "conflict", "secret_skipped", "entries_capped"]
+    return SyncHistory(days, *_daily(totals.filter(kind__in=kinds), sums, days))
 
 
 @dataclass
@@ -262,21 +244,15 @@ class ExtractionActivity:
         return round(100 * self.total("approved") / decided) if decided else None
 
 
-def extraction_activity(events, days: list[datetime.date]) -> ExtractionActivity:
+def extraction_activity(totals, days: list[datetime.date]) -> ExtractionActivity:
     """Runs by outcome and decisions per day, in one query."""
     run = Q(kind="extraction_run")
-    counts = {
-        name: Count("id", filter=run & Q(fields__outcome=name))
+    sums = {
+        name: Sum("count", filter=run & Q(facet=name))
         for name in ("proposed", "nothing", "skipped", "failed")
     }
     decided = Q(kind="proposal_decided")
-    counts["approved"] = Count("id", filter=decided & ~Q(fields__decision="rejected"))
-    counts["rejected"] = Count("id", filter=decided & Q(fields__decision="rejected"))
-    rows = list(
-        events.filter(kind__in=["extraction_run", "proposal_decided"])
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(**counts)
-        .order_by()
-    )
-    return ExtractionActivity(days, *(_per_day(rows, days, name) for name in counts))
+    sums["approved"] = Sum("count", filter=decided & Q(facet="approved"))
+    sums["rejected"] = Sum("count", filter=decided & Q(facet="rejected"))
+    kinds = ["extraction_run", "proposal_decided"]
+    return ExtractionActivity(days, *_daily(totals.filter(kind__in=kinds), sums, days))

@@ -4,6 +4,7 @@ about a private store reach its owner alone; no secret and no private content in
 from __future__ import annotations
 
 import datetime
+import html
 import json
 import re
 import secrets
@@ -337,13 +338,35 @@ def test_it_pages_through_many_events_keeping_the_filters(alice, acme):
     admin = client_for(alice)
     first = admin.get(EVENTS, {"kind": "sync_pull"})
     assert len(kinds_on(first)) == 50
-    assert "Page 1 of 2" in text(first)
-    assert "?kind=sync_pull&amp;page=2" in first.content.decode()
-    second = admin.get(EVENTS, {"kind": "sync_pull", "page": 2})
+    assert "← Newer" not in text(first) and "Older →" in text(first)
+    older = re.search(r'href="\?(kind=sync_pull&amp;older=[0-9-]+)"', first.content.decode())
+    second = admin.get(f"{EVENTS}?{html.unescape(older[1])}")
     assert kinds_on(second) == ["sync_pull"] * 10
+    assert "Older →" not in text(second)
+    newer = re.search(r'href="\?(kind=sync_pull&amp;newer=[0-9-]+)"', second.content.decode())
+    back = admin.get(f"{EVENTS}?{html.unescape(newer[1])}")
+    assert text(back) == text(first)  # the newest fifty again, with no newer page
 
 
 def test_htmx_gets_only_the_list(alice, history):
     response = client_for(alice).get(EVENTS, {"kind": "sync_pull"}, headers={"HX-Request": "true"})
     html = response.content.decode()
     assert "<html" not in html and kinds_on(response) == ["sync_pull"]
+
+
+def test_a_page_that_finds_nothing_visible_in_its_windows_offers_older_ones(
+    alice, bob, acme, monkeypatch
+):
+    from memapp.web import keyset
+
+    monkeypatch.setattr(keyset, "WINDOW", 3)  # five windows of three events per page
+    for name in ("old-1.md", "old-2.md"):
+        record_event("memory_written", store=acme.bob_private, user=bob, path=name, via="ui")
+    for i in range(20):
+        record_event("memory_written", store=acme.alice_private, user=alice, path=f"{i}.md")
+    first = client_for(bob).get(EVENTS)
+    assert kinds_on(first) == [] and "Older →" in text(first)
+    older = re.search(r'href="\?(older=[0-9-]+)"', first.content.decode())
+    second = client_for(bob).get(f"{EVENTS}?{older[1]}")
+    assert kinds_on(second) == ["memory_written"] * 2 and "old-1.md" in text(second)
+    assert "Older →" not in text(second)

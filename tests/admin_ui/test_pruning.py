@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from memapp.stores.event_totals import rebuild_event_totals
 from memapp.stores.events import prune_events, record_event
 from memapp.stores.models import Event
 from tests.conftest import background_tick
@@ -22,6 +23,7 @@ def event_aged(days: float) -> Event:
     event = record_event("sync_pull", success=True, files_written=0, not_modified=True)
     created = timezone.now() - datetime.timedelta(days=days)
     Event.objects.filter(pk=event.pk).update(created_at=created)
+    rebuild_event_totals()  # moved behind the totals' back: count again, as the migration does
     return event
 
 
@@ -87,3 +89,16 @@ def test_a_bad_retention_setting_fails_at_start(tmp_path):
     )
     assert result.returncode != 0
     assert "MEMHUB_EVENT_RETENTION_DAYS='a month' is not an integer" in result.stderr
+
+
+def test_the_totals_go_with_the_events_they_counted():
+    from django.db.models import Sum
+
+    from memapp.stores.models import EventTotal
+
+    event_aged(40), event_aged(29.9), event_aged(1)
+    assert prune_events(30) == 1
+    kept = sorted(EventTotal.objects.values_list("day", "kind", "facet", "count"))
+    assert EventTotal.objects.aggregate(n=Sum("count"))["n"] == 2
+    rebuild_event_totals()
+    assert sorted(EventTotal.objects.values_list("day", "kind", "facet", "count")) == kept

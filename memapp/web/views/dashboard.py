@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from memapp.stores.models import Event, MemoryFile, Project, Store
+from memapp.stores.models import Event, EventTotal, MemoryFile, Project, Store
 from memapp.web.charts import Series, column_chart, meter, stacked_bar
 from memapp.web.consolidation_figures import consolidation_figures
 from memapp.web.dashboard_data import (
@@ -21,7 +21,6 @@ from memapp.web.dashboard_data import (
     SyncHistory,
     age_buckets,
     day_range,
-    day_start,
     extraction_activity,
     index_usage,
     memory_ages,
@@ -158,15 +157,17 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     project = projects.filter(pk=raw_project).first() if raw_project.isdigit() else None
     stores = Store.objects.visible_to(user).select_related("project").order_by("project__key")
     events = Event.objects.visible_to(user)
+    totals = EventTotal.objects.visible_to(user)
     if project is not None:
         stores, events = stores.filter(project=project), events.filter(project=project)
+        totals = totals.filter(project=project)
     stores = list(stores)
     days = day_range(timezone.localdate(), window)
-    consolidation = consolidation_figures(events, days)
-    events = events.filter(created_at__gte=day_start(days[0]))
-    recall = recall_activity(events, days)
-    sync = sync_history(events, days)
-    extraction = extraction_activity(events, days)
+    totals = totals.filter(day__gte=days[0])
+    consolidation = consolidation_figures(events, totals, days)
+    recall = recall_activity(totals, days)
+    sync = sync_history(totals, days)
+    extraction = extraction_activity(totals, days)
     context = {
         "window": window,
         "windows": WINDOWS,

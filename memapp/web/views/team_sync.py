@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from memapp.stores.flags import get_flags
-from memapp.stores.models import Event, Store
+from memapp.stores.models import Event, Store, event_visibility
 from memapp.web.diff import diff_lines
+from memapp.web.keyset import event_page
 from memapp.web.sync_story import sync_story
 from teamsync.models import BlockedFile, HeldDeletion, StoreSyncState, TeamConflict, TeamSyncStatus
 from teamsync.service import (
@@ -59,12 +59,11 @@ def _blocked_files(stores: list[Store]) -> list[BlockedFile]:
 def sync_status(request: HttpRequest) -> HttpResponse:
     stores = list(_team_stores(request.user))
     events = (
-        Event.objects.visible_to(request.user)
-        .filter(kind__in=SYNC_EVENTS)
+        Event.objects.filter(kind__in=SYNC_EVENTS)
         .filter(Q(store__in=stores) | Q(store__isnull=True))
         .select_related("store__project", "user")
     )
-    page = Paginator(events, 50).get_page(request.GET.get("page"))
+    page = event_page(events, event_visibility(request.user), request.GET, 50)
     context = {
         "status": TeamSyncStatus.get(),
         "remote": team_remote_display(),
