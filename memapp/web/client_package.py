@@ -22,6 +22,7 @@ import threading
 import tomllib
 import zipfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -48,8 +49,9 @@ class Wheel:
     project: str  # normalized (PEP 503)
     path: Path
 
-    @property
+    @cached_property
     def sha256(self) -> str:
+        """Hashed once per process: the wheels are built once and never change after."""
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
