@@ -627,9 +627,12 @@ def _tool_phrases(tools: Iterable[str]) -> tuple[str, ...]:
 _TEXT_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
-def match_spans(query: str, text: str) -> list[tuple[int, int]]:
-    """Where ``text`` holds a word (or a synonym phrase) that a word of ``query`` matches, as
-    ``(start, end)`` character spans in order: what the ranking counted, for marking it."""
+@functools.lru_cache(maxsize=64)
+def _highlighter(query: str) -> tuple[frozenset[str], Callable[[str], tuple[str, bool]] | None]:
+    """What ``query`` matches for highlighting: its synonym concepts (phrases of a text may
+    match them), and a judge of a word of a text (its stem, and whether the word matches on
+    its own), None when nothing can match. The judge remembers its verdicts, so a page of
+    results judges each distinct word once."""
     stems: set[str] = set()
     concepts: set[str] = set()
     for token in _tokens(query):
@@ -637,9 +640,45 @@ def match_spans(query: str, text: str) -> list[tuple[int, int]]:
             stems.add(token.stem)
         concepts.update(token.concepts)
     if not stems and not concepts:
+        return frozenset(), None
+    judged: dict[str, tuple[str, bool]] = {}
+
+    def judge(word: str) -> tuple[str, bool]:
+        verdict = judged.get(word)
+        if verdict is None:
+            stem = _stem(word.lower())
+            parts = [stem]
+            if _MIXED.fullmatch(word):
+                parts += [_stem(p.lower()) for p in _CAMEL_PART.findall(word)]
+            verdict = (
+                stem,
+                any(
+                    (p in stems and p not in STOP_WORDS)
+                    or not concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
+                    for p in parts
+                ),
+            )
+            if len(judged) < _JUDGED_WORDS:
+                judged[word] = verdict
+        return verdict
+
+    return frozenset(concepts), judge
+
+
+_JUDGED_WORDS = 100_000  # verdicts a query's judge remembers
+
+
+def match_spans(query: str, text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a word (or a synonym phrase) that a word of ``query`` matches, as
+    ``(start, end)`` character spans in order: what the ranking counted, for marking it."""
+    concepts, judge = _highlighter(query)
+    if judge is None:
         return []
     words = list(_TEXT_WORD.finditer(text))
-    word_stems = [_stem(m.group().lower()) for m in words]
+    verdicts = [judge(m.group()) for m in words]
+    if not concepts:  # no synonym phrase can match: single words only
+        return [m.span() for m, (_, hit) in zip(words, verdicts, strict=True) if hit]
+    word_stems = [stem for stem, _ in verdicts]
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(words):
@@ -650,15 +689,7 @@ def match_spans(query: str, text: str) -> list[tuple[int, int]]:
                 if phrase and 1 < n <= len(words) - i and not concepts.isdisjoint(phrase):
                     taken = n
                     break
-        word = words[i].group()
-        parts = [stem]
-        if _MIXED.fullmatch(word):
-            parts += [_stem(p.lower()) for p in _CAMEL_PART.findall(word)]
-        if not taken and any(
-            (p in stems and p not in STOP_WORDS)
-            or not concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
-            for p in parts
-        ):
+        if not taken and verdicts[i][1]:
             taken = 1
         if taken:
             spans.append((words[i].start(), words[i + taken - 1].end()))

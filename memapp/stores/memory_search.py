@@ -4,24 +4,21 @@ index (every file, kept while the store's mirror is unchanged), weak matches inc
 whatever else holds the query as typed (part of a word, a path), newest first.
 
 A search costs the same few queries whatever the store's size: the ranked part comes from the
-index, not from the rows; the rows are read for the plain-text matches (one query), for the
-filters when some are set (one), and for the page shown (one).
+index and the plain-text part from the files' text kept beside it (read again only for the
+files a rescan changed), not from the rows; the rows are read for the filters when some are
+set (one query) and for the page shown (one).
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
-import operator
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from django.db.models import Q
-
 from memapp.memdir.offline_recall import RecallIndex
 from memapp.memdir.ranking import MAX_QUERY
-from memapp.stores.models import MemoryFile, MemoryFileQuerySet, Store
+from memapp.stores.models import MemoryFile, Store
 from memapp.stores.recall import index_from_mirror
 
 _indexes: dict[int, RecallIndex] = {}
@@ -29,7 +26,6 @@ _checked: dict[int, object] = {}  # store id -> the scan time its index was last
 _lock = threading.Lock()
 
 Key = tuple[int, str]  # a memory as (store id, path)
-UNRANKED_BY_PATH = 5_000  # at most this many memories left out by the ranking asked for by path
 
 
 def store_search_index(store: Store) -> RecallIndex:
@@ -84,16 +80,6 @@ def _ranked(stores: Iterable[Store], query: str) -> list[_Ranked]:
     return rankings
 
 
-def substring_matches(memories: MemoryFileQuerySet, query: str) -> MemoryFileQuerySet:
-    """The memories holding `query` as written (any case) in a field: part of a word, a path."""
-    return memories.filter(
-        Q(name__icontains=query)
-        | Q(description__icontains=query)
-        | Q(body__icontains=query)
-        | Q(path__icontains=query)
-    )
-
-
 class Found(Sequence):
     """The matches in the Search page's order, a page's rows read when it is shown (for a
     Paginator): ranked ones best first, only as many put in order as the pages shown need
@@ -135,7 +121,7 @@ class Found(Sequence):
 
 def _rows(keys: list[Key]) -> list[MemoryFile]:
     """The mirror rows of `keys`, in that order (one query)."""
-    rows = MemoryFile.objects.select_related("store__project").filter(
+    rows = MemoryFile.objects.select_related("store__project").order_by().filter(
         store_id__in={store for store, _ in keys}, path__in={path for _, path in keys}
     )
     by_key = {(row.store_id, row.path): row for row in rows}
@@ -156,38 +142,55 @@ def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
         for r in ranked
         for i in r.scores
         for h in (r.index.headers[i],)
-    ] + [((store, path), mtime, name, type_) for store, path, mtime, name, type_ in plain]
+    ] + plain
     rows.sort(key=sort)
     return Found([], [key for key, *_ in rows])
 
 
-def _is_ranked(ranked: list[_Ranked]):
-    """A test whether a (store id, path) is among the ranked matches."""
-    by_store = {r.store.pk: (r.scores, _positions_in(r.store, r.index)) for r in ranked}
-
-    def test(store_id: int, path: str) -> bool:
-        scores, positions = by_store.get(store_id, ({}, {}))
-        return positions.get(path, -1) in scores
-
-    return test
+_texts: dict[int, tuple[RecallIndex, tuple[str, ...]]] = {}  # store id -> index, each text
 
 
-def _unranked(plain: MemoryFileQuerySet, ranked: list[_Ranked]) -> MemoryFileQuerySet:
-    """`plain` cut to the memories the ranking left out, by path when they are few (a broad
-    query ranks most of a store: the database then reads a few rows, not every match)."""
-    left_out = [
-        (r.store.pk, [r.index.headers[i].path for i in set(range(len(r.index))) - r.scores.keys()])
-        for r in ranked
-    ]
-    if sum(len(paths) for _, paths in left_out) > UNRANKED_BY_PATH:
-        return plain
-    return plain.filter(
-        functools.reduce(
-            operator.or_,
-            (Q(store_id=store_id, path__in=paths) for store_id, paths in left_out if paths),
-            Q(pk__in=[]),
-        )
-    )
+def _texts_in(store: Store, index: RecallIndex) -> tuple[str, ...]:
+    """Each file's name, description, body and path, lower-cased and joined by NULs, in the
+    order of the store's index and kept with it, so the plain-text match reads no row: after
+    a rescan only the files whose stamp the kept texts lack are read (one query)."""
+    with _lock:
+        kept = _texts.get(store.pk)
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    known = dict(zip(kept[0].key, kept[1], strict=True)) if kept is not None else {}
+    wanted = [stamp[0] for stamp in index.key if stamp not in known]
+    rows = store.files.filter(path__in=wanted) if len(wanted) <= 500 else store.files.all()
+    fields = ("path", "mtime_ms", "size", "name", "description", "body")
+    for path, mtime, size, *text in rows.values_list(*fields).iterator(chunk_size=2000):
+        known[(path, mtime, size)] = "\0".join((*text, path)).lower()
+    # A file rescanned since the index was built has a stamp the index lacks: its path only,
+    # for this search (the next one has the next index).
+    texts = tuple(known.get(stamp, "") or stamp[0].lower() for stamp in index.key)
+    if all(stamp in known for stamp in index.key):
+        with _lock:
+            _texts[store.pk] = (index, texts)
+    return texts
+
+
+def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> list[tuple]:
+    """What the ranking left out that holds `query` as typed (any case) in its name,
+    description, body or path, as (key, mtime, name, type), newest first; `allowed` (the
+    filters' matches) when filters are set."""
+    needle = query.lower()
+    if "\0" in needle:
+        return []  # no field holds a NUL (a form refuses them, and so does PostgreSQL)
+    found = []
+    for r in ranked:
+        headers = r.index.headers
+        for i, text in enumerate(_texts_in(r.store, r.index)):
+            if needle in text and i not in r.scores:
+                key = r.key(i)
+                if allowed is None or key in allowed:
+                    h = headers[i]
+                    found.append((key, h.mtime_ms, h.name or "", h.type or ""))
+    found.sort(key=lambda row: (-row[1], row[0][1]))
+    return found
 
 
 def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
@@ -199,21 +202,17 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
     if not query:
         return narrowed.select_related("store__project")
     ranked = _ranked(list(stores), query)
+    allowed = None
     if any(value for key, value in rest.items() if key != "sort"):
         # The filters are the database's to apply; the ranking stays the index's.
-        allowed = set(narrowed.values_list("store_id", "path"))
+        allowed = set(narrowed.order_by().values_list("store_id", "path"))
         for r in ranked:
             paths = r.index.headers
             r.scores = {i: s for i, s in r.scores.items() if (r.store.pk, paths[i].path) in allowed}
-    is_ranked = _is_ranked(ranked)
-    # Ordered here, not by the database: ordering by age would make it walk every row.
-    plain = _unranked(substring_matches(narrowed, query), ranked).order_by()
-    fields = ("store_id", "path", "mtime_ms", "name", "type")
-    others = [row for row in plain.values_list(*fields) if not is_ranked(*row[:2])]
-    others.sort(key=lambda row: (-row[2], row[1]))
+    others = _plain(ranked, query, allowed)
     if sort := _SORTS.get(filters.get("sort") or ""):
         return _sorted(ranked, others, sort)
-    return Found(ranked, [(store_id, path) for store_id, path, *_ in others])
+    return Found(ranked, [key for key, *_ in others])
 
 
 def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:
