@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -83,6 +84,21 @@ def test_part_of_a_word_still_finds_what_holds_it(client, corpus, alice):
     response = client.get("/search/?q=runb")
     assert titles(response) == ["Ops runbooks"]
     assert marks(response)[:1] == ["runb"]
+
+
+def test_a_plain_text_match_follows_an_edit_of_the_file(client, corpus, alice):
+    """The files' text the plain-text match reads is kept with the store's index: once the
+    file is edited (same size) and rescanned, its new text is found and its old text not."""
+    client.force_login(alice)
+    search = url("store", corpus) + "?q="
+    assert titles(client.get(search + "ee the wik")) == ["Ops runbooks"]  # warms what is kept
+    path = root(corpus) / "reference_runbooks.md"
+    path.write_text(path.read_text().replace("the wiki", "the docs"))
+    later = path.stat().st_mtime + 5
+    os.utime(path, (later, later))
+    rescan_store(corpus)
+    assert "No memories match." in text(client.get(search + "ee the wik"))
+    assert titles(client.get(search + "ee the doc")) == ["Ops runbooks"]
 
 
 def test_the_filters_still_apply_to_a_ranked_search(client, corpus, alice):
