@@ -497,11 +497,8 @@ class RecallIndex:
     def scored(self, query: str, now_ms: float | None = None) -> dict[int, float]:
         """:meth:`rank`'s scores by position in :attr:`headers`, in no order: for a caller that
         wants only the best few of many matches, or to look one up."""
-        scores = self._score(query)
         weights = self._weights(time.time() * 1000 if now_ms is None else now_ms)
-        for i, score in scores.items():
-            scores[i] = score * weights[i]
-        return scores
+        return {i: score * weights[i] for i, score in self._score(query).items()}
 
     def _weights(self, now_ms: float) -> tuple[float, ...]:
         """Each memory's type prior times its recency boost, normalised, as of the hour of
@@ -586,6 +583,10 @@ class RecallIndex:
             if postings is None:
                 continue
             w = weight * self._idf[term]
+            if not scores:  # the first term's in one pass (a broad term matches most files)
+                scores = {i: w * saturated for i, saturated in postings}
+                get = scores.get
+                continue
             for i, saturated in postings:
                 scores[i] = get(i, 0.0) + w * saturated
         return scores

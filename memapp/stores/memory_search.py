@@ -12,6 +12,7 @@ set (one query) and for the page shown (one).
 from __future__ import annotations
 
 import heapq
+import operator
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -105,9 +106,14 @@ class Found(Sequence):
         """The first `stop` matches."""
         if len(self._best) < min(stop, self._count):
             # Equal scores: the newer memory (first in its index) first, as recall orders them.
-            every = (
-                (score, -i, n) for n, r in enumerate(self.ranked) for i, score in r.scores.items()
-            )
+            # Each store's best `stop` (tuples made in C), then the best of those.
+            every = [
+                (score, i, n)
+                for n, r in enumerate(self.ranked)
+                for score, i in heapq.nlargest(
+                    stop, zip(r.scores.values(), map(operator.neg, r.scores), strict=True)
+                )
+            ]
             self._best = [self.ranked[n].key(-i) for _, i, n in heapq.nlargest(stop, every)]
         best = self._best[:stop]
         return best + self.plain[: max(0, stop - len(best))]
@@ -121,8 +127,10 @@ class Found(Sequence):
 
 def _rows(keys: list[Key]) -> list[MemoryFile]:
     """The mirror rows of `keys`, in that order (one query)."""
-    rows = MemoryFile.objects.select_related("store__project").order_by().filter(
-        store_id__in={store for store, _ in keys}, path__in={path for _, path in keys}
+    rows = (
+        MemoryFile.objects.select_related("store__project")
+        .order_by()
+        .filter(store_id__in={store for store, _ in keys}, path__in={path for _, path in keys})
     )
     by_key = {(row.store_id, row.path): row for row in rows}
     return [by_key[key] for key in keys if key in by_key]
@@ -182,13 +190,13 @@ def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> list[
         return []  # no field holds a NUL (a form refuses them, and so does PostgreSQL)
     found = []
     for r in ranked:
-        headers = r.index.headers
-        for i, text in enumerate(_texts_in(r.store, r.index)):
-            if needle in text and i not in r.scores:
-                key = r.key(i)
-                if allowed is None or key in allowed:
-                    h = headers[i]
-                    found.append((key, h.mtime_ms, h.name or "", h.type or ""))
+        texts, scores, headers = _texts_in(r.store, r.index), r.scores, r.index.headers
+        # Only the texts the ranking left out are read: a broad query ranks most of a store.
+        for i in (i for i in range(len(texts)) if i not in scores and needle in texts[i]):
+            key = r.key(i)
+            if allowed is None or key in allowed:
+                h = headers[i]
+                found.append((key, h.mtime_ms, h.name or "", h.type or ""))
     found.sort(key=lambda row: (-row[1], row[0][1]))
     return found
 
