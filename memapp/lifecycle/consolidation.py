@@ -315,9 +315,8 @@ class Orientation:
         return {self.scope: Target(self.root, tuple(self.store.exclude))}
 
 
-def _day(mtime_ms: int) -> datetime.date:
-    moment = datetime.datetime.fromtimestamp(mtime_ms / 1000, tz=datetime.UTC)
-    return timezone.localtime(moment).date()
+def _day(mtime_ms: int, zone: datetime.tzinfo) -> datetime.date:
+    return datetime.datetime.fromtimestamp(mtime_ms / 1000, tz=zone).date()
 
 
 def _measure(text: str) -> dict[str, int]:
@@ -337,26 +336,26 @@ def orient(store: Store, flags: dict) -> Orientation:
             raw_index = b""
     rows = list(
         store.files.order_by("-mtime_ms", "path").values(
-            "path",
-            "name",
-            "description",
-            "type",
-            "mtime_ms",
-            "size",
-            "sha256",
-            "relative_dates",
-            "missing_sections",
-            "dangling_links",
-            "problem",
+            "path", "name", "description", "type", "mtime_ms", "size", "sha256", "problem"
         )
     )
+    # The lints' lists are empty in most rows: only the others' are read (and decoded).
+    linted = {
+        path: (dates, sections)
+        for path, dates, sections in store.files.exclude(
+            relative_dates=[], missing_sections=[]
+        ).values_list("path", "relative_dates", "missing_sections")
+    }
+    for row in rows:
+        row["relative_dates"], row["missing_sections"] = linted.get(row["path"], ([], []))
+    zone = timezone.get_current_timezone()
     topics = {
         row["path"]: TopicFile(
             row["path"],
             row["name"] or row["path"].rsplit("/", 1)[-1].removesuffix(".md"),
             " ".join((row["description"] or "").split()),
             row["mtime_ms"],
-            _day(row["mtime_ms"]),
+            _day(row["mtime_ms"], zone),
         )
         for row in rows
     }

@@ -15,9 +15,11 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
-from math import ceil
+from collections import Counter, defaultdict
+from collections.abc import Collection, Hashable, Iterable, Sequence
+from functools import lru_cache
+from itertools import repeat
+from operator import and_, or_
 
 from memapp.memdir.frontmatter import extract_links
 from memapp.memdir.index import MAX_ENTRY_CHARS
@@ -251,11 +253,11 @@ def near_duplicates(
     1.0. Items whose description is empty after normalisation (None, blank, only stopwords) are
     ignored.
 
-    Only pairs sharing a word are scored. Since a ratio is at most 1, a pair reaching `threshold`
-    needs a Jaccard index of at least `2 * threshold - 1`, and each description is indexed only
-    by its rarest words, enough of them that two sets with that overlap must share one (prefix
-    filtering). Above a threshold of 0.5 this finds every qualifying pair; at 0.5 or below,
-    pairs with no word in common are not considered.
+    Only pairs sharing a word are scored, and only those whose Jaccard index can reach the
+    threshold (a ratio is at most 1): for each description, the earlier ones sharing enough of
+    its words are found all at once, each word's holders a bitmap over the descriptions and
+    "holds at least c of these words" counted with bitwise operations, so a store of thousands
+    costs a few operations per word rather than one per pair sharing a word.
     """
     keys: list[str] = []
     joined: list[str] = []
@@ -267,34 +269,31 @@ def near_duplicates(
             joined.append(" ".join(words))
             sets.append(frozenset(words))
 
-    frequency: dict[str, int] = defaultdict(int)
-    for word_set in sets:
-        for word in word_set:
-            frequency[word] += 1
-
-    min_jaccard = max(0.0, 2 * threshold - 1)
     floor = threshold - 1e-9  # (0.6 + 1.0) / 2 must reach a threshold of 0.8
-    # Each word set also as the bits of its words, so a candidate's Jaccard index is one AND and
-    # a popcount (most candidates stop there).
-    bit_of: dict[str, int] = {}
-    bits = [sum(1 << bit_of.setdefault(word, len(bit_of)) for word in s) for s in sets]
-    # Prefix filtering: with words ordered rarest first, two sets whose Jaccard index is at least
-    # j share a word among the first len - ceil(j * len) + 1 of each.
-    postings: dict[str, list[int]] = defaultdict(list)
+    holders = _bitmaps(sets, 2)  # a word only one description holds pairs it with none
+    sizes = _bitmaps([(len(word_set),) for word_set in sets], 1)
+    # For each size, the fewest words a description of each size must share with one of it.
+    needed = {size: {k: o for k in sizes if (o := _least_shared(size, k, floor))} for size in sizes}
     found: list[tuple[int, int, float]] = []
     for i, word_set in enumerate(sets):
-        ordered = sorted(word_set, key=lambda word: (frequency[word], word))
-        prefix = ordered[: len(ordered) - ceil(min_jaccard * len(ordered) - 1e-9) + 1]
-        earlier: set[int] = set()
-        for word in prefix:
-            earlier.update(postings[word])
-            postings[word].append(i)
-        size, own, later = len(word_set), bits[i], _matcher_of(joined[i])
-        for j in earlier:
-            shared = (own & bits[j]).bit_count()
-            if (shared / (size + len(sets[j]) - shared) + 1) / 2 < floor:
-                continue
-            score = _similarity(joined[j], sets[j], joined[i], word_set, floor, later)
+        needs = needed[len(word_set)]
+        shared = [has for word in word_set if (has := holders.get(word))]
+        if not needs or not shared:
+            continue
+        top = max(needs.values())
+        earlier = (1 << i) - 1  # each pair once, from its later description
+        # [c]: the earlier descriptions holding c or more of the words seen so far, each word
+        # added to every count at once (the bitwise operations run in C).
+        at_least = [earlier] + [0] * top
+        for has in shared:
+            at_least = [earlier, *map(or_, at_least[1:], map(and_, at_least, repeat(has, top)))]
+        candidates = 0
+        for k, least in needs.items():
+            candidates |= at_least[least] & sizes[k]
+        while candidates:
+            j = (candidates & -candidates).bit_length() - 1
+            candidates &= candidates - 1
+            score = _similarity(joined[j], joined[i], floor)
             if score is not None:
                 found.append((j, i, score))
 
@@ -302,46 +301,55 @@ def near_duplicates(
     return [(keys[i], keys[j], score) for i, j, score in found]
 
 
-def _similarity(
-    a: str,
-    a_words: frozenset[str],
-    b: str,
-    b_words: frozenset[str],
-    floor: float,
-    later: Callable[[], difflib.SequenceMatcher] | None = None,
-) -> float | None:
+def _bitmaps(groups: Sequence[Iterable[Hashable]], least: int) -> dict[Hashable, int]:
+    """For each member of the groups held by `least` groups or more, the positions of the
+    groups holding it as the bits of an int."""
+    positions: dict[Hashable, list[int]] = defaultdict(list)
+    for i, group in enumerate(groups):
+        for member in group:
+            positions[member].append(i)
+    width = (len(groups) + 7) // 8
+    bitmaps = {}
+    for member, held in positions.items():
+        if len(held) >= least:
+            bits = bytearray(width)
+            for i in held:
+                bits[i >> 3] |= 1 << (i & 7)
+            bitmaps[member] = int.from_bytes(bits, "little")
+    return bitmaps
+
+
+def _least_shared(size: int, other: int, floor: float) -> int:
+    """The fewest words two word sets of these sizes must share for their Jaccard index to
+    let a score reach `floor` (a ratio is at most 1); 0 when none does."""
+    for shared in range(1, min(size, other) + 1):
+        if (shared / (size + other - shared) + 1) / 2 >= floor:
+            return shared
+    return 0
+
+
+@lru_cache(maxsize=1 << 16)
+def _similarity(a: str, b: str, floor: float) -> float | None:
     """The score of `near_duplicates` for two normalised descriptions, None below `floor`.
-    `later()` gives a matcher already holding `b` (difflib analyses its second sequence once,
-    so one matcher serves every comparison with the same `b`)."""
+    Kept per pair of texts (a pure function of them): a store's pairs are scored again only
+    for the descriptions that changed."""
     if a == b:
         return 1.0
+    a_words, b_words = frozenset(a.split(" ")), frozenset(b.split(" "))
     jaccard = len(a_words & b_words) / len(a_words | b_words)
-    if (jaccard + 1) / 2 < floor:  # out of reach whatever the ratio: no matcher built
+    if (jaccard + 1) / 2 < floor:  # out of reach whatever the ratio
         return None
-    if later is None:
-        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    else:
-        matcher = later()
-        matcher.set_seq1(a)
-    # Cheap upper bounds on the ratio first; most candidates stop here.
-    if (jaccard + matcher.real_quick_ratio()) / 2 < floor:
+    # Cheap upper bounds on the ratio first, as difflib computes them (its real_quick_ratio
+    # and quick_ratio): most candidates stop here.
+    length = len(a) + len(b)
+    if (jaccard + 2.0 * min(len(a), len(b)) / length) / 2 < floor:
         return None
-    if (jaccard + matcher.quick_ratio()) / 2 < floor:
+    few, many = sorted((Counter(a), Counter(b)), key=len)
+    common = sum(map(min, few.values(), map(many.get, few, repeat(0))))
+    if (jaccard + 2.0 * common / length) / 2 < floor:
         return None
-    score = (jaccard + matcher.ratio()) / 2
+    score = (jaccard + difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()) / 2
     return round(score, 4) if score >= floor else None
-
-
-def _matcher_of(b: str) -> Callable[[], difflib.SequenceMatcher]:
-    """A function giving one matcher holding `b`, built on first use."""
-    made: list[difflib.SequenceMatcher] = []
-
-    def later() -> difflib.SequenceMatcher:
-        if not made:
-            made.append(difflib.SequenceMatcher(None, "", b, autojunk=False))
-        return made[0]
-
-    return later
 
 
 def similar_to(
@@ -357,13 +365,12 @@ def similar_to(
     joined, word_set = " ".join(words), frozenset(words)
     floor = threshold - 1e-9
     found: list[tuple[float, int, str]] = []
-    later = _matcher_of(joined)
     for position, (key, text) in enumerate(items):
         other = _tokens(text or "")
         other_set = frozenset(other)
         if not other_set & word_set:
             continue
-        score = _similarity(" ".join(other), other_set, joined, word_set, floor, later)
+        score = _similarity(" ".join(other), joined, floor)
         if score is not None:
             found.append((-score, position, key))
     return [key for _, _, key in sorted(found)]

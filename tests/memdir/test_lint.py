@@ -201,6 +201,17 @@ def test_a_negated_copy_is_surfaced_below_an_exact_duplicate():
     assert near_duplicates(items) == [("x", "y", 0.8545)]
 
 
+def test_an_edited_description_is_compared_afresh():
+    """Scores are kept per pair of texts, never per key: the same keys with another text are
+    scored again."""
+    original = ("x", "Use mocks in unit tests")
+    assert near_duplicates([original, ("y", "Do not use mocks in unit tests")]) == [
+        ("x", "y", 0.8545)
+    ]
+    assert near_duplicates([original, ("y", "Deploy on Fridays after lunch")]) == []
+    assert near_duplicates([original, ("y", "Use mocks in unit tests.")]) == [("x", "y", 1.0)]
+
+
 def _brute_force(items, threshold):
     normalised = [(key, lint._tokens(text)) for key, text in items]
     normalised = [(key, " ".join(words), set(words)) for key, words in normalised if words]
@@ -234,6 +245,23 @@ def test_blocking_finds_every_pair_scoring_all_pairs_would(threshold):
 
     assert {(a, b) for a, b, _ in found} == _brute_force(items, threshold)
     assert [score for *_, score in found] == sorted((s for *_, s in found), reverse=True)
+
+
+def test_long_descriptions_of_a_small_vocabulary_are_paired_as_all_pairs_would_be():
+    """Many shared words and every length from 3 to 20: the counts of shared words reach far."""
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(30)]
+    items = []
+    for i in range(50):
+        words = rng.sample(vocab, rng.randint(3, 20))
+        items.append((f"b{i}", " ".join(words)))
+        words[rng.randrange(len(words))] = rng.choice(vocab)
+        items.append((f"v{i}", " ".join(rng.sample(words, len(words)) if i % 3 else words)))
+
+    found = near_duplicates(items, 0.75)
+
+    assert {(a, b) for a, b, _ in found} == _brute_force(items, 0.75)
+    assert len(found) >= 20
 
 
 def test_it_handles_two_thousand_descriptions_and_finds_the_planted_pairs():
