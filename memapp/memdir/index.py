@@ -652,15 +652,18 @@ def index_health(
     truncation = truncate_index(text, max_lines, max_bytes)
     entries, linked = _entries_and_links(text)
 
+    if files is None:
+        files = [h.path for h in scan_memory_files(root, limit=None, exclude=tuple(exclude))]
+    files = list(files)
+    scanned = frozenset(files)  # found by the scan: no second stat of each
     missing = tuple(
         entry
         for entry in entries
         if entry.path is not None
         and entry.path.endswith(".md")
+        and entry.path not in scanned
         and not (root / entry.path).is_file()
     )
-    if files is None:
-        files = (h.path for h in scan_memory_files(root, limit=None, exclude=tuple(exclude)))
     unindexed = tuple(
         path for path in files if path not in linked and posixpath.basename(path) != INDEX_FILENAME
     )

@@ -234,9 +234,11 @@ _APOSTROPHES = re.compile(r"['’]")
 _TOKEN = re.compile(r"[^\W_]+")
 
 
-def _tokens(description: str) -> list[str]:
+@lru_cache(maxsize=1 << 14)
+def _tokens(description: str) -> tuple[str, ...]:
+    """The words of a description that count (a pure function, kept for a store's worth)."""
     text = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", description).casefold())
-    return [word for word in _TOKEN.findall(text) if word not in _STOPWORDS]
+    return tuple(word for word in _TOKEN.findall(text) if word not in _STOPWORDS)
 
 
 def near_duplicates(
