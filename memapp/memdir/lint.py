@@ -20,6 +20,7 @@ from collections.abc import Collection, Hashable, Iterable, Sequence
 from functools import lru_cache
 from itertools import repeat
 from operator import and_, or_
+from typing import TypeVar
 
 from memapp.memdir.frontmatter import extract_links
 from memapp.memdir.index import MAX_ENTRY_CHARS
@@ -241,6 +242,9 @@ def _tokens(description: str) -> tuple[str, ...]:
     return tuple(word for word in _TOKEN.findall(text) if word not in _STOPWORDS)
 
 
+_Member = TypeVar("_Member", bound=Hashable)  # a word, or a size
+
+
 def near_duplicates(
     items: Iterable[tuple[str, str]], threshold: float = 0.8
 ) -> list[tuple[str, str, float]]:
@@ -303,15 +307,15 @@ def near_duplicates(
     return [(keys[i], keys[j], score) for i, j, score in found]
 
 
-def _bitmaps(groups: Sequence[Iterable[Hashable]], least: int) -> dict[Hashable, int]:
+def _bitmaps(groups: Sequence[Iterable[_Member]], least: int) -> dict[_Member, int]:
     """For each member of the groups held by `least` groups or more, the positions of the
     groups holding it as the bits of an int."""
-    positions: dict[Hashable, list[int]] = defaultdict(list)
+    positions: dict[_Member, list[int]] = defaultdict(list)
     for i, group in enumerate(groups):
         for member in group:
             positions[member].append(i)
     width = (len(groups) + 7) // 8
-    bitmaps = {}
+    bitmaps: dict[_Member, int] = {}
     for member, held in positions.items():
         if len(held) >= least:
             bits = bytearray(width)

@@ -168,13 +168,14 @@ def _texts_in(store: Store, index: RecallIndex) -> tuple[str, ...]:
         return kept[1]
     known = dict(zip(kept[0].key, kept[1], strict=True)) if kept is not None else {}
     wanted = [stamp[0] for stamp in index.key if stamp not in known]
-    rows = store.files.filter(path__in=wanted) if len(wanted) <= 500 else store.files.all()
+    rows = store.files.order_by()
+    rows = rows.filter(path__in=wanted) if len(wanted) <= 500 else rows
     fields = ("path", "mtime_ms", "size", "name", "description", "body")
     for path, mtime, size, *text in rows.values_list(*fields).iterator(chunk_size=2000):
         known[(path, mtime, size)] = "\0".join((*text, path)).lower()
     # A file rescanned since the index was built has a stamp the index lacks: its path only,
     # for this search (the next one has the next index).
-    texts = tuple(known.get(stamp, "") or stamp[0].lower() for stamp in index.key)
+    texts = tuple(known.get(stamp) or stamp[0].lower() for stamp in index.key)
     if all(stamp in known for stamp in index.key):
         with _lock:
             _texts[store.pk] = (index, texts)
