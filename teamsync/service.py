@@ -83,7 +83,7 @@ def team_clone() -> TeamClone:
 def in_shared_repository(name: str) -> bool:
     """Whether the shared repository (as last synced) has a folder `name`: a project of that
     name exists outside this memhub, so only staff may claim it (docs/design.md §17)."""
-    return (_clone_dir() / ".git").is_dir() and (_clone_dir() / name).is_dir()
+    return TeamClone(_clone_dir(), team_remote()).has_folder(name)
 
 
 def folder_for(store: Store) -> str:
