@@ -276,9 +276,7 @@ class TeamClone:
     def _git(self, *args: str, input: bytes | None = None, ok: Collection[int] = (0,)) -> bytes:
         """Run git on the clone's git directory; its stdout (GitCommandError on another exit
         status than `ok`)."""
-        done = subprocess.run(
-            ["git", "--git-dir", str(self.git_dir), *args], input=input, capture_output=True
-        )
+        done = subprocess.run(["git", *args], cwd=self.git_dir, input=input, capture_output=True)
         if done.returncode not in ok:
             raise GitCommandError(["git", *args], done.returncode, done.stderr)
         return done.stdout
