@@ -461,23 +461,32 @@ class TeamClone:
         written over it; overlapping edits come back as conflicts, nothing committed for them.
         """
         result = CommitResult(base=dict(spec.base))
-        store = read_store(spec.directory, spec.exclude)
-        clone = self.folder_files(spec.folder)
+        # Compared by checksums (the store's re-read only where a stat changed, the clone's
+        # from blob ids already seen): only the files that changed are read.
+        sums = store_checksums(spec.directory, spec.exclude)
+        blobs = self.tree_blobs(spec.folder)
+        clone = self._checksums(blobs)
         changes: dict[str, Change] = {}
-        candidates = set(store) | set(spec.base)
+        candidates = set(sums) | set(spec.base)
         if keys is not None:
             candidates &= keys
         topics = {
             key
             for key in candidates - spec.held
-            if not is_index_key(key)
-            and (checksum(store[key]) if key in store else None) != spec.base.get(key)
+            if not is_index_key(key) and sums.get(key) != spec.base.get(key)
+        }
+        store = {
+            key: data
+            for key in candidates - spec.held
+            if (key in topics or is_index_key(key))
+            and key in sums
+            and (data := _read_store_file(spec.directory, key)) is not None
         }
         self._gate(topics, store, secret_check, max_entry_bytes, result)
         topic = {k for k in clone if not is_index_key(k)}
         room = max_entries - len(topic)
         for key in sorted(topics):
-            room = self._commit_key(spec, key, store.get(key), clone, result, room, changes)
+            room = self._commit_key(spec, key, store.get(key), blobs, clone, result, room, changes)
         # Then the indexes, in the form they are shared: what that is depends on the files.
         in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
         indexes = {}
@@ -490,7 +499,9 @@ class TeamClone:
         shared = {key: data for key, data in indexes.items() if data is not None}
         self._gate(set(indexes), shared, secret_check, max_entry_bytes, result)
         for key, ours in indexes.items():
-            self._commit_key(spec, key, ours, clone, result, room, changes, full=store.get(key))
+            self._commit_key(
+                spec, key, ours, blobs, clone, result, room, changes, full=store.get(key)
+            )
         result.total_entries = (
             len(topic)
             + sum(1 for k in result.committed if k not in clone and not is_index_key(k))
@@ -528,23 +539,23 @@ class TeamClone:
         spec: StoreSpec,
         key: str,
         ours: bytes | None,
-        clone: Mapping[str, bytes],
+        blobs: Mapping[str, str],
+        clone: Mapping[str, str],
         result: CommitResult,
         room: int,
         changes: dict[str, Change],
         full: bytes | None = None,
     ) -> int:
         """Add one changed key to `changes` (`ours`: its content as shared, None when deleted;
-        `full`: what the store holds when that differs, shown in a conflict); returns the room
-        left under the entry cap."""
+        `blobs` and `clone`: the folder's blob ids and checksums; `full`: what the store holds
+        when that differs, shown in a conflict); returns the room left under the entry cap."""
         self._check(key)
         if key in result.blocked:
             return room
         shared = clone.get(key)
-        if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
-            shared != ours
-        ):
-            self._commit_diverged(spec, key, ours, shared, result, changes, full)
+        if shared != spec.base.get(key) and shared != (None if ours is None else checksum(ours)):
+            theirs = None if shared is None else self.read_blobs([blobs[key]])[blobs[key]]
+            self._commit_diverged(spec, key, ours, theirs, result, changes, full)
             return room
         if ours is not None:
             if key not in clone and not is_index_key(key):
@@ -907,14 +918,19 @@ class TeamClone:
             pos = start + int(size) + 1
         return contents
 
-    def _checksums(self, blobs: Mapping[str, str]) -> dict[str, str]:
-        """:func:`checksum` of each key's blob, reading only blobs not seen before."""
+    def _checksums(
+        self, blobs: Mapping[str, str], read: dict[str, bytes] | None = None
+    ) -> dict[str, str]:
+        """:func:`checksum` of each key's blob, reading only blobs not seen before (their
+        content is left in `read`, by blob id, when given)."""
         unseen = [blob for blob in blobs.values() if blob not in _blob_checksums]
         if len(_blob_checksums) + len(unseen) > MAX_REMEMBERED_BLOBS:
             _blob_checksums.clear()
             unseen = list(blobs.values())
         for blob, data in self.read_blobs(unseen).items():
             _blob_checksums[blob] = checksum(data)
+            if read is not None:
+                read[blob] = data
         return {key: _blob_checksums[blob] for key, blob in blobs.items()}
 
     def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
@@ -930,11 +946,12 @@ class TeamClone:
         files it changes, not the folder's size, and no checkout pass touches the rest."""
         result = IncomingResult(base=dict(spec.base))
         blobs = self.tree_blobs(spec.folder)
-        clone = self._checksums(blobs)
+        data: dict[str, bytes] = {}  # what arrived is read once, for its checksum and to write
+        clone = self._checksums(blobs, data)
         store = store_checksums(spec.directory, spec.exclude)
         keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
         changed = [key for key in keys if clone.get(key) != spec.base.get(key)]
-        data = self.read_blobs([blobs[key] for key in changed if key in blobs])
+        data.update(self.read_blobs([b for k in changed if (b := blobs.get(k)) and b not in data]))
         writes: dict[Path, bytes] = {}
         for key in changed:
             arriving = clone.get(key)
