@@ -122,6 +122,7 @@ class CommitResult:
 class IntegrateResult:
     conflicts: list[Conflict] = field(default_factory=list)
     merged: bool = False  # the remote had commits we did not
+    before: str | None = None  # the clone's commit before the merge
     error: str | None = None
 
 
@@ -741,8 +742,8 @@ class TeamClone:
 
         A fast-forward moves the branch; a merge is `git merge-tree` and one commit of what it
         changed: no file is checked out either way (the stores get theirs from git's objects)."""
-        result = IntegrateResult()
         head = self.head()
+        result = IntegrateResult(before=head)
         found = self._git("rev-parse", "--verify", "--quiet", f"origin/{BRANCH}", ok=(0, 1))
         theirs = found.decode().strip()
         if not theirs or head is None:
@@ -1040,14 +1041,23 @@ class TeamClone:
             )
         return rows
 
-    def last_authors(self, paths: list[str]) -> dict[str, str]:
-        """Who made the latest commit touching each of `paths` (repository paths)."""
-        if not paths:
+    def last_authors(self, paths: list[str], since: str | None = None) -> dict[str, str]:
+        """Who made the latest commit touching each of `paths` (repository paths). `since`: a
+        commit before which most of them did not change (the clone's head before a pull): the
+        commits after it are read first, the whole history only for paths they do not touch."""
+        if not paths or self.head() is None:
             return {}
+        authors = self._authors(paths, f"{since}..HEAD") if since else {}
+        rest = [path for path in paths if path not in authors]
+        if rest:
+            authors.update(self._authors(rest, "HEAD"))
+        return authors
+
+    def _authors(self, paths: list[str], commits: str) -> dict[str, str]:
         with self.repo() as repo:
-            if not repo.head.is_valid():
-                return {}
-            out = repo.git.log("--format=%x1e%an", "--name-only", "--no-renames", "--", *paths)
+            out = repo.git.log(
+                "--format=%x1e%an", "--name-only", "--no-renames", commits, "--", *paths
+            )
         authors: dict[str, str] = {}
         for commit in out.split("\x1e")[1:]:
             name, *changed = commit.splitlines()

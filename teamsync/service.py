@@ -323,7 +323,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 _hold_deletions(store, gone, _topic_count(store), outgoing=False)
                 spec = _spec(store, state)
             applied = clone.apply_incoming(spec)
-            by_author = _record_incoming(clone, store, applied, report)
+            by_author = _record_incoming(clone, store, applied, report, merged.before)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -414,14 +414,15 @@ def _restore_from_clone(store: Store, user, keys: list[str]) -> None:
 
 
 def _record_incoming(
-    clone: TeamClone, store: Store, applied, report: SyncReport
+    clone: TeamClone, store: Store, applied, report: SyncReport, before: str | None
 ) -> dict[str, tuple[dict, dict]]:
     """Each file a pull wrote or deleted is a version by team sync, noting who made it
-    (before the mirror's rescan, which would record them as found on disk). Returns what
-    was written and deleted, by author."""
+    (before the mirror's rescan, which would record them as found on disk); `before`: the
+    clone's commit before the merge. Returns what was written and deleted, by author."""
     folder = folder_for(store)
     keys = [*applied.written, *applied.deleted]
-    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_versioned(key)])
+    paths = [f"{folder}/{key}" for key in keys if is_versioned(key)]
+    authors = clone.last_authors(paths, since=before)
     by_author: dict[str, tuple[dict, dict]] = {}
     for key in keys:
         author = authors.get(f"{folder}/{key}", "")
