@@ -762,3 +762,16 @@ def test_store_checksums_are_those_of_read_store_and_follow_every_change(tmp_pat
     (store / "c.md").write_text("c")
     assert store_checksums(store, ("team",)) == expected()
     assert set(expected()) == {"c.md", "sub/b.md"}
+
+
+def test_last_authors_since_a_commit_still_finds_files_changed_before_it(ana, ben):
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.sync()
+    ben.sync()
+    since = ben.clone.head()
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    ben.commit()
+    paths = [f"{FOLDER}/project_a.md", f"{FOLDER}/project_b.md"]
+    expected = dict(zip(paths, ["ana", "ben"], strict=True))
+    assert ben.clone.last_authors(paths, since=since) == expected
+    assert ben.clone.last_authors(paths) == expected
