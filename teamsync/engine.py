@@ -46,7 +46,7 @@ from memapp.memdir.store_files import (
     FileRejected,
     check_entry,
     checksum,
-    entry_path,
+    entry_paths,
     is_index_key,
     is_store_key,
     read_file,
@@ -953,6 +953,7 @@ class TeamClone:
         keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
         changed = [key for key in keys if clone.get(key) != spec.base.get(key)]
         data.update(self.read_blobs([b for k in changed if (b := blobs.get(k)) and b not in data]))
+        targets = entry_paths(spec.directory, changed, spec.exclude)
         writes: dict[Path, bytes] = {}
         for key in changed:
             arriving = clone.get(key)
@@ -972,9 +973,8 @@ class TeamClone:
             if current != spec.base.get(key):
                 result.not_applied.append(key)
                 continue
-            try:
-                target = entry_path(spec.directory, key, spec.exclude)
-            except FileRejected:
+            target = targets[key]
+            if isinstance(target, FileRejected):
                 result.not_applied.append(key)
                 continue
             if incoming is None:
@@ -985,8 +985,8 @@ class TeamClone:
                 result.written.append(key)
                 result.contents[key] = incoming
             self._set_base(result.base, key, arriving)
-        for target in writes:  # every key checked above: write_entries without checking again
-            target.parent.mkdir(parents=True, exist_ok=True)
+        for directory in {target.parent for target in writes}:  # every key checked above
+            directory.mkdir(parents=True, exist_ok=True)
         write_atomic_files(writes)
         return result
 
