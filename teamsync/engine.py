@@ -1,5 +1,6 @@
-"""The git side of team sync, with no Django: one working clone of the shared repository, and
-the three-way exchange between a team store directory and its folder in that clone.
+"""The git side of team sync, with no Django: one clone of the shared repository (without a work
+tree: see `TeamClone`), and the three-way exchange between a team store directory and its folder
+in that clone.
 
 Each team store maps to a folder of the shared repository (`owner/repo/`, docs/design.md §17). The
 *base* of a store is the checksum of each key as it was last synced (kept by the caller). From
@@ -10,13 +11,13 @@ it each side's changes are known:
 - a key whose clone checksum differs from its base after integrating the remote changed
   remotely: it is written to the store.
 
-Integration is `git merge` of the remote branch, so git does the three-way merge of commits.
+Integration is `git merge-tree` of the remote branch, so git does the three-way merge of commits.
 Overlapping edits are not resolved by guessing: the shared repository keeps the remote version
 (never conflict markers), the local version stays in the store, and the conflict is returned
 for a person to resolve. `MEMORY.md` is merged line by line (`merge_index`, the rule proposals
 use: an entry is the file it links, nothing either side added is lost, a line either side
 removed goes) and then cleaned of entries whose file is gone; git's union driver only keeps the
-merge itself from stopping on it. All git work runs through the git command (`repo.git`), under one
+merge itself from stopping on it. All git work runs through the git command, under one
 lock per clone that a crashed process cannot leave held (an `flock` dies with its holder).
 """
 
