@@ -29,6 +29,7 @@ __all__ = [
     "memory_dir_override_problem",
     "normalize_key",
     "validate_key",
+    "validate_keys",
     "validate_memory_dir_override",
 ]
 

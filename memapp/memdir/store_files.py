@@ -53,6 +53,7 @@ __all__ = [
     "checksum",
     "classify",
     "entry_path",
+    "entry_paths",
     "is_conflict_copy",
     "is_index_key",
     "is_store_key",
