@@ -5,9 +5,19 @@ SQLite: the FTS5 table gets the entry's owner as a second indexed column (`owner
 `owner : "42" AND text : (…)` is answered from the index; contentless (the text stays in
 `lifecycle_transcriptentry`), kept up to date by the triggers below, which read the owner from
 the entry's session. A trigger's body naming another table makes SQLite refuse to rebuild that
-table (Django rebuilds `lifecycle_session` for most field changes): a migration that changes
-Session's columns on SQLite runs `DROP_TRIGGERS` first and `TRIGGERS` after, as 0006 did for
-the entries' own rebuild.
+table ("error in trigger lifecycle_entry_fts_insert: no such table: main.lifecycle_session"),
+and Django rebuilds `lifecycle_session` for most changes of its fields: a migration that makes
+one puts it between this module's `drop_triggers` and `make_triggers`::
+
+    entry_search = importlib.import_module("memapp.lifecycle.migrations.0010_entry_search_by_owner")
+    operations = [
+        migrations.RunPython(entry_search.drop_triggers, entry_search.make_triggers),
+        migrations.AddField("session", ...),
+        migrations.RunPython(entry_search.make_triggers, entry_search.drop_triggers),
+    ]
+
+(A rebuild of `lifecycle_transcriptentry` itself drops its triggers: make them again after it,
+as 0006 did.)
 
 PostgreSQL: the entry's `tsvector` is stored (a generated column, `text_search`) and indexed, so
 ranking reads it instead of computing `to_tsvector` of every entry it considers, and the query
@@ -49,7 +59,6 @@ SQLITE = [
     """INSERT INTO lifecycle_entry_fts(rowid, text, owner)
         SELECT e.id, e.text, s.owner_id
         FROM lifecycle_transcriptentry e JOIN lifecycle_session s ON s.id = e.session_id""",
-    *TRIGGERS,
 ]
 # Back to 0002's table and 0006's triggers.
 SQLITE_REVERSE = [
@@ -86,6 +95,18 @@ POSTGRESQL_REVERSE = [
 ]
 
 
+def drop_triggers(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in DROP_TRIGGERS:
+            schema_editor.execute(statement)
+
+
+def make_triggers(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        for statement in [*DROP_TRIGGERS, *TRIGGERS]:
+            schema_editor.execute(statement)
+
+
 def _run(statements: dict[str, list[str]]):
     def run(apps, schema_editor) -> None:
         for statement in statements.get(schema_editor.connection.vendor, []):
@@ -102,4 +123,5 @@ class Migration(migrations.Migration):
             _run({"sqlite": SQLITE, "postgresql": POSTGRESQL}),
             _run({"sqlite": SQLITE_REVERSE, "postgresql": POSTGRESQL_REVERSE}),
         ),
+        migrations.RunPython(make_triggers, drop_triggers),
     ]
