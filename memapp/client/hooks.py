@@ -170,7 +170,7 @@ def hook_output(event: str, text: str, agent: str = "claude-code") -> str:
 def process_age() -> float:
     """Seconds since this process started (Linux: from /proc); 0.0 where that is unknown."""
     try:
-        fields = Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, `starttime`
         return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
     except (OSError, ValueError, IndexError, AttributeError):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import sys
@@ -27,6 +26,7 @@ from urllib.parse import quote, urlencode
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
 from memapp.memdir.agent_transcripts import CONVERTERS
+from memapp.memdir.digests import sha256
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
@@ -60,7 +60,7 @@ class Cursor:
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None, session_id: str, transcript: Path) -> Cursor:
-        name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+        name = sha256(session_id.encode()).hexdigest()[:32]
         path = config_dir(env) / "transcripts" / f"{name}.json"
         stored = read_json(path) or {}
         try:

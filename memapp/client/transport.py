@@ -16,11 +16,11 @@ out connection, a name that does not resolve, an answer cut short) carrying the 
 
 from __future__ import annotations
 
+import _socket  # not `socket`: its enums and `selectors` are milliseconds of every hook
 import os
-import socket
 import sys
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # loaded only when a request needs it
     import urllib.request
@@ -110,23 +110,81 @@ def _send_plain(
         lines.append(f"Content-Length: {len(data)}")
     lines.append("Connection: close")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    sock = _connect(host, port, timeout)
+    try:
+        sock.sendall(head + (data or b""))
+        return _read_answer(_Reader(sock))
+    finally:
+        sock.close()
+
+
+def _connect(host: str, port: int, timeout: float) -> _socket.socket:
+    """A connection to the first of the host's addresses that accepts one, as
+    `socket.create_connection` makes it (the last failure raised when none does)."""
+    failure: OSError | None = None
     # The host as bytes, which getaddrinfo takes as they are: a str is encoded with the `idna`
     # codec first, whose import alone is a few milliseconds (only ASCII hosts come here).
-    address = (host.encode("ascii"), port)
-    with socket.create_connection(address, timeout) as sock:  # type: ignore[arg-type]
-        sock.sendall(head + (data or b""))
-        with sock.makefile("rb") as stream:
-            return _read_answer(stream)
+    found = _socket.getaddrinfo(host.encode("ascii"), port, 0, _socket.SOCK_STREAM)
+    for family, kind, proto, _name, address in found:
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            failure = exc
+        else:
+            return sock
+    raise failure or OSError("getaddrinfo returns an empty list")
 
 
-def _line(stream: IO[bytes]) -> bytes:
+class _Reader:
+    """An answer read off a socket through a buffer; every `recv` waits at most the socket's
+    timeout."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self.sock = sock
+        self.buffer = bytearray()
+        self.start = 0  # what was read before it is consumed
+
+    def _fill(self) -> bool:
+        if self.start > 65536 and self.start * 2 > len(self.buffer):
+            del self.buffer[: self.start]
+            self.start = 0
+        chunk = self.sock.recv(65536)
+        self.buffer += chunk
+        return bool(chunk)
+
+    def _take(self, end: int) -> bytes:
+        taken = bytes(self.buffer[self.start : end])
+        self.start = end
+        return taken
+
+    def readline(self, limit: int) -> bytes:
+        """The next line, its newline included; at most `limit` bytes of it."""
+        while True:
+            end = self.buffer.find(b"\n", self.start, self.start + limit)
+            if end >= 0:
+                return self._take(end + 1)
+            if len(self.buffer) - self.start >= limit or not self._fill():
+                return self._take(min(len(self.buffer), self.start + limit))
+
+    def read(self, size: int = -1) -> bytes:
+        """`size` bytes (fewer when the answer ends first); with -1, all until it ends."""
+        while (size < 0 or len(self.buffer) - self.start < size) and self._fill():
+            pass
+        end = len(self.buffer) if size < 0 else min(len(self.buffer), self.start + size)
+        return self._take(end)
+
+
+def _line(stream: _Reader) -> bytes:
     line = stream.readline(MAX_LINE + 1)
     if len(line) > MAX_LINE:
         raise BrokenAnswer("got more than 65536 bytes when reading a line")
     return line
 
 
-def _read_answer(stream: IO[bytes]) -> Answer:
+def _read_answer(stream: _Reader) -> Answer:
     while True:
         status_line = _line(stream)
         if not status_line:
@@ -156,7 +214,7 @@ def _read_answer(stream: IO[bytes]) -> Answer:
     return Answer(status, headers, body)
 
 
-def _read_headers(stream: IO[bytes]) -> dict[str, str]:
+def _read_headers(stream: _Reader) -> dict[str, str]:
     headers: dict[str, str] = {}
     kept = ""  # the header a folded line continues, when it is the one kept
     for _ in range(MAX_HEADERS + 1):
@@ -176,7 +234,7 @@ def _read_headers(stream: IO[bytes]) -> dict[str, str]:
     raise BrokenAnswer(f"got more than {MAX_HEADERS} headers")
 
 
-def _read_chunked(stream: IO[bytes]) -> bytes:
+def _read_chunked(stream: _Reader) -> bytes:
     parts: list[bytes] = []
     while True:
         size_line = _line(stream).split(b";", 1)[0].strip()

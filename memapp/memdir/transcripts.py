@@ -14,7 +14,6 @@ type, or too large even after its tool output is cut, is skipped and counted by 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -23,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+from memapp.memdir.digests import sha256
 from memapp.memdir.secret_rules import SecretHit, redact_text
 
 __all__ = [
@@ -170,7 +170,7 @@ def entry_key(obj: Mapping[str, Any]) -> str:
     if obj.get("type") == "summary" and isinstance(leaf, str) and leaf:
         return f"summary:{leaf[:90]}"
     canonical = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _one_line(text: str, limit: int = SHORT_ARGUMENT) -> str:

@@ -120,6 +120,18 @@ def test_every_framing_of_an_answer_is_read_whole(raw_server, http_route, framin
     assert Client(server.url, "mh_x").get("/api/v1/recall") == json.loads(BODY)
 
 
+@pytest.mark.parametrize("framing", ["Transfer-Encoding: chunked", "Content-Length"])
+def test_a_large_answer_is_read_whole(raw_server, http_route, framing):
+    large = json.dumps({"files": {f"f{n}.md": "x" * 1000 for n in range(1000)}}).encode()
+    if framing == "Content-Length":
+        raw = answer("200 OK", [JSON, f"Content-Length: {len(large)}"], large)
+    else:
+        raw = answer("200 OK", [JSON, framing], chunked(large, size=4096))
+    server = raw_server(raw)
+
+    assert Client(server.url, "mh_x").get("/api/v1/pull") == json.loads(large)
+
+
 def test_the_request_carries_its_host_token_and_body(raw_server, http_route):
     server = raw_server(answer("200 OK", [JSON, "Content-Length: 2"], b"{}"))
 
@@ -237,7 +249,7 @@ def test_a_request_on_a_plain_socket_loads_no_urllib(raw_server):
         "import sys\n"
         "from memapp.client.http import Client\n"
         f"assert Client({server.url!r}, 'mh_x').get('/x')\n"
-        "heavy = {'urllib.request', 'http.client', 'email', 'ssl', 'encodings.idna'}\n"
+        "heavy = {'urllib.request', 'http.client', 'email', 'ssl', 'encodings.idna', 'socket'}\n"
         "loaded = sorted(heavy & set(sys.modules))\n"
         "assert not loaded, loaded\n"
     )
