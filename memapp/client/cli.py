@@ -13,10 +13,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # argparse is loaded by the commands, not by a hook (`main`'s hot path)
     import argparse
+    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "main"]
 

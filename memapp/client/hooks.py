@@ -23,13 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
 
 from memapp.client.config import Config, load_config
 from memapp.client.http import NO_RETRY, Client
 from memapp.client.project import Project, find_project
 from memapp.memdir.agent_switches import RECALL, RECORD, agent_memory_allows
 from memapp.memdir.paths import auto_memory_enabled, load_user_settings
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 __all__ = [
     "AGENT_HOOKS",
@@ -53,7 +57,7 @@ PRINT_MARGIN = 0.05
 WRITE_GRACE = 0.25  # how long an expired hook still waits for a write already started
 
 
-class Hook(NamedTuple):
+class Hook(Record):
     """One event: the name Claude Code gives it, and its handler as `module:function`, a
     function taking a `HookCall` and returning the context to add ("" adds nothing)."""
 

@@ -14,9 +14,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
 
 from memapp.client.transport import Answer, send
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -52,7 +56,7 @@ class NotMemhub(Unreachable):
     """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
 
 
-class Backoff(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
+class Backoff(Record):  # not a dataclass: every hook loads this, and dataclasses is slow
     """Delays between attempts: `base` doubling up to `cap`, each scaled by 1 ± `jitter`."""
 
     base: float = 0.5

@@ -20,7 +20,6 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from memapp.client.config import config_dir, read_json, write_private
@@ -30,8 +29,10 @@ from memapp.memdir.digests import sha256
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 

@@ -20,8 +20,10 @@ import _socket  # not `socket`: its enums and `selectors` are milliseconds of ev
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # loaded only when a request needs it
     import urllib.request
     from email.message import Message
@@ -33,7 +35,7 @@ MAX_LINE = 65536
 MAX_HEADERS = 100
 
 
-class Answer(NamedTuple):
+class Answer(Record):
     status: int
     headers: dict[str, str]  # names in lower case; the first of a repeated header
     body: bytes

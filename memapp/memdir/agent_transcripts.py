@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from memapp.memdir.digests import sha256
 from memapp.memdir.hook_context import strip_hook_context
 from memapp.memdir.transcripts import EntryError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CONVERTERS", "codex_entry", "gemini_entry"]
 # What Codex puts in user-role messages that no person typed.

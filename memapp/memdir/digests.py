@@ -7,8 +7,8 @@ The digests are the same; where the built-in one is missing (a build without it)
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the same function, as the type checker knows it
     from hashlib import sha256
 else:

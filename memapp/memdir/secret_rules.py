@@ -24,14 +24,14 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
 
 from memapp.memdir.digests import sha256
+from memapp.memdir.records import Record
 
 __all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
 
 
-class SecretHit(NamedTuple):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
+class SecretHit(Record):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
     """One secret found: which rule, its label and the line (from 1). Never the value."""
 
     rule_id: str
@@ -42,7 +42,7 @@ class SecretHit(NamedTuple):  # not a dataclass: the Stop hook loads this (docs/
         return f"line {self.line}: {self.label} ({self.rule_id})"
 
 
-class _Rule(NamedTuple):
+class _Rule(Record):
     id: str
     label: str
     keywords: tuple[str, ...]  # case-sensitive markers; the regex runs only if one is present

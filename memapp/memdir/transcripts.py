@@ -20,10 +20,14 @@ import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
 
 from memapp.memdir.digests import sha256
+from memapp.memdir.records import Record
 from memapp.memdir.secret_rules import SecretHit, redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = [
     "BOOKKEEPING_TYPES",
@@ -113,13 +117,13 @@ class EntryError(ValueError):
 
 
 # Named tuples, not dataclasses: the Stop hook reads transcripts, and dataclasses loads slowly.
-class ToolCall(NamedTuple):
+class ToolCall(Record):
     name: str
     argument: str  # one line, at most SHORT_ARGUMENT characters
     file_path: str | None  # for file tools
 
 
-class Entry(NamedTuple):
+class Entry(Record):
     """What memhub reads from one kept transcript entry."""
 
     key: str  # the entry's uuid, or a stable stand-in for entries without one
