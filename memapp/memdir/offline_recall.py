@@ -629,20 +629,22 @@ _TEXT_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @functools.lru_cache(maxsize=64)
-def _highlighter(query: str) -> tuple[frozenset[str], Callable[[str], tuple[str, bool]] | None]:
+def _highlighter(
+    query: str,
+) -> tuple[frozenset[str], dict[str, tuple[str, bool]], Callable[[str], tuple[str, bool]] | None]:
     """What ``query`` matches for highlighting: its synonym concepts (phrases of a text may
-    match them), and a judge of a word of a text (its stem, and whether the word matches on
-    its own), None when nothing can match. The judge remembers its verdicts, so a page of
-    results judges each distinct word once."""
+    match them), the verdicts given so far, and a judge of a word of a text (its stem, and
+    whether the word matches on its own), None when nothing can match. The judge remembers
+    its verdicts, so a page of results judges each distinct word once."""
     stems: set[str] = set()
     concepts: set[str] = set()
     for token in _tokens(query):
         if token.stem:
             stems.add(token.stem)
         concepts.update(token.concepts)
-    if not stems and not concepts:
-        return frozenset(), None
     judged: dict[str, tuple[str, bool]] = {}
+    if not stems and not concepts:
+        return frozenset(), judged, None
 
     def judge(word: str) -> tuple[str, bool]:
         verdict = judged.get(word)
@@ -663,7 +665,7 @@ def _highlighter(query: str) -> tuple[frozenset[str], Callable[[str], tuple[str,
                 judged[word] = verdict
         return verdict
 
-    return frozenset(concepts), judge
+    return frozenset(concepts), judged, judge
 
 
 _JUDGED_WORDS = 100_000  # verdicts a query's judge remembers
@@ -672,11 +674,12 @@ _JUDGED_WORDS = 100_000  # verdicts a query's judge remembers
 def match_spans(query: str, text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds a word (or a synonym phrase) that a word of ``query`` matches, as
     ``(start, end)`` character spans in order: what the ranking counted, for marking it."""
-    concepts, judge = _highlighter(query)
+    concepts, judged, judge = _highlighter(query)
     if judge is None:
         return []
     words = list(_TEXT_WORD.finditer(text))
-    verdicts = [judge(m.group()) for m in words]
+    known = judged.get
+    verdicts = [known(word) or judge(word) for word in map(re.Match.group, words)]
     if not concepts:  # no synonym phrase can match: single words only
         return [m.span() for m, (_, hit) in zip(words, verdicts, strict=True) if hit]
     word_stems = [stem for stem, _ in verdicts]
