@@ -2,20 +2,25 @@
 in Django's cache and changed one writer at a time.
 
 The cache is shared (`MEMHUB_CACHE_URL`: a database table by default, or Redis), but a
-read-modify-write from two gunicorn workers at once would lose one of the writes, so each
-update holds a lock taken with `cache.add`, which is atomic in every backend memhub supports
-(an INSERT on the table's primary key, Redis `SET NX`, a locked dict in-process).
+read-modify-write from two gunicorn workers at once would lose one of the writes. In the
+table, an update is a compare-and-set: read the value, write the new one only if the stored
+one is still what was read, and start again otherwise (two statements, on every request of the
+API). In other caches each update holds a lock taken with `cache.add`, which is atomic in every
+backend memhub supports (Redis `SET NX`, a locked dict in-process): five round trips.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from django.core.cache import cache
+from django.core.cache import cache, caches
+
+from memapp.stores.cache_table import MISSING, DatabaseCache
 
 __all__ = ["locked", "update"]
 
@@ -48,9 +53,28 @@ def locked(key: str) -> Iterator[None]:
 
 
 def update(key: str, change: Callable[[Any], tuple[Any, T]], timeout: float, default=None) -> T:
-    """Apply `change` to the value of `key` (or `default`) under its lock; `change` returns
-    (the new value, what to return). The new value lives `timeout` seconds."""
+    """Apply `change` to the value of `key` (or `default`); `change` returns (the new value,
+    what to return), and may be called again when another worker changed the value meanwhile.
+    The new value lives `timeout` seconds."""
+    backend = caches["default"]
+    if isinstance(backend, DatabaseCache):
+        return _swapped(backend, key, change, timeout, default)
     with locked(key):
         value, result = change(cache.get(key, default))
         cache.set(key, value, timeout)
+    return result
+
+
+def _swapped(backend: DatabaseCache, key: str, change, timeout: float, default):
+    deadline = time.monotonic() + LOCK_WAIT_S
+    for attempt in itertools.count():
+        if attempt > 1:  # another worker won twice in a row, or the table refuses writes
+            time.sleep(_POLL_S)
+        raw, value = backend.read(key)
+        new, result = change(default if value is MISSING else value)
+        if backend.swap(key, raw, new, timeout):
+            break
+        if time.monotonic() > deadline:  # as the lock does: the request is not failed
+            log.warning("shared state %s: not written within %.1f s", key, LOCK_WAIT_S)
+            break
     return result
