@@ -603,6 +603,7 @@ def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 120.0) 
     port = _free_port()
     command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]
     command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    command += ["--config", "python:memapp.gunicorn_conf"]  # as `manage.py serve` runs it
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT

@@ -16,13 +16,14 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.cache import cache, caches
 
 from memapp.stores.cache_table import MISSING, DatabaseCache
 
-__all__ = ["locked", "update"]
+__all__ = ["Seen", "locked", "read", "update"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,26 +53,54 @@ def locked(key: str) -> Iterator[None]:
             cache.delete(lock_key)
 
 
-def update(key: str, change: Callable[[Any], tuple[Any, T]], timeout: float, default=None) -> T:
-    """Apply `change` to the value of `key` (or `default`); `change` returns (the new value,
-    what to return), and may be called again when another worker changed the value meanwhile.
-    The new value lives `timeout` seconds."""
+@dataclass(frozen=True)
+class Seen:
+    """A value as `read` found it, which `update` may start from instead of reading it again."""
+
+    value: Any
+    raw: str | None = None  # the table's text of it (None: absent), for its compare-and-set
+
+
+def read(key: str, default=None) -> Seen:
+    """The value of `key` (or `default`) as it is now."""
     backend = caches["default"]
     if isinstance(backend, DatabaseCache):
-        return _swapped(backend, key, change, timeout, default)
+        raw, value = backend.read(key)
+        return Seen(default if value is MISSING else value, raw)
+    return Seen(cache.get(key, default))
+
+
+def update(
+    key: str,
+    change: Callable[[Any], tuple[Any, T]],
+    timeout: float,
+    default=None,
+    seen: Seen | None = None,
+) -> T:
+    """Apply `change` to the value of `key` (or `default`); `change` returns (the new value,
+    what to return), and may be called again when another worker changed the value meanwhile.
+    The new value lives `timeout` seconds. `seen`: what this request read of `key` already
+    (first tried as the value to change; another worker's change since is still found)."""
+    backend = caches["default"]
+    if isinstance(backend, DatabaseCache):
+        return _swapped(backend, key, change, timeout, default, seen)
     with locked(key):
         value, result = change(cache.get(key, default))
         cache.set(key, value, timeout)
     return result
 
 
-def _swapped(backend: DatabaseCache, key: str, change, timeout: float, default):
+def _swapped(backend: DatabaseCache, key: str, change, timeout: float, default, seen):
     deadline = time.monotonic() + LOCK_WAIT_S
     for attempt in itertools.count():
         if attempt > 1:  # another worker won twice in a row, or the table refuses writes
             time.sleep(_POLL_S)
-        raw, value = backend.read(key)
-        new, result = change(default if value is MISSING else value)
+        if attempt == 0 and seen is not None:
+            raw, value = seen.raw, seen.value
+        else:
+            raw, found = backend.read(key)
+            value = default if found is MISSING else found
+        new, result = change(value)
         if backend.swap(key, raw, new, timeout):
             break
         if time.monotonic() > deadline:  # as the lock does: the request is not failed
