@@ -47,15 +47,16 @@ class DatabaseCache(DjangoDatabaseCache):
 
     def get_many(self, keys, version=None):
         """The unexpired values of `keys`, in one SELECT."""
-        found = self._read_many(keys, version)
+        found = self.read_many(keys, version)
         return {key: value for key, (_raw, value) in found.items()}
 
     def read(self, key, version=None) -> tuple[str | None, object]:
         """The stored text of `key` (None when absent or expired) and its value (`MISSING`):
         what `swap` compares against."""
-        return self._read_many([key], version).get(key, (None, MISSING))
+        return self.read_many([key], version).get(key, (None, MISSING))
 
-    def _read_many(self, keys, version=None) -> dict:
+    def read_many(self, keys, version=None) -> dict[str, tuple[str, object]]:
+        """Like `read`, for each of `keys` found (and unexpired), in one SELECT."""
         if not keys:
             return {}
         key_map = {self.make_and_validate_key(key, version=version): key for key in keys}

@@ -23,7 +23,7 @@ from django.core.cache import cache, caches
 
 from memapp.stores.cache_table import MISSING, DatabaseCache
 
-__all__ = ["Seen", "locked", "read", "update"]
+__all__ = ["Seen", "locked", "read", "read_many", "update"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -63,11 +63,20 @@ class Seen:
 
 def read(key: str, default=None) -> Seen:
     """The value of `key` (or `default`) as it is now."""
+    return read_many([key], default)[key]
+
+
+def read_many(keys: list[str], default=None) -> dict[str, Seen]:
+    """The value of each of `keys` (or `default`) as it is now, in one round trip."""
     backend = caches["default"]
     if isinstance(backend, DatabaseCache):
-        raw, value = backend.read(key)
-        return Seen(default if value is MISSING else value, raw)
-    return Seen(cache.get(key, default))
+        found = backend.read_many(keys)
+        return {
+            key: Seen(found[key][1], found[key][0]) if key in found else Seen(default)
+            for key in keys
+        }
+    values = cache.get_many(keys)
+    return {key: Seen(values.get(key, default)) for key in keys}
 
 
 def update(
