@@ -27,7 +27,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -45,6 +44,7 @@ from memapp.memdir.freshness import (
 )
 from memapp.memdir.offline_recall import RELATIVE, RecallIndex, select_reason
 from memapp.memdir.scan import MemoryHeader, format_manifest
+from memapp.memdir.store_files import read_file
 from memapp.stores.events import record_event_later
 from memapp.stores.flags import get_flags
 from memapp.stores.locks import store_lock
@@ -577,11 +577,12 @@ def recall_for(
 
 
 def _read(picked: list[Candidate], max_bytes: int) -> list[Shown]:
-    """Each picked memory's text, cut to `max_bytes`; a file gone since the scan is skipped."""
+    """Each picked memory's text, cut to `max_bytes`, read by the stores' one reader (atime
+    kept); a file gone since the scan is skipped."""
     shown = []
     for candidate in picked:
         try:
-            content = (Path(candidate.store.path) / candidate.header.path).read_bytes()
+            content = read_file(f"{candidate.store.path}/{candidate.header.path}")
         except OSError:
             continue
         text, truncated = truncate_for_surfacing(
