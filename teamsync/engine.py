@@ -1,5 +1,6 @@
-"""The git side of team sync, with no Django: one working clone of the shared repository, and
-the three-way exchange between a team store directory and its folder in that clone.
+"""The git side of team sync, with no Django: one clone of the shared repository (without a work
+tree: see `TeamClone`), and the three-way exchange between a team store directory and its folder
+in that clone.
 
 Each team store maps to a folder of the shared repository (`owner/repo/`, docs/design.md §17). The
 *base* of a store is the checksum of each key as it was last synced (kept by the caller). From
@@ -10,39 +11,43 @@ it each side's changes are known:
 - a key whose clone checksum differs from its base after integrating the remote changed
   remotely: it is written to the store.
 
-Integration is `git merge` of the remote branch, so git does the three-way merge of commits.
+Integration is `git merge-tree` of the remote branch, so git does the three-way merge of commits.
 Overlapping edits are not resolved by guessing: the shared repository keeps the remote version
 (never conflict markers), the local version stays in the store, and the conflict is returned
 for a person to resolve. `MEMORY.md` is merged line by line (`merge_index`, the rule proposals
 use: an entry is the file it links, nothing either side added is lost, a line either side
 removed goes) and then cleaned of entries whose file is gone; git's union driver only keeps the
-merge itself from stopping on it. All git work runs through the git command (`repo.git`), under one
+merge itself from stopping on it. All git work runs through the git command, under one
 lock per clone that a crashed process cannot leave held (an `flock` dies with its holder).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import posixpath
 import re
+import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from git import GitCommandError, Repo
 
-from memapp.memdir.atomic import delete_file, write_atomic_bytes, write_atomic_files
+from memapp.memdir.atomic import delete_file, write_atomic_files
 from memapp.memdir.filelock import file_lock
 from memapp.memdir.index import merge_index, parse_index_entries
-from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.keys import PathTraversalError, check_key
 from memapp.memdir.store_files import (
     INDEX_FILENAME,
     FileRejected,
     check_entry,
     checksum,
-    entry_path,
+    entry_paths,
     is_index_key,
     is_store_key,
     read_file,
@@ -118,6 +123,7 @@ class CommitResult:
 class IntegrateResult:
     conflicts: list[Conflict] = field(default_factory=list)
     merged: bool = False  # the remote had commits we did not
+    before: str | None = None  # the clone's commit before the merge
     error: str | None = None
 
 
@@ -212,18 +218,49 @@ def _read_store_file(directory: Path, key: str) -> bytes | None:
         return None
 
 
-def _write_clone(path: Path, data: bytes) -> None:
-    """A file of the clone's work tree: atomic but not fsynced. After a crash `ensure` resets the
-    tree to its last commit, and the change is still in the store, so the next sync redoes it;
-    a thousand fsyncs would double the git work of a large push."""
-    write_atomic_bytes(path, data, durable=False)
+@dataclass(frozen=True)
+class Blob:
+    """A file already in git's objects: what a commit puts at a path without reading it."""
+
+    mode: str
+    sha: str
+
+
+# What a commit does to a path: new content, a blob git has, or None to delete it.
+Change = bytes | Blob | None
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob of `data` (its object format is SHA-1)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _fast_import_path(path: str) -> bytes:
+    """A path as `git fast-import` reads it: C-style quoted when it must be."""
+    if path.startswith('"') or "\n" in path:
+        quoted = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        path = f'"{quoted}"'
+    return path.encode("utf-8")
+
+
+def _ident(name: str, email: str, date: str) -> bytes:
+    """An author or committer line's person and date for `git fast-import`."""
+    name, email = (re.sub(r"[<>\n]", "", part) for part in (name, email))
+    return f"{name} <{email}> {date}".encode()
 
 
 class TeamClone:
-    """memhub's one working clone of the shared team repository."""
+    """memhub's one clone of the shared team repository, without a work tree.
+
+    Its git directory is `clone_dir/.git` (`core.bare`): commits are written from git's objects
+    (`git fast-import`), merges made by `git merge-tree`, and files read with `git cat-file`,
+    so a pull writes each changed file once, into the store, and never checks it out into a
+    second copy (docs/design.md §17). A clone from before kept a checked-out work tree: `ensure`
+    drops it, the history untouched."""
 
     def __init__(self, clone_dir: Path, remote: str, *, author=("memhub", "memhub@localhost")):
         self.clone_dir = Path(clone_dir)
+        self.git_dir = self.clone_dir / ".git"
         self.remote = remote
         self.default_author = author
 
@@ -235,62 +272,173 @@ class TeamClone:
 
     @contextlib.contextmanager
     def repo(self) -> Iterator[Repo]:
-        with Repo(self.clone_dir) as repo:
+        with Repo(self.git_dir) as repo:
             yield repo
 
+    def _git(self, *args: str, input: bytes | None = None, ok: Collection[int] = (0,)) -> bytes:
+        """Run git on the clone's git directory; its stdout (GitCommandError on another exit
+        status than `ok`)."""
+        done = subprocess.run(["git", *args], cwd=self.git_dir, input=input, capture_output=True)
+        if done.returncode not in ok:
+            raise GitCommandError(["git", *args], done.returncode, done.stderr)
+        return done.stdout
+
     def ensure(self, *, fetch: bool = True) -> None:
-        """Clone the remote (or start it, when it is empty) and leave a clean work tree.
+        """Clone the remote (or start it, when it is empty).
 
         `fetch=False` never touches the network (a web request committing a change): a new
         clone then starts a history of its own, which the next sync merges with the remote's.
 
-        A clone left mid-merge or with uncommitted changes by a killed process is reset to its
-        last commit: every change memhub makes is committed before anything else happens, so
-        nothing lost, and the store still holds what was being written.
+        Nothing a killed process leaves is half done: a commit or a merge exists once its
+        branch moved to it, and the store still holds what was being written.
         """
-        if not (self.clone_dir / ".git").is_dir():
+        if not self.git_dir.is_dir():
             self.clone_dir.mkdir(parents=True, exist_ok=True)
-            Repo.init(self.clone_dir, initial_branch=BRANCH).close()
+            Repo.init(self.git_dir, bare=True, initial_branch=BRANCH).close()
             with self.repo() as repo:
                 repo.git.remote("add", "origin", self.remote)
                 self._configure(repo)
+        elif self._git("config", "--bool", "core.bare", ok=(0, 1)).strip() != b"true":
+            self._drop_work_tree()
         self._remove_stale_git_locks()
+        attributes = self.git_dir / "info" / "attributes"
+        if not attributes.is_file() or attributes.read_text() != GITATTRIBUTES:
+            # Read by `git merge-tree` (a repository without a work tree reads no
+            # .gitattributes): the union driver keeps a merge from stopping on an index.
+            attributes.parent.mkdir(exist_ok=True)
+            attributes.write_text(GITATTRIBUTES)
         with self.repo() as repo:
             if repo.git.remote("get-url", "origin") != self.remote:
                 repo.git.remote("set-url", "origin", self.remote)
-            if (self.clone_dir / ".git" / "MERGE_HEAD").exists():
-                repo.git.merge("--abort")
-            if repo.head.is_valid():
-                repo.git.reset("--hard", "--quiet")
-                repo.git.clean("-fdq")
-            else:
+            if not repo.head.is_valid():
                 self._first_commit(repo, fetch=fetch)
 
+    def _drop_work_tree(self) -> None:
+        """A clone made before memhub kept none: remove its checked-out files, its index and a
+        merge a killed process left, then mark it bare. Every change memhub makes was committed
+        at once, so only what a crash left half-written goes (the store still holds it)."""
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE", "index"):
+            (self.git_dir / name).unlink(missing_ok=True)
+        for entry in self.clone_dir.iterdir():
+            if entry.name == ".git":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        self._git("config", "core.bare", "true")  # last: a crash before it migrates again
+
     def _remove_stale_git_locks(self) -> None:
-        """Drop the `*.lock` files a git killed mid-command leaves (`index.lock`, a ref's
-        lock): only memhub works in this clone, and it holds `locked()`, so none is live."""
-        git_dir = self.clone_dir / ".git"
-        for lock in [*git_dir.glob("*.lock"), *(git_dir / "refs").rglob("*.lock")]:
+        """Drop the `*.lock` files a git killed mid-command leaves (a branch's lock, the
+        config's): only memhub works in this clone, and it holds `locked()`, so none is live."""
+        for lock in [*self.git_dir.glob("*.lock"), *(self.git_dir / "refs").rglob("*.lock")]:
             lock.unlink(missing_ok=True)
 
     def _configure(self, repo: Repo) -> None:
         with repo.config_writer() as config:
             config.set_value("user", "name", self.default_author[0])
             config.set_value("user", "email", self.default_author[1])
-            config.set_value("merge", "conflictstyle", "merge")
 
     def _first_commit(self, repo: Repo, *, fetch: bool) -> None:
         """Adopt the remote's history when it has one, else start it with .gitattributes."""
         try:
             if fetch:
                 repo.git.fetch("origin", BRANCH)
-                repo.git.checkout("-B", BRANCH, f"origin/{BRANCH}")
+                repo.git.update_ref(f"refs/heads/{BRANCH}", f"origin/{BRANCH}")
                 return
         except GitCommandError:
             pass
-        (self.clone_dir / ".gitattributes").write_text(GITATTRIBUTES)
-        repo.git.add(".gitattributes")
-        repo.git.commit("-m", "Start the team memory repository", "--quiet")
+        self.commit_files(
+            {".gitattributes": GITATTRIBUTES.encode()}, "Start the team memory repository"
+        )
+
+    def head(self) -> str | None:
+        """The commit the clone's branch is at; None before its first."""
+        out = self._git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1))
+        return out.decode().strip() or None
+
+    def _blob_ids(self, paths: Collection[str], ref: str) -> dict[str, str | None]:
+        """The blob id of each path in commit `ref` (None: no such file), in one
+        `git cat-file --batch-check`."""
+        paths = list(paths)
+        out = self._git(
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype)",
+            input="".join(f"{ref}:{path}\n" for path in paths).encode(),
+        )
+        ids: dict[str, str | None] = {}
+        for path, line in zip(paths, out.decode().splitlines(), strict=True):
+            sha, _, kind = line.partition(" ")
+            ids[path] = sha if kind == "blob" else None
+        return ids
+
+    def commit_files(
+        self,
+        changes: Mapping[str, Change],
+        message: str,
+        author: tuple[str, str] | None = None,
+        *,
+        merge: str | None = None,
+    ) -> str | None:
+        """One commit on the clone's branch of `changes` (repository path -> content, a blob,
+        or None to delete), written into git's objects by `git fast-import`; `merge`: the
+        second parent. Changes that change nothing are left out, and without any (and no
+        `merge`) nothing is committed: returns the new commit, or None."""
+        parent = self.head()
+        if parent is not None:
+            current = self._blob_ids(changes, parent)
+            changes = {
+                path: change
+                for path, change in changes.items()
+                if (
+                    blob_id(change)
+                    if isinstance(change, bytes)
+                    else change.sha
+                    if isinstance(change, Blob)
+                    else None
+                )
+                != current[path]
+            }
+        if not changes and merge is None:
+            return None
+        name, email = author or self.default_author
+        body = message.encode("utf-8")
+        authored, committed = self._dates()
+        stream = [
+            f"commit refs/heads/{BRANCH}\n".encode(),
+            b"author " + _ident(name, email, authored) + b"\n",
+            b"committer " + _ident(*self.default_author, committed) + b"\n",
+            b"data %d\n" % len(body),
+            body + b"\n",
+        ]
+        if parent is not None:
+            stream.append(f"from {parent}\n".encode())
+        if merge is not None:
+            stream.append(f"merge {merge}\n".encode())
+        for path, change in sorted(changes.items()):
+            quoted = _fast_import_path(path)
+            if change is None:
+                stream.append(b"D " + quoted + b"\n")
+            elif isinstance(change, Blob):
+                stream.append(f"M {change.mode} {change.sha} ".encode() + quoted + b"\n")
+            else:
+                stream += [b"M 100644 inline " + quoted + b"\n", b"data %d\n" % len(change)]
+                stream += [change, b"\n"]
+        stream.append(b"\ndone\n")
+        self._git("fast-import", "--quiet", "--done", "--date-format=raw", input=b"".join(stream))
+        return self.head()
+
+    def _dates(self) -> tuple[str, str]:
+        """The author and committer dates `git commit` would give (raw): now, unless
+        GIT_AUTHOR_DATE or GIT_COMMITTER_DATE say otherwise."""
+        if "GIT_AUTHOR_DATE" not in os.environ and "GIT_COMMITTER_DATE" not in os.environ:
+            now = f"{int(time.time())} +0000"
+            return now, now
+        idents = [
+            self._git("var", var).decode() for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT")
+        ]
+        authored, committed = (" ".join(ident.split()[-2:]) for ident in idents)
+        return authored, committed
 
     # -- local changes ---------------------------------------------------------------------------
 
@@ -315,23 +463,32 @@ class TeamClone:
         written over it; overlapping edits come back as conflicts, nothing committed for them.
         """
         result = CommitResult(base=dict(spec.base))
-        store = read_store(spec.directory, spec.exclude)
-        folder = self.clone_dir / spec.folder
-        clone = read_store(folder)
-        candidates = set(store) | set(spec.base)
+        # Compared by checksums (the store's re-read only where a stat changed, the clone's
+        # from blob ids already seen): only the files that changed are read.
+        sums = store_checksums(spec.directory, spec.exclude)
+        blobs = self.tree_blobs(spec.folder)
+        clone = self._checksums(blobs)
+        changes: dict[str, Change] = {}
+        candidates = set(sums) | set(spec.base)
         if keys is not None:
             candidates &= keys
         topics = {
             key
             for key in candidates - spec.held
-            if not is_index_key(key)
-            and (checksum(store[key]) if key in store else None) != spec.base.get(key)
+            if not is_index_key(key) and sums.get(key) != spec.base.get(key)
+        }
+        store = {
+            key: data
+            for key in candidates - spec.held
+            if (key in topics or is_index_key(key))
+            and key in sums
+            and (data := _read_store_file(spec.directory, key)) is not None
         }
         self._gate(topics, store, secret_check, max_entry_bytes, result)
         topic = {k for k in clone if not is_index_key(k)}
         room = max_entries - len(topic)
         for key in sorted(topics):
-            room = self._commit_key(spec, key, store.get(key), clone, result, room)
+            room = self._commit_key(spec, key, store.get(key), blobs, clone, result, room, changes)
         # Then the indexes, in the form they are shared: what that is depends on the files.
         in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
         indexes = {}
@@ -344,20 +501,20 @@ class TeamClone:
         shared = {key: data for key, data in indexes.items() if data is not None}
         self._gate(set(indexes), shared, secret_check, max_entry_bytes, result)
         for key, ours in indexes.items():
-            self._commit_key(spec, key, ours, clone, result, room, full=store.get(key))
+            self._commit_key(
+                spec, key, ours, blobs, clone, result, room, changes, full=store.get(key)
+            )
         result.total_entries = (
             len(topic)
             + sum(1 for k in result.committed if k not in clone and not is_index_key(k))
             - sum(1 for k in result.deleted if not is_index_key(k))
         )
-        if result.committed or result.deleted:
-            with self.repo() as repo:
-                repo.git.add("-A", "--", spec.folder)
-                if repo.git.diff("--cached", "--name-only"):
-                    name, email = author or self.default_author
-                    summary = message or self._message(result)
-                    repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
-                    result.commit = repo.head.commit.hexsha
+        if changes:
+            result.commit = self.commit_files(
+                {f"{spec.folder}/{key}": change for key, change in changes.items()},
+                message or self._message(result),
+                author,
+            )
         return result
 
     @staticmethod
@@ -384,22 +541,23 @@ class TeamClone:
         spec: StoreSpec,
         key: str,
         ours: bytes | None,
-        clone: Mapping[str, bytes],
+        blobs: Mapping[str, str],
+        clone: Mapping[str, str],
         result: CommitResult,
         room: int,
+        changes: dict[str, Change],
         full: bytes | None = None,
     ) -> int:
-        """Bring one changed key into the clone (`ours`: its content as shared, None when
-        deleted; `full`: what the store holds when that differs, shown in a conflict); returns
-        the room left under the entry cap."""
-        target = self._target(self.clone_dir / spec.folder, key)
+        """Add one changed key to `changes` (`ours`: its content as shared, None when deleted;
+        `blobs` and `clone`: the folder's blob ids and checksums; `full`: what the store holds
+        when that differs, shown in a conflict); returns the room left under the entry cap."""
+        self._check(key)
         if key in result.blocked:
             return room
         shared = clone.get(key)
-        if (checksum(shared) if shared is not None else None) != spec.base.get(key) and (
-            shared != ours
-        ):
-            self._commit_diverged(spec, key, ours, shared, result, full)
+        if shared != spec.base.get(key) and shared != (None if ours is None else checksum(ours)):
+            theirs = None if shared is None else self.read_blobs([blobs[key]])[blobs[key]]
+            self._commit_diverged(spec, key, ours, theirs, result, changes, full)
             return room
         if ours is not None:
             if key not in clone and not is_index_key(key):
@@ -407,13 +565,12 @@ class TeamClone:
                     result.capped.append(key)
                     return room
                 room -= 1
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _write_clone(target, ours)
+            changes[key] = ours
             result.committed.append(key)
             result.base[key] = checksum(ours)
         else:
-            if target.exists():
-                target.unlink()
+            if key in clone:
+                changes[key] = None
                 result.deleted.append(key)
             result.base.pop(key, None)
         return room
@@ -425,9 +582,10 @@ class TeamClone:
         ours: bytes | None,
         theirs: bytes | None,
         result: CommitResult,
+        changes: dict[str, Change],
         full: bytes | None = None,
     ) -> None:
-        """Our change to a key the clone changed too: merge the two into the clone (the store
+        """Our change to a key the clone changed too: merge the two into `changes` (the store
         gets the result from the next `apply_incoming`), or return both as a conflict, where
         ours is `full` when given (the store's whole index, not the part of it shared)."""
         path = f"{spec.folder}/{key}"
@@ -445,7 +603,7 @@ class TeamClone:
             kind = "edit" if ours is not None and theirs is not None else "edit_delete"
             result.conflicts.append(Conflict(path, kind, *text))
             return
-        _write_clone(self._target(self.clone_dir / spec.folder, key), merged)
+        changes[key] = merged
         result.committed.append(key)
         result.base[key] = checksum(ours)  # so the next apply writes the merge to the store
 
@@ -494,9 +652,9 @@ class TeamClone:
         return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
     @staticmethod
-    def _target(folder: Path, key: str) -> Path:
+    def _check(key: str) -> None:
         try:
-            return validate_key(folder, key)
+            check_key(key)
         except PathTraversalError as exc:  # the key came from a store, but check anyway
             raise ValueError(f"refusing key {key!r}: {exc}") from exc
 
@@ -513,9 +671,9 @@ class TeamClone:
         one; files only the new folder has stay. Returns the keys the new folder holds with
         other text: then nothing is moved (a person decides), else an empty list.
         """
-        source = read_store(self.clone_dir / old, spec.exclude)
-        target = read_store(self.clone_dir / spec.folder)
-        fetched = self._tree_files(f"origin/{BRANCH}", spec.folder)
+        source = self.folder_files(old, exclude=spec.exclude)
+        target = self.folder_files(spec.folder)
+        fetched = self.folder_files(spec.folder, f"origin/{BRANCH}")
         clashes = sorted(
             key
             for key, data in source.items()
@@ -524,38 +682,17 @@ class TeamClone:
         )
         if clashes or not source:
             return clashes
-        with self.repo() as repo:
-            for key, data in sorted(source.items()):
-                there = f"{old}/{key}"
-                here = self._target(self.clone_dir / spec.folder, key)
-                if key in target and is_index_key(key):
-                    _write_clone(here, union_lines(target[key], data))
-                    repo.git.rm("--quiet", "--", there)
-                elif key in target:
-                    repo.git.rm("--quiet", "--", there)
-                else:
-                    here.parent.mkdir(parents=True, exist_ok=True)
-                    repo.git.mv("--", there, f"{spec.folder}/{key}")
-            repo.git.add("-A", "--", spec.folder)
-            name, email = author or self.default_author
-            repo.git.commit(
-                "-m", f"Move {old} to {spec.folder}", f"--author={name} <{email}>", "--quiet"
-            )
+        blobs = self.tree_blobs(old, exclude=spec.exclude)
+        changes: dict[str, Change] = {}
+        for key, data in sorted(source.items()):
+            self._check(key)
+            changes[f"{old}/{key}"] = None
+            if key in target and is_index_key(key):
+                changes[f"{spec.folder}/{key}"] = union_lines(target[key], data)
+            elif key not in target:  # the same blob: git sees the file moved, with its history
+                changes[f"{spec.folder}/{key}"] = Blob("100644", blobs[key])
+        self.commit_files(changes, f"Move {old} to {spec.folder}", author)
         return []
-
-    def _tree_files(self, ref: str, folder: str) -> dict[str, bytes]:
-        """The files under `folder` in commit `ref` (empty when there is no such ref)."""
-        with self.repo() as repo:
-            try:
-                names = repo.git.ls_tree("-r", "--name-only", ref, "--", folder).splitlines()
-            except GitCommandError:
-                return {}
-            return {
-                name.removeprefix(folder + "/"): repo.git.show(
-                    f"{ref}:{name}", strip_newline_in_stdout=False
-                ).encode("utf-8")
-                for name in names
-            }
 
     def incoming_deletions(self, spec: StoreSpec) -> list[str]:
         """The memory files integrating the remote would delete from the store: gone from its
@@ -574,22 +711,17 @@ class TeamClone:
         """Put the store's `keys` back into its folder, with their index lines, in one commit
         (a person refused their deletion). Returns the new base of every key written."""
         store = read_store(spec.directory, spec.exclude)
-        folder = self.clone_dir / spec.folder
+        shared = self.folder_files(spec.folder)
         written: dict[str, bytes] = {key: store[key] for key in keys if key in store}
         for key in {k for k in store if is_index_key(k)}:
-            shared = shared_index(key, store[key], set(read_store(folder)) | set(written))
-            current = (folder / key).read_bytes() if (folder / key).is_file() else b""
-            written[key] = union_lines(current, shared)
-        with self.repo() as repo:
-            for key, data in written.items():
-                target = self._target(folder, key)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _write_clone(target, data)
-            repo.git.add("-A", "--", spec.folder)
-            if repo.git.diff("--cached", "--name-only"):
-                name, email = author or self.default_author
-                summary = f"Keep {len(keys)} files a sync would have deleted"
-                repo.git.commit("-m", summary, f"--author={name} <{email}>", "--quiet")
+            index = shared_index(key, store[key], set(shared) | set(written))
+            written[key] = union_lines(shared.get(key, b""), index)
+        for key in written:
+            self._check(key)
+        summary = f"Keep {len(keys)} files a sync would have deleted"
+        self.commit_files(
+            {f"{spec.folder}/{key}": data for key, data in written.items()}, summary, author
+        )
         return {key: checksum(data) for key, data in written.items()}
 
     # -- remote changes --------------------------------------------------------------------------
@@ -607,59 +739,83 @@ class TeamClone:
         return None
 
     def integrate(self) -> IntegrateResult:
-        """Merge the fetched remote branch; overlapping edits come back as conflicts."""
-        result = IntegrateResult()
+        """Merge the fetched remote branch; overlapping edits come back as conflicts.
+
+        A fast-forward moves the branch; a merge is `git merge-tree` and one commit of what it
+        changed: no file is checked out either way (the stores get theirs from git's objects)."""
+        head = self.head()
+        result = IntegrateResult(before=head)
+        found = self._git("rev-parse", "--verify", "--quiet", f"origin/{BRANCH}", ok=(0, 1))
+        theirs = found.decode().strip()
+        if not theirs or head is None:
+            return result
         with self.repo() as repo:
-            try:
-                repo.git.rev_parse("--verify", f"origin/{BRANCH}")
-            except GitCommandError:
-                return result
-            ahead = repo.git.rev_list("--count", f"HEAD..origin/{BRANCH}")
-            if ahead == "0":
+            if repo.git.rev_list("--count", f"{head}..{theirs}") == "0":
                 return result
             result.merged = True
-            if repo.git.rev_list("--count", f"origin/{BRANCH}..HEAD") == "0":
+            if repo.git.rev_list("--count", f"{theirs}..{head}") == "0":
                 # Nothing of ours to merge: fast-forward. A merge commit here would be new to
                 # the remote, and two idle members would trade empty merges on every sync.
-                repo.git.merge("--ff-only", "--quiet", f"origin/{BRANCH}")
+                repo.git.update_ref(f"refs/heads/{BRANCH}", theirs, head)
                 return result
-            try:
-                # Unrelated histories: two clones that each started before anything was pushed.
-                repo.git.merge(
-                    "--no-edit",
-                    "--no-ff",
-                    "--allow-unrelated-histories",
-                    "--quiet",
-                    f"origin/{BRANCH}",
-                )
-            except GitCommandError:
-                result.conflicts = self._settle_conflicts(repo)
-                repo.git.commit("--no-edit", "--quiet")
+            # Unrelated histories: two clones that each started before anything was pushed.
+            out = self._git(
+                "merge-tree",
+                "--write-tree",
+                "-z",
+                "--no-messages",
+                "--allow-unrelated-histories",
+                head,
+                theirs,
+                ok=(0, 1),
+            )
+            tree, *listed = out.split(b"\0")
+            changes = self._tree_changes(head, tree.decode())
+            result.conflicts = self._settle_conflicts(listed, changes)
+            message = f"Merge remote-tracking branch 'origin/{BRANCH}'"
+            self.commit_files(changes, message, merge=theirs)
             self._clean_indexes(repo)
         return result
 
-    def _settle_conflicts(self, repo: Repo) -> list[Conflict]:
-        """Leave the tree mergeable without markers: keep the remote's edit (or whichever side
-        still has the file), and hand every conflict back with all three versions."""
+    def _tree_changes(self, commit: str, tree: str) -> dict[str, Change]:
+        """What turns `commit`'s tree into `tree`, path by path."""
+        out = self._git("diff-tree", "-r", "-z", "--no-renames", commit, tree).split(b"\0")
+        changes: dict[str, Change] = {}
+        for meta, path in zip(out[0::2], out[1::2], strict=False):
+            if not meta:
+                break
+            _old_mode, mode, _old, sha, status = meta.decode().lstrip(":").split(" ")
+            changes[path.decode("utf-8", "surrogateescape")] = (
+                None if status == "D" else Blob(mode, sha)
+            )
+        return changes
+
+    def _settle_conflicts(self, listed: list[bytes], changes: dict[str, Change]) -> list[Conflict]:
+        """Leave the merge without markers: keep the remote's edit (or whichever side still has
+        the file), and hand every conflict back with all three versions. `listed`: the
+        conflicted entries of `git merge-tree -z` (mode, blob, stage, path)."""
+        stages: dict[str, dict[int, Blob]] = {}
+        for item in listed:
+            if not item:
+                break
+            meta, _, path = item.partition(b"\t")
+            mode, sha, stage = meta.decode().split(" ")
+            found = stages.setdefault(path.decode("utf-8", "surrogateescape"), {})
+            found[int(stage)] = Blob(mode, sha)
+        data = self.read_blobs([blob.sha for found in stages.values() for blob in found.values()])
         conflicts = []
-        paths = [p for p in repo.git.diff("--name-only", "--diff-filter=U").splitlines() if p]
-        for path in paths:
-            base, ours, theirs = (self._stage(repo, n, path) for n in (1, 2, 3))
-            if ours is not None and theirs is not None:
-                kind, keep = "edit", theirs
+        for path, found in stages.items():
+            base, ours, theirs = (
+                data[found[n].sha].decode("utf-8", "replace") if n in found else None
+                for n in (1, 2, 3)
+            )
+            if 2 in found and 3 in found:
+                kind, keep = "edit", found[3]
             else:
-                kind, keep = "edit_delete", ours if ours is not None else theirs
-            _write_clone(self.clone_dir / path, keep.encode("utf-8"))
-            repo.git.add("--", path)
+                kind, keep = "edit_delete", found.get(2) or found[3]
+            changes[path] = keep
             conflicts.append(Conflict(path, kind, base, ours, theirs))
         return conflicts
-
-    @staticmethod
-    def _stage(repo: Repo, stage: int, path: str) -> str | None:
-        try:
-            return repo.git.show(f":{stage}:{path}", strip_newline_in_stdout=False)
-        except GitCommandError:
-            return None
 
     def _clean_indexes(self, repo: Repo) -> None:
         """After a merge, each index both sides changed is merged line by line (`merge_index`,
@@ -678,24 +834,20 @@ class TeamClone:
         indexes = {path for path in changed if PurePosixPath(path).name == INDEX_FILENAME}
         for path in gone:
             indexes.update(str(d / INDEX_FILENAME) for d in PurePosixPath(path).parents)
-        touched = False
         try:
             base_commit = repo.git.merge_base("HEAD^1", "HEAD^2")
         except GitCommandError:  # unrelated histories: no common version
             base_commit = None
+        changes: dict[str, Change] = {}
         for path in sorted(indexes):
-            index = self.clone_dir / path
-            if not index.is_file():
+            current = _show(repo, f"HEAD:{path}")
+            if current is None:
                 continue
             ours, theirs = (_show(repo, f"{parent}:{path}") for parent in ("HEAD^1", "HEAD^2"))
             if ours is not None and theirs is not None and ours != theirs:
                 base = _show(repo, f"{base_commit}:{path}") if base_commit else None
-                merged = _merge_indexes(base, ours, theirs)
-                if merged != index.read_bytes():
-                    _write_clone(index, merged)
-                    repo.git.add("--", path)
-                    touched = True
-            text = index.read_bytes().decode("utf-8", "replace")  # CRLF line ends kept
+                current = changes[path] = _merge_indexes(base, ours, theirs)
+            text = current.decode("utf-8", "replace")  # CRLF line ends kept
             folder = PurePosixPath(path).parent
             lines = text.splitlines(keepends=True)
             drop = {
@@ -711,45 +863,52 @@ class TeamClone:
                 seen.add(line)
                 kept.append(line)
             if kept != lines:
-                _write_clone(index, "".join(kept).encode("utf-8"))
-                repo.git.add("--", path)
-                touched = True
-        if touched:
-            repo.git.commit("-m", "Rebuild MEMORY.md after merging", "--quiet")
+                changes[path] = "".join(kept).encode("utf-8")
+        self.commit_files(changes, "Rebuild MEMORY.md after merging")
 
-    def tree_blobs(self, folder: str, ref: str = "HEAD") -> dict[str, str]:
+    def tree_blobs(
+        self, folder: str, ref: str = "HEAD", exclude: Collection[str] = ()
+    ) -> dict[str, str]:
         """The memory files of `folder` in commit `ref`, as git blob ids by key (the files
-        :func:`read_store` would find in the checked-out folder, listed from git's objects
+        :func:`read_store` would find in that folder checked out, listed from git's objects
         without reading one); empty when there is no such commit."""
-        with self.repo() as repo:
-            try:
-                out = repo.git.ls_tree("-r", "-z", "--full-tree", ref, "--", f"{folder}/")
-            except GitCommandError:
-                return {}
+        try:
+            out = self._git("ls-tree", "-r", "-z", "--full-tree", ref, "--", f"{folder}/")
+        except GitCommandError:
+            return {}
         prefix = folder + "/"
         blobs = {}
-        for line in out.split("\0"):
+        for line in out.decode("utf-8", "surrogateescape").split("\0"):
             meta, _, path = line.partition("\t")
             mode, _, rest = meta.partition(" ")
             kind, _, blob = rest.partition(" ")
             key = path.removeprefix(prefix)
             # Regular files only: the walk of a checked-out folder follows no symlink.
-            if kind == "blob" and mode in ("100644", "100755") and is_store_key(key):
+            if kind == "blob" and mode in ("100644", "100755") and is_store_key(key, exclude):
                 blobs[key] = blob
         return blobs
+
+    def folder_files(
+        self, folder: str, ref: str = "HEAD", exclude: Collection[str] = ()
+    ) -> dict[str, bytes]:
+        """The memory files of `folder` in commit `ref`, by key, from git's objects."""
+        blobs = self.tree_blobs(folder, ref, exclude)
+        data = self.read_blobs(blobs.values())
+        return {key: data[blob] for key, blob in blobs.items()}
+
+    def has_folder(self, folder: str) -> bool:
+        """Whether the clone's last commit has a folder `folder`."""
+        if not self.git_dir.is_dir():
+            return False
+        out = self._git("cat-file", "-t", f"HEAD:{folder}", ok=(0, 128))
+        return out.strip() == b"tree"
 
     def read_blobs(self, blobs: Collection[str]) -> dict[str, bytes]:
         """The content of git blobs by id, from git's objects in one `git cat-file --batch`."""
         if not blobs:
             return {}
         ids = list(dict.fromkeys(blobs))
-        out = subprocess.run(
-            ["git", "cat-file", "--batch"],
-            cwd=self.clone_dir,
-            input="".join(f"{blob}\n" for blob in ids).encode(),
-            capture_output=True,
-            check=True,
-        ).stdout
+        out = self._git("cat-file", "--batch", input="".join(f"{blob}\n" for blob in ids).encode())
         contents, pos = {}, 0
         for blob in ids:
             end = out.index(b"\n", pos)
@@ -761,14 +920,19 @@ class TeamClone:
             pos = start + int(size) + 1
         return contents
 
-    def _checksums(self, blobs: Mapping[str, str]) -> dict[str, str]:
-        """:func:`checksum` of each key's blob, reading only blobs not seen before."""
+    def _checksums(
+        self, blobs: Mapping[str, str], read: dict[str, bytes] | None = None
+    ) -> dict[str, str]:
+        """:func:`checksum` of each key's blob, reading only blobs not seen before (their
+        content is left in `read`, by blob id, when given)."""
         unseen = [blob for blob in blobs.values() if blob not in _blob_checksums]
         if len(_blob_checksums) + len(unseen) > MAX_REMEMBERED_BLOBS:
             _blob_checksums.clear()
             unseen = list(blobs.values())
         for blob, data in self.read_blobs(unseen).items():
             _blob_checksums[blob] = checksum(data)
+            if read is not None:
+                read[blob] = data
         return {key: _blob_checksums[blob] for key, blob in blobs.items()}
 
     def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
@@ -784,11 +948,13 @@ class TeamClone:
         files it changes, not the folder's size, and no checkout pass touches the rest."""
         result = IncomingResult(base=dict(spec.base))
         blobs = self.tree_blobs(spec.folder)
-        clone = self._checksums(blobs)
+        data: dict[str, bytes] = {}  # what arrived is read once, for its checksum and to write
+        clone = self._checksums(blobs, data)
         store = store_checksums(spec.directory, spec.exclude)
         keys = sorted((set(clone) | set(spec.base)) - spec.held, key=lambda k: (is_index_key(k), k))
         changed = [key for key in keys if clone.get(key) != spec.base.get(key)]
-        data = self.read_blobs([blobs[key] for key in changed if key in blobs])
+        data.update(self.read_blobs([b for k in changed if (b := blobs.get(k)) and b not in data]))
+        targets = entry_paths(spec.directory, changed, spec.exclude)
         writes: dict[Path, bytes] = {}
         for key in changed:
             arriving = clone.get(key)
@@ -808,9 +974,8 @@ class TeamClone:
             if current != spec.base.get(key):
                 result.not_applied.append(key)
                 continue
-            try:
-                target = entry_path(spec.directory, key, spec.exclude)
-            except FileRejected:
+            target = targets[key]
+            if isinstance(target, FileRejected):
                 result.not_applied.append(key)
                 continue
             if incoming is None:
@@ -821,8 +986,8 @@ class TeamClone:
                 result.written.append(key)
                 result.contents[key] = incoming
             self._set_base(result.base, key, arriving)
-        for target in writes:  # every key checked above: write_entries without checking again
-            target.parent.mkdir(parents=True, exist_ok=True)
+        for directory in {target.parent for target in writes}:  # every key checked above
+            directory.mkdir(parents=True, exist_ok=True)
         write_atomic_files(writes)
         return result
 
@@ -863,9 +1028,6 @@ class TeamClone:
                 return False, text, is_permanent(text)
         return True, None, False
 
-    def folder_files(self, folder: str) -> dict[str, bytes]:
-        return read_store(self.clone_dir / folder)
-
     def log(self, folder: str, limit: int = 50) -> list[dict]:
         """The history of a folder: newest first, with authors."""
         with self.repo() as repo:
@@ -880,14 +1042,23 @@ class TeamClone:
             )
         return rows
 
-    def last_authors(self, paths: list[str]) -> dict[str, str]:
-        """Who made the latest commit touching each of `paths` (repository paths)."""
-        if not paths:
+    def last_authors(self, paths: list[str], since: str | None = None) -> dict[str, str]:
+        """Who made the latest commit touching each of `paths` (repository paths). `since`: a
+        commit before which most of them did not change (the clone's head before a pull): the
+        commits after it are read first, the whole history only for paths they do not touch."""
+        if not paths or self.head() is None:
             return {}
+        authors = self._authors(paths, f"{since}..HEAD") if since else {}
+        rest = [path for path in paths if path not in authors]
+        if rest:
+            authors.update(self._authors(rest, "HEAD"))
+        return authors
+
+    def _authors(self, paths: list[str], commits: str) -> dict[str, str]:
         with self.repo() as repo:
-            if not repo.head.is_valid():
-                return {}
-            out = repo.git.log("--format=%x1e%an", "--name-only", "--no-renames", "--", *paths)
+            out = repo.git.log(
+                "--format=%x1e%an", "--name-only", "--no-renames", commits, "--", *paths
+            )
         authors: dict[str, str] = {}
         for commit in out.split("\x1e")[1:]:
             name, *changed = commit.splitlines()

@@ -17,7 +17,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
-from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
@@ -83,7 +82,7 @@ def team_clone() -> TeamClone:
 def in_shared_repository(name: str) -> bool:
     """Whether the shared repository (as last synced) has a folder `name`: a project of that
     name exists outside this memhub, so only staff may claim it (docs/design.md §17)."""
-    return (_clone_dir() / ".git").is_dir() and (_clone_dir() / name).is_dir()
+    return TeamClone(_clone_dir(), team_remote()).has_folder(name)
 
 
 def folder_for(store: Store) -> str:
@@ -324,7 +323,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 _hold_deletions(store, gone, _topic_count(store), outgoing=False)
                 spec = _spec(store, state)
             applied = clone.apply_incoming(spec)
-            _record_incoming(clone, store, applied, report)
+            by_author = _record_incoming(clone, store, applied, report, merged.before)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -333,6 +332,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 state.save(update_fields=["base", "version", "last_modified"])
             if applied.written or applied.deleted:
                 rescan_store(store)
+                _record_files_changed(store, by_author)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
 
@@ -413,11 +413,16 @@ def _restore_from_clone(store: Store, user, keys: list[str]) -> None:
     do_put_files(store, user, files, via=Via.UI, note=note)
 
 
-def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport) -> None:
-    """Each file a pull wrote or deleted is a version by team sync, noting who made it."""
+def _record_incoming(
+    clone: TeamClone, store: Store, applied, report: SyncReport, before: str | None
+) -> dict[str, tuple[dict, dict]]:
+    """Each file a pull wrote or deleted is a version by team sync, noting who made it
+    (before the mirror's rescan, which would record them as found on disk); `before`: the
+    clone's commit before the merge. Returns what was written and deleted, by author."""
     folder = folder_for(store)
     keys = [*applied.written, *applied.deleted]
-    authors = clone.last_authors([f"{folder}/{key}" for key in keys if is_versioned(key)])
+    paths = [f"{folder}/{key}" for key in keys if is_versioned(key)]
+    authors = clone.last_authors(paths, since=before)
     by_author: dict[str, tuple[dict, dict]] = {}
     for key in keys:
         author = authors.get(f"{folder}/{key}", "")
@@ -431,23 +436,24 @@ def _record_incoming(clone: TeamClone, store: Store, applied, report: SyncReport
         record_changes(store, written, deleted, via=Via.TEAM_SYNC, note=note)
         if author:
             report.authors.add(author)
-    _record_files_changed(store, by_author)
+    return by_author
 
 
 def _record_files_changed(store: Store, by_author: dict[str, tuple[dict, dict]]) -> None:
     """One `team_sync_changed` event per store and pull, naming the memories it wrote and
-    the ones it moved to the Trash, so Home and Events can tell people (and offer undo)."""
-    written = {k: d for _, (w, _) in by_author.items() for k, d in w.items() if is_topic(k)}
+    the ones it moved to the Trash, so Home and Events can tell people (and offer undo).
+    The names are the mirror's (rescanned), not parsed again."""
+    written = sorted(k for _, (w, _) in by_author.items() for k in w if is_topic(k))
     trashed = sorted(k for _, (_, d) in by_author.items() for k in d if is_topic(k))
     if not written and not trashed:
         return
-    names = {key: parse_memory(data, path=key).name or "" for key, data in written.items()}
+    names = dict(store.files.filter(path__in=written).values_list("path", "name"))
     for item in store.trash.filter(path__in=trashed).order_by("deleted_at"):
         names[item.path] = item.name
     record_event(
         "team_sync_changed",
         store=store,
-        written=sorted(written),
+        written=written,
         trashed=trashed,
         names={key: name for key, name in names.items() if name},
         authors=sorted(a for a in by_author if a),

@@ -11,10 +11,14 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from memapp.memdir.atomic import write_atomic_bytes
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -32,7 +36,7 @@ __all__ = [
 CONFIG_FILENAME = "agent.json"
 
 
-class Config(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
+class Config(Record):  # not a dataclass: every hook loads this, and dataclasses is slow
     url: str  # the server's base URL, without a trailing slash
     token: str
 

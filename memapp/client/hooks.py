@@ -23,13 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any, NamedTuple
 
 from memapp.client.config import Config, load_config
 from memapp.client.http import NO_RETRY, Client
 from memapp.client.project import Project, find_project
 from memapp.memdir.agent_switches import RECALL, RECORD, agent_memory_allows
 from memapp.memdir.paths import auto_memory_enabled, load_user_settings
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 __all__ = [
     "AGENT_HOOKS",
@@ -53,7 +57,7 @@ PRINT_MARGIN = 0.05
 WRITE_GRACE = 0.25  # how long an expired hook still waits for a write already started
 
 
-class Hook(NamedTuple):
+class Hook(Record):
     """One event: the name Claude Code gives it, and its handler as `module:function`, a
     function taking a `HookCall` and returning the context to add ("" adds nothing)."""
 
@@ -170,7 +174,7 @@ def hook_output(event: str, text: str, agent: str = "claude-code") -> str:
 def process_age() -> float:
     """Seconds since this process started (Linux: from /proc); 0.0 where that is unknown."""
     try:
-        fields = Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, `starttime`
         return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
     except (OSError, ValueError, IndexError, AttributeError):

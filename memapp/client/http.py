@@ -1,4 +1,4 @@
-"""A small JSON client for memhub's agent API, on `urllib.request`.
+"""A small JSON client for memhub's agent API (the bytes on the wire: `transport`).
 
 Transient failures (connection errors, timeouts, 5xx, 429) are retried with exponential
 backoff as docs/design.md §10 asks of a sync client: 500 ms doubling to a cap of 32 s, ±25 %
@@ -11,15 +11,16 @@ sent to a host it was not meant for.
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from email.message import Message
-from typing import Any, NamedTuple
+
+from memapp.client.transport import Answer, send
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -55,7 +56,7 @@ class NotMemhub(Unreachable):
     """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
 
 
-class Backoff(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
+class Backoff(Record):  # not a dataclass: every hook loads this, and dataclasses is slow
     """Delays between attempts: `base` doubling up to `cap`, each scaled by 1 ± `jitter`."""
 
     base: float = 0.5
@@ -76,35 +77,13 @@ DEFAULT_BACKOFF = Backoff()
 NO_RETRY = Backoff(attempts=1)
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: Any,
-        code: int,
-        msg: str,
-        headers: Any,
-        newurl: str,
-    ) -> None:
-        return None  # urllib then raises HTTPError with the 3xx status
-
-
-_TRANSIENT_ERRORS = (
-    urllib.error.URLError,
-    http.client.HTTPException,
-    ConnectionError,
-    TimeoutError,
-    socket.timeout,
-)
-
-
 def _is_transient(status: int) -> bool:
     return status == 429 or status >= 500
 
 
-def _retry_after(headers: Message) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     try:
-        value = float(headers.get("Retry-After", ""))
+        value = float(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
     return value if value >= 0 else None
@@ -119,13 +98,15 @@ def _memhub_error(status: int, body: bytes) -> ApiError | None:
         return None
 
 
-def _not_memhub(url: str, path: str, status: int, headers: Any, body: bytes) -> NotMemhub:
-    if 300 <= status < 400 and headers.get("Location"):
+def _not_memhub(
+    url: str, path: str, status: int, headers: Mapping[str, str], body: bytes
+) -> NotMemhub:
+    if 300 <= status < 400 and headers.get("location"):
         return NotMemhub(
-            f"{url} redirects {path} to {headers['Location']}: log in with the server's own "
+            f"{url} redirects {path} to {headers['location']}: log in with the server's own "
             "URL (memhub-agent never follows a redirect, so the token goes nowhere else)"
         )
-    kind = (headers.get("Content-Type") or "").split(";")[0].strip()
+    kind = (headers.get("content-type") or "").split(";")[0].strip()
     if "html" in kind or body.lstrip()[:1] == b"<":
         what = "an HTML page"
     elif not body:
@@ -168,7 +149,6 @@ class Client:
         self.deadline = deadline
         self.sleep = sleep
         self.on_retry = on_retry
-        self._opener = urllib.request.build_opener(_NoRedirect)
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)
@@ -191,26 +171,35 @@ class Client:
         data: bytes | None,
         headers: Mapping[str, str] | None,
         deadline: float | None,
-    ) -> Any:
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"Bearer {self.token}")
-        request.add_header("Accept", "application/json")
-        request.add_header("User-Agent", USER_AGENT)
+    ) -> Answer:
+        sent = {
+            "Authorization": f"Bearer {self.token}",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
         if data is not None:
-            request.add_header("Content-Type", "application/json")
-        for name, value in (headers or {}).items():
-            request.add_header(name, value)
-        with self._opener.open(request, timeout=self._remaining(deadline)) as response:
-            body = response.read()
-            if not body:
-                return None
-            kind = response.headers.get("Content-Type") or ""
-            try:
-                if "json" not in kind:
-                    raise ValueError(kind)
-                return json.loads(body.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                raise _not_memhub(self.url, path, response.status, response.headers, body) from None
+            sent["Content-Type"] = "application/json"
+        sent.update(headers or {})
+        return send(method, self.url + path, sent, data, self._remaining(deadline))
+
+    def _decoded(self, path: str, answer: Answer) -> Any:
+        """A 2xx answer's JSON (None for an empty body); `NotMemhub` when it is not JSON."""
+        if not answer.body:
+            return None
+        kind = answer.headers.get("content-type") or ""
+        try:
+            if "json" not in kind:
+                raise ValueError(kind)
+            return json.loads(answer.body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise _not_memhub(self.url, path, answer.status, answer.headers, answer.body) from None
+
+    def _refusal(self, path: str, answer: Answer) -> Exception:
+        """What an answer other than 2xx says: the API's error, else why it is not memhub's."""
+        error = _memhub_error(answer.status, answer.body)
+        if error is None and answer.status != 304:
+            return _not_memhub(self.url, path, answer.status, answer.headers, answer.body)
+        return error or ApiError(answer.status, "not_modified", "Not modified.")
 
     def _deadline(self) -> float | None:
         ends = [] if self.total is None else [time.monotonic() + self.total]
@@ -234,22 +223,17 @@ class Client:
         while True:
             wait: float | None = None
             try:
-                return self._once(method, path, data, headers, deadline)
-            except urllib.error.HTTPError as exc:
-                raw = exc.read()
-                error = _memhub_error(exc.code, raw)
-                if error is None and exc.code != 304:
-                    failure: Exception = _not_memhub(self.url, path, exc.code, exc.headers, raw)
-                else:
-                    failure = error or ApiError(exc.code, "not_modified", "Not modified.")
-                if not _is_transient(exc.code):
-                    raise failure from None
-                wait = _retry_after(exc.headers)
-            except NotMemhub:
-                raise
-            except _TRANSIENT_ERRORS as exc:
-                reason = getattr(exc, "reason", exc)
-                failure = Unreachable(f"cannot reach {self.url}: {reason}")
+                answer = self._once(method, path, data, headers, deadline)
+            except OSError as exc:  # refused, timed out, unresolved, cut short
+                reason = getattr(exc, "reason", exc)  # urllib's URLError wraps the cause
+                failure: Exception = Unreachable(f"cannot reach {self.url}: {reason}")
+            else:
+                if 200 <= answer.status < 300:
+                    return self._decoded(path, answer)
+                failure = self._refusal(path, answer)
+                if not _is_transient(answer.status):
+                    raise failure
+                wait = _retry_after(answer.headers)
             delay = next(delays, None)
             if delay is None:
                 raise failure

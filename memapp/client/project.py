@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from memapp.memdir.paths import (
     AgentScope,
@@ -19,13 +18,18 @@ from memapp.memdir.paths import (
     repo_slug_for,
     sanitize_path,
 )
+from memapp.memdir.records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AGENT_SCOPES", "Project", "find_project"]
 
 AGENT_SCOPES: tuple[AgentScope, ...] = ("local", "project", "user")  # the narrowest first
 
 
-class Project(NamedTuple):  # not a dataclass: every hook loads this, and dataclasses is slow
+class Project(Record):  # not a dataclass: every hook loads this, and dataclasses is slow
     memory_dir: Path  # the agent's private memory dir, as the agent computes it
     ref: str  # `owner/repo` when the repository has an origin slug, else `dirname`
     dirname: str  # the sanitized directory name of the project (`-home-ana-app`)

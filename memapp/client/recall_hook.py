@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from memapp.client.hooks import HookCall
 from memapp.memdir.freshness import RecalledMemory, render_recalled
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["recall", "recent_tools"]
 

@@ -14,24 +14,25 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
 from memapp.memdir.agent_transcripts import CONVERTERS
+from memapp.memdir.digests import sha256
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 
@@ -60,7 +61,7 @@ class Cursor:
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None, session_id: str, transcript: Path) -> Cursor:
-        name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+        name = sha256(session_id.encode()).hexdigest()[:32]
         path = config_dir(env) / "transcripts" / f"{name}.json"
         stored = read_json(path) or {}
         try:

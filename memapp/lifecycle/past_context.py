@@ -4,11 +4,12 @@ highlighted snippets. A session's summary comes before the entries: it says in a
 the entries say in pages.
 
 Memories are the Search page's (`memapp.stores.memory_search`). Session entries are found by the
-database's full-text index (SQLite FTS5 tables that triggers keep up to date; PostgreSQL's
-full-text search, a GIN index on the transcript text) holding any word of the query or of its
-synonyms, at most CANDIDATES of them, then ranked here like memories; an entry holding the query
-as typed (part of a word) follows the ranked ones. Only entries detect-secrets has checked are
-searched.
+database's full-text index, asked for the caller's own entries only (SQLite: an FTS5 table
+whose `owner` column is indexed beside the text, kept up to date by triggers; PostgreSQL: each
+entry's stored `tsvector`, reached from the caller's sessions or its GIN index), holding any
+word of the query or of its synonyms, at most CANDIDATES of them, then ranked here like
+memories; an entry holding the query as typed (part of a word) follows the ranked ones. Only
+entries detect-secrets has checked are searched.
 """
 
 from __future__ import annotations
@@ -95,9 +96,10 @@ def search_past_context(user, query: str, limit: int = 20) -> SearchResult:
             ((p, 0.0) for p in passages if id(p) not in seen and literal in p.text.casefold()),
             key=lambda row: -row[0].when_ms,
         )
-    summaries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "summary"]
-    entries = [_hit(query, p, s) for p, s in ranked if p.key[0] == "session"]
-    result.sessions = (summaries + entries)[:limit]
+    summaries = [(p, s) for p, s in ranked if p.key[0] == "summary"]
+    entries = [(p, s) for p, s in ranked if p.key[0] == "session"]
+    # Snippets of the hits shown only: a snippet costs more than the ranking of its passage.
+    result.sessions = [_hit(query, p, s) for p, s in (summaries + entries)[:limit]]
     return result
 
 
@@ -155,7 +157,8 @@ def _entry(row) -> Passage:
 
 
 def _sqlite(user, terms: list[tuple[str, ...]]) -> list[Passage]:
-    # Any term; a term's last word as a prefix. Terms are letters and digits, quoted as they are.
+    # The owner's entries only, from the index (its `owner` column, weighted 0 in the rank); any
+    # term; a term's last word as a prefix. Terms are letters and digits, quoted as they are.
     match = " OR ".join(f'"{" ".join(term)}"*' for term in terms)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -164,13 +167,15 @@ def _sqlite(user, terms: list[tuple[str, ...]]) -> list[Passage]:
             JOIN lifecycle_transcriptentry e ON e.id = lifecycle_entry_fts.rowid
             JOIN lifecycle_session s ON s.id = e.session_id
             WHERE lifecycle_entry_fts MATCH %s AND s.owner_id = %s AND e.gate_checked
-            ORDER BY bm25(lifecycle_entry_fts) LIMIT %s""",
-            [MAX_TEXT, match, user.pk, CANDIDATES],
+            ORDER BY bm25(lifecycle_entry_fts, 1.0, 0.0) LIMIT %s""",
+            [MAX_TEXT, f'owner : "{int(user.pk)}" AND text : ({match})', user.pk, CANDIDATES],
         )
         return [_entry(row) for row in cursor.fetchall()]
 
 
 def _postgresql(user, terms: list[tuple[str, ...]]) -> list[Passage]:
+    # `text_search` is the entry's stored tsvector; the planner starts from the owner's
+    # sessions, or from its GIN index when few entries anywhere match.
     tsquery = " | ".join(
         "(" + " <-> ".join([*(f"'{w}'" for w in term[:-1]), f"'{term[-1]}':*"]) + ")"
         for term in terms
@@ -179,11 +184,11 @@ def _postgresql(user, terms: list[tuple[str, ...]]) -> list[Passage]:
         cursor.execute(
             """SELECT e.session_id, e.seq, e.timestamp, s.session_id, s.title, left(e.text, %s)
             FROM (
-                SELECT e.id, ts_rank(to_tsvector('english', e.text), q) AS rank
+                SELECT e.id, ts_rank(e.text_search, q) AS rank
                 FROM lifecycle_transcriptentry e
                 JOIN lifecycle_session s ON s.id = e.session_id,
                 to_tsquery('english', %s) q
-                WHERE to_tsvector('english', e.text) @@ q AND s.owner_id = %s AND e.gate_checked
+                WHERE e.text_search @@ q AND s.owner_id = %s AND e.gate_checked
                 ORDER BY rank DESC LIMIT %s
             ) best
             JOIN lifecycle_transcriptentry e ON e.id = best.id

@@ -25,7 +25,10 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RECALL", "RECORD", "agent_memory_allows"]
 

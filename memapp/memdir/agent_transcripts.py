@@ -11,13 +11,16 @@ skipped and counted as `unknown_format`, never guessed at.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
 
+from memapp.memdir.digests import sha256
 from memapp.memdir.hook_context import strip_hook_context
 from memapp.memdir.transcripts import EntryError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CONVERTERS", "codex_entry", "gemini_entry"]
 # What Codex puts in user-role messages that no person typed.
@@ -46,7 +49,7 @@ def _unknown(what: str) -> EntryError:
 def _key(agent: str, ident: str, entry: Mapping[str, Any]) -> str:
     """A stable uuid: the agent's id plus a hash of what was kept, so the same message written
     again unchanged is stored once and a message rewritten with more (tool calls) is kept."""
-    digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]
+    digest = sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:12]
     return f"{agent}:{ident[:60]}:{digest}"
 
 

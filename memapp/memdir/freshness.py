@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable
-from typing import NamedTuple
+
+from memapp.memdir.records import Record
 
 __all__ = [
     "MAX_SURFACED_BYTES",
@@ -74,7 +75,7 @@ def memory_header(path: str, mtime_ms: float, now_ms: float | None = None) -> st
     return f"{staleness_note(mtime_ms, now_ms)}\n\nMemory: {path}:"
 
 
-class RecalledMemory(NamedTuple):  # not a dataclass: the prompt hook loads this
+class RecalledMemory(Record):  # not a dataclass: the prompt hook loads this
     """A memory chosen for an agent: its path as the agent knows it, mtime and content."""
 
     path: str

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "memory_dir_override_problem",
     "normalize_key",
     "validate_key",
+    "validate_keys",
     "validate_memory_dir_override",
 ]
 
@@ -267,16 +269,54 @@ def validate_key(root: str | os.PathLike[str], key: str) -> Path:
     Symlinks inside the store that stay inside it are allowed; a dangling symlink, a symlink
     loop or a permission error on the way fails closed. The root itself need not exist yet.
     """
-    check_key(key)
+    found = validate_keys(root, [key])[key]
+    if isinstance(found, PathTraversalError):
+        raise found
+    return found
+
+
+def validate_keys(
+    root: str | os.PathLike[str], keys: Iterable[str]
+) -> dict[str, Path | PathTraversalError]:
+    """:func:`validate_key` of each of `keys`: its path, or the error it raises. The root and
+    each directory are resolved once, not once per key (a pull writing a thousand files)."""
     abs_root = os.path.normpath(Path(root).absolute())
-    joined = os.path.normpath(Path(abs_root, key))
-    if not _is_inside(joined, abs_root):
-        raise PathTraversalError("outside-root", key)
-    real_root = _real_path(abs_root, key)
-    real = _real_path(joined, key)
-    if not _is_inside(real, real_root):
-        raise PathTraversalError("symlink-escape", key, f"real path {real!r}")
-    return Path(joined)
+    real_root: str | None = None
+    real_dirs: dict[str, str] = {}
+    found: dict[str, Path | PathTraversalError] = {}
+    for key in keys:
+        try:
+            check_key(key)
+            joined = os.path.normpath(Path(abs_root, key))
+            if not _is_inside(joined, abs_root):
+                raise PathTraversalError("outside-root", key)
+            if real_root is None:
+                real_root = _real_path(abs_root, key)
+            real = _real_path_in(joined, key, real_dirs)
+            if not _is_inside(real, real_root):
+                raise PathTraversalError("symlink-escape", key, f"real path {real!r}")
+            found[key] = Path(joined)
+        except PathTraversalError as exc:
+            found[key] = exc
+    return found
+
+
+def _real_path_in(path: str, key: object, real_dirs: dict[str, str]) -> str:
+    """:func:`_real_path` of `path`, its directory's taken from (and left in) `real_dirs`: the
+    same answer while `path` itself is no symlink (or missing), else resolved whole."""
+    directory, name = os.path.split(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return _real_path(path, key)  # raises what it is (a parent that is a file, a loop…)
+    else:
+        if stat.S_ISLNK(st.st_mode):
+            return _real_path(path, key)
+    if directory not in real_dirs:
+        real_dirs[directory] = _real_path(directory, key)
+    return str(Path(real_dirs[directory], name))
 
 
 def _home_dir(env: Mapping[str, str] | None = None) -> Path:

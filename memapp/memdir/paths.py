@@ -15,9 +15,12 @@ import sys
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
 
 from memapp.memdir.keys import _home_dir, validate_memory_dir_override
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 __all__ = [
     "LOCAL_SETTINGS_FILENAME",
@@ -59,7 +62,10 @@ _FALSY = frozenset({"0", "false", "no", "off"})
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
-AgentScope = Literal["user", "project", "local"]
+if TYPE_CHECKING:
+    AgentScope = Literal["user", "project", "local"]
+else:
+    AgentScope = str  # one of those three; `typing` is not loaded for a hook
 
 
 def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -19,19 +19,19 @@ shorter formats, a mix of character classes that random tokens always have.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import re
-import string
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+
+from memapp.memdir.digests import sha256
+from memapp.memdir.records import Record
 
 __all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
 
 
-class SecretHit(NamedTuple):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
+class SecretHit(Record):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
     """One secret found: which rule, its label and the line (from 1). Never the value."""
 
     rule_id: str
@@ -42,7 +42,7 @@ class SecretHit(NamedTuple):  # not a dataclass: the Stop hook loads this (docs/
         return f"line {self.line}: {self.label} ({self.rule_id})"
 
 
-class _Rule(NamedTuple):
+class _Rule(Record):
     id: str
     label: str
     keywords: tuple[str, ...]  # case-sensitive markers; the regex runs only if one is present
@@ -611,7 +611,8 @@ def _matches(text: str) -> list[tuple[int, int, _Rule]]:
 
 # No rule matches fewer characters (`pwd=` and eight, `-u a:` and six, `AKIA` and sixteen).
 _SHORTEST = 10
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps offsets
+# Keeps offsets. Spelt out: the `string` module is a millisecond of the Stop hook's start.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _anchored_matches(rule: _Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
@@ -701,7 +702,7 @@ class SecretScanCache:
     @staticmethod
     def digest(text: str) -> bytes:
         # surrogatepass: a stray surrogate must not make the scan (and so the save) crash.
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        return sha256(text.encode("utf-8", "surrogatepass")).digest()
 
     def scan(self, text: str) -> list[SecretHit]:
         key = self.digest(text)

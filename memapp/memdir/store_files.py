@@ -32,7 +32,7 @@ from memapp.memdir.keys import (
     check_key_name,
     check_new_keys,
     normalize_key,
-    validate_key,
+    validate_keys,
 )
 from memapp.memdir.secret_rules import scan_text
 
@@ -53,6 +53,7 @@ __all__ = [
     "checksum",
     "classify",
     "entry_path",
+    "entry_paths",
     "is_conflict_copy",
     "is_index_key",
     "is_store_key",
@@ -415,14 +416,35 @@ def entry_path(root: str | os.PathLike[str], key: str, exclude: Collection[str] 
     """The path of memory file `key` in the store at `root`: the key must be safe
     (docs/design.md §4) and name a memory file of the store (:func:`classify`), else
     :class:`FileRejected` with code ``invalid_key``."""
-    _check_key(key, exclude)
-    try:
-        path = validate_key(Path(root), key)
-        if path.is_dir():
-            raise PathTraversalError("key-is-folder", key)
-    except PathTraversalError as exc:
-        raise FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule}) from None
-    return path
+    found = entry_paths(root, [key], exclude)[key]
+    if isinstance(found, FileRejected):
+        raise found
+    return found
+
+
+def entry_paths(
+    root: str | os.PathLike[str], keys: Iterable[str], exclude: Collection[str] = ()
+) -> dict[str, Path | FileRejected]:
+    """:func:`entry_path` of each of `keys`: its path, or the error it raises (each directory
+    of the store resolved once: :func:`validate_keys`)."""
+    found: dict[str, Path | FileRejected] = {}
+    checked = []
+    for key in keys:
+        try:
+            _check_key(key, exclude)
+            checked.append(key)
+        except FileRejected as exc:
+            found[key] = exc
+    for key, path in validate_keys(Path(root), checked).items():
+        try:
+            if isinstance(path, PathTraversalError):
+                raise path
+            if path.is_dir():
+                raise PathTraversalError("key-is-folder", key)
+            found[key] = path
+        except PathTraversalError as exc:
+            found[key] = FileRejected("invalid_key", str(exc), {"key": key, "rule": exc.rule})
+    return found
 
 
 def check_key_neighbours(keys: Iterable[str], existing: Iterable[str]) -> None:

@@ -14,16 +14,20 @@ type, or too large even after its tool output is cut, is skipped and counted by 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
 
+from memapp.memdir.digests import sha256
+from memapp.memdir.records import Record
 from memapp.memdir.secret_rules import SecretHit, redact_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = [
     "BOOKKEEPING_TYPES",
@@ -113,13 +117,13 @@ class EntryError(ValueError):
 
 
 # Named tuples, not dataclasses: the Stop hook reads transcripts, and dataclasses loads slowly.
-class ToolCall(NamedTuple):
+class ToolCall(Record):
     name: str
     argument: str  # one line, at most SHORT_ARGUMENT characters
     file_path: str | None  # for file tools
 
 
-class Entry(NamedTuple):
+class Entry(Record):
     """What memhub reads from one kept transcript entry."""
 
     key: str  # the entry's uuid, or a stable stand-in for entries without one
@@ -170,7 +174,7 @@ def entry_key(obj: Mapping[str, Any]) -> str:
     if obj.get("type") == "summary" and isinstance(leaf, str) and leaf:
         return f"summary:{leaf[:90]}"
     canonical = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _one_line(text: str, limit: int = SHORT_ARGUMENT) -> str:

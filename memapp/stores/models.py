@@ -427,6 +427,9 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # A store's (or the store-less) events newest first without sorting them all: the parts
+        # of the team sync page (`memapp.web.keyset`).
+        indexes = [models.Index(fields=["store", "created_at", "id"], name="event_store_newest")]
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -14,8 +14,13 @@ from pathlib import Path
 
 from django.http import Http404
 
-from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, checksum, store_checksums
-from memapp.stores.actions import store_file_path
+from memapp.memdir.store_files import (
+    MAX_ENTRY_BYTES,
+    checksum,
+    read_store_file,
+    store_checksums,
+    walk_store,
+)
 from memapp.stores.models import Store
 from memapp.stores.projects import find_project, resolve_store
 from memapp.stores.prompting import team_index_for
@@ -50,26 +55,49 @@ def _differing_files(
     """The text of each file whose checksum differs from `have`, read now (its checksum in
     `checksums` is updated to what was read), within MAX_PULL_BYTES; and whether any was left
     out. A file that is not UTF-8 text, or is too large, cannot be written faithfully by the
-    agent and is not sent."""
-    files: dict[str, str] = {}
+    agent and is not sent.
+
+    Which files fit is planned from their sizes (a walk of stats, in key order), so an agent
+    with none of the files costs the reading of MAX_PULL_BYTES, not of the whole store."""
+    differ = {key for key, known in checksums.items() if have.get(key) != known}
+    if not differ:
+        return {}, False
+    sizes = {
+        found.key: found.stat.st_size
+        for found in walk_store(store.path, store.exclude)
+        if found.key in differ
+    }
+    chosen: set[str] = set()
     total, partial = 0, False
-    for key in sorted(checksums):
-        if have.get(key) == checksums[key]:
+    for key in sorted(sizes):
+        if sizes[key] > MAX_ENTRY_BYTES:
             continue
-        try:
-            data = store_file_path(store, key).read_bytes()
-            text = data.decode("utf-8")
-        except (FileRejected, OSError, UnicodeDecodeError):
-            continue
-        checksums[key] = checksum(data)  # the mirror may be a moment behind the disk
-        if len(data) > MAX_ENTRY_BYTES or checksums[key] == have.get(key):
-            continue
-        if total + len(data) > MAX_PULL_BYTES:
+        if total + sizes[key] > MAX_PULL_BYTES:
             partial = True
             continue
-        files[key] = text
+        chosen.add(key)
+        total += sizes[key]
+    files: dict[str, str] = {}
+    total = 0
+    for found in walk_store(store.path, store.exclude):
+        if found.key not in chosen:
+            continue
+        data = read_store_file(found)
+        try:
+            text = data.decode("utf-8") if data is not None else None
+        except UnicodeDecodeError:
+            text = None
+        if data is None or text is None:
+            continue
+        checksums[found.key] = checksum(data)  # the mirror may be a moment behind the disk
+        if len(data) > MAX_ENTRY_BYTES or checksums[found.key] == have.get(found.key):
+            continue
+        if total + len(data) > MAX_PULL_BYTES:  # it grew since the walk of sizes
+            partial = True
+            continue
+        files[found.key] = text
         total += len(data)
-    return files, partial
+    return dict(sorted(files.items())), partial
 
 
 def session_start_for(

@@ -156,6 +156,20 @@ def machine_b(tmp_path) -> Machine:
     return Machine(home, git_checkout(home / "work" / "acme-widgets"))
 
 
+@pytest.fixture(params=["socket", "urllib"])
+def http_route(request, monkeypatch) -> str:
+    """Each way a request to a local `http://` server goes (`memapp.client.transport`): on a
+    plain socket when no proxy is configured, through urllib when one is (here a proxy that
+    `no_proxy` tells urllib to bypass, as a person behind one would have it for local hosts)."""
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+    if request.param == "urllib":
+        monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+        monkeypatch.setenv("no_proxy", "*")
+    return request.param
+
+
 @pytest.fixture
 def closed_port() -> int:
     """A local port nobody listens on (connections are refused)."""

@@ -1,5 +1,6 @@
 """The client's HTTP layer: transient failures retried with backoff, errors in the API's shape,
-no redirects followed. A scripted HTTP server on 127.0.0.1 plays the server's part."""
+no redirects followed. A scripted HTTP server on 127.0.0.1 plays the server's part; every test
+runs on both of the client's routes to it (a plain socket, urllib)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from memapp.client.http import NO_RETRY, ApiError, Backoff, Client, NotMemhub, Unreachable
+
+pytestmark = pytest.mark.usefixtures("http_route")
 
 
 class Scripted:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
-from memapp.lifecycle.models import Session
+from memapp.lifecycle.models import Session, TranscriptEntry
 from memapp.lifecycle.past_context import START, STOP, search_past_context
 from memapp.lifecycle.sessions import check_with_gate
 from memapp.stores.mirror import rescan_store
@@ -95,9 +96,21 @@ def test_entries_not_yet_checked_for_secrets_are_not_searched(alice, alice_api, 
     assert not search_past_context(alice, "kraken").empty
 
 
+def _indexed_under(user) -> int:
+    """How many entries SQLite's full-text index holds under `user` (its `owner` column)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM lifecycle_entry_fts WHERE lifecycle_entry_fts MATCH %s",
+            [f'owner : "{user.pk}"'],
+        )
+        return cursor.fetchone()[0]
+
+
 def test_forgotten_sessions_and_rewritten_memories_leave_the_index(alice, history):
     Session.objects.get(session_id=history["deploy"].session_id).delete()
     assert search_past_context(alice, "migration lock").sessions == []
+    if connection.vendor == "sqlite":  # the index forgot them under their owner too
+        assert _indexed_under(alice) == TranscriptEntry.objects.filter(session__owner=alice).count()
     private = resolve_store(alice, PROJECT, "private")
     (Path(private.path) / "project_deploys.md").unlink()
     rescan_store(private)

@@ -584,3 +584,30 @@ def test_a_key_under_another_key_of_the_same_write_is_refused():
         check_new_keys(["a.md", "a.md/b.md"], [])
     assert caught.value.rule == "parent-is-file"
     check_new_keys(["a/b.md", "a/c.md"], ["a/d.md"])
+
+
+def test_validate_keys_resolves_each_directory_once_and_still_catches_every_escape(tmp_path):
+    """The batch answers what validate_key answers for each key: a symlink among plain files
+    of one directory, and a linked directory, are caught though the directory was resolved
+    for its neighbours."""
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "x.md").write_text("x")
+    (root / "a.md").write_text("a")
+    (root / "sub" / "b.md").write_text("b")
+    (root / "escape.md").symlink_to(outside / "x.md")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "inside.md").symlink_to(root / "a.md")
+    wanted = ["a.md", "new.md", "escape.md", "sub/b.md", "linked/c.md", "inside.md", "a.md/x.md"]
+    found = keys.validate_keys(root, wanted)
+    for key in wanted:
+        try:
+            expected: object = keys.validate_key(root, key)
+        except keys.PathTraversalError as exc:
+            expected = exc.rule
+        got = found[key]
+        assert (got.rule if isinstance(got, keys.PathTraversalError) else got) == expected, key
+    assert found["escape.md"].rule == found["linked/c.md"].rule == "symlink-escape"
+    assert found["a.md/x.md"].rule == "parent-is-file"
+    assert found["new.md"] == root / "new.md"

@@ -107,6 +107,12 @@ def git_log(data_dir: Path, *args: str) -> list[str]:
     return out.splitlines()
 
 
+def git_show(clone: Path, spec: str) -> str:
+    """A file of the team clone's history (it has no work tree)."""
+    done = subprocess.run(["git", "-C", str(clone), "show", spec], capture_output=True, text=True)
+    return done.stdout
+
+
 def not_found(code: str, message: str) -> dict:
     """A 404 says which case it is, so an agent can tell "nothing yet" from "no such project"."""
     return {"error": {"code": code, "message": message, "details": {"error_code": code}}}
@@ -356,9 +362,9 @@ def test_a_put_is_a_git_commit_authored_by_the_tokens_user(bob, bob_api, filled,
     assert response.status_code == 200
     assert git_log(data_dir, "-1", "--format=%an") == ["bob"]
     assert git_log(data_dir, "--format=%an")[1] == "alice"
-    clone = data_dir / "team-clone" / SLUG
-    assert (clone / "feedback_db.md").read_text() == "Bob's edit.\n"
-    assert (clone / "notes" / "project_freeze.md").read_text() == FREEZE
+    clone = data_dir / "team-clone"
+    assert git_show(clone, f"HEAD:{SLUG}/feedback_db.md") == "Bob's edit.\n"
+    assert git_show(clone, f"HEAD:{SLUG}/notes/project_freeze.md") == FREEZE
 
 
 # --- deletions are not undone by stale clients -----------------------------------------------

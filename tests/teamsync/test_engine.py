@@ -448,51 +448,80 @@ def test_files_over_the_byte_limit_are_not_committed(ana):
 # --- crash safety ------------------------------------------------------------------------------
 
 
-def test_ensure_aborts_a_merge_a_killed_process_left_half_done(ana, ben, remote):
+def _check_out(clone: Path) -> None:
+    """Turn a clone into one as memhub kept it before: a checked-out work tree."""
+    git(clone, "config", "core.bare", "false")
+    git(clone, "reset", "--hard", "--quiet")
+
+
+def _only_git_dir(clone: Path) -> bool:
+    return [p.name for p in clone.iterdir()] == [".git"]
+
+
+def test_a_clone_has_no_work_tree_and_a_pull_checks_nothing_out(ana, ben):
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.sync()
+    ben.sync()
+    assert ben.read("project_a.md") == memory("A", "From ana.\n")
+    for member in (ana, ben):
+        assert _only_git_dir(member.clone.clone_dir)
+        assert git(member.clone.clone_dir, "config", "--bool", "core.bare").strip() == "true"
+
+
+def test_a_checked_out_clone_left_mid_merge_is_migrated(ana, ben, remote):
     _shared(ana, ben, "project_deploy.md", TEN_LINES)
     ana.write("project_deploy.md", _edit_line(TEN_LINES, 5, "ana"))
     ana.sync()
     ben.write("project_deploy.md", _edit_line(TEN_LINES, 5, "ben"))
     ben.commit()
-    head = git(ben.clone.clone_dir, "rev-parse", "HEAD").strip()
-    git(ben.clone.clone_dir, "fetch", "--quiet", "origin")
-    # What a process killed in the middle of `git merge` leaves: MERGE_HEAD, markers on disk.
+    clone = ben.clone.clone_dir
+    head = git(clone, "rev-parse", "HEAD").strip()
+    _check_out(clone)
+    git(clone, "fetch", "--quiet", "origin")
+    # What a process killed in the middle of `git merge` left: MERGE_HEAD, markers on disk.
     with pytest.raises(Exception):  # noqa: B017
-        git(ben.clone.clone_dir, "merge", "--no-edit", "origin/main")
-    assert (ben.clone.clone_dir / ".git" / "MERGE_HEAD").exists()
-    assert "<<<<<<<" in (ben.clone.clone_dir / FOLDER / "project_deploy.md").read_text()
+        git(clone, "merge", "--no-edit", "origin/main")
+    assert (clone / ".git" / "MERGE_HEAD").exists()
+    assert "<<<<<<<" in (clone / FOLDER / "project_deploy.md").read_text()
 
     with ben.clone.locked():
         ben.clone.ensure()
-    assert not (ben.clone.clone_dir / ".git" / "MERGE_HEAD").exists()
-    assert git(ben.clone.clone_dir, "rev-parse", "HEAD").strip() == head
-    assert git(ben.clone.clone_dir, "status", "--porcelain") == ""
+    assert not (clone / ".git" / "MERGE_HEAD").exists()
+    assert _only_git_dir(clone)
+    assert git(clone, "rev-parse", "HEAD").strip() == head
     # ... and the next sync goes the normal way: a conflict, no markers anywhere.
     merged, _ = ben.sync()
     assert [c.kind for c in merged.conflicts] == ["edit"]
     _assert_no_markers(remote)
 
 
-def test_ensure_resets_a_dirty_work_tree_and_the_store_loses_nothing(ana):
+def test_a_checked_out_clone_with_a_dirty_work_tree_is_migrated_and_loses_nothing(ana, remote):
     ana.write("project_a.md", memory("A", "Committed.\n"))
     ana.commit()
     clone = ana.clone.clone_dir
+    _check_out(clone)
     (clone / FOLDER / "project_a.md").write_text("half-written junk")
     (clone / FOLDER / "stray.md").write_text("never committed")
     git(clone, "add", "--", f"{FOLDER}/stray.md")
     with ana.clone.locked():
         ana.clone.ensure()
-    assert git(clone, "status", "--porcelain", "--ignored") == ""
-    assert (clone / FOLDER / "project_a.md").read_text() == memory("A", "Committed.\n")
-    assert not (clone / FOLDER / "stray.md").exists()
+    assert _only_git_dir(clone)
+    assert git(clone, "show", f"HEAD:{FOLDER}/project_a.md") == memory("A", "Committed.\n")
     assert ana.read("project_a.md") == memory("A", "Committed.\n")
+    ana.write("project_b.md", memory("B", "After.\n"))
+    ana.sync()
+    shared = tip_files(remote, FOLDER)
+    assert shared == {
+        "project_a.md": memory("A", "Committed.\n"),
+        "project_b.md": memory("B", "After.\n"),
+    }
 
 
 def test_ensure_removes_a_git_lock_file_left_by_a_killed_git(ana, remote):
     ana.write("project_a.md", memory("A", "One.\n"))
     ana.commit()
-    # SIGKILL during `git add` or `git commit` leaves the index lock behind.
-    (ana.clone.clone_dir / ".git" / "index.lock").write_text("")
+    # SIGKILL during a commit leaves the branch's lock behind.
+    (ana.clone.clone_dir / ".git" / "refs" / "heads" / "main.lock").write_text("")
     ana.write("project_a.md", memory("A", "Two.\n"))
     ana.sync()
     assert tip_files(remote, FOLDER)["project_a.md"] == memory("A", "Two.\n")
@@ -733,3 +762,16 @@ def test_store_checksums_are_those_of_read_store_and_follow_every_change(tmp_pat
     (store / "c.md").write_text("c")
     assert store_checksums(store, ("team",)) == expected()
     assert set(expected()) == {"c.md", "sub/b.md"}
+
+
+def test_last_authors_since_a_commit_still_finds_files_changed_before_it(ana, ben):
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.sync()
+    ben.sync()
+    since = ben.clone.head()
+    ben.write("project_b.md", memory("B", "From ben.\n"))
+    ben.commit()
+    paths = [f"{FOLDER}/project_a.md", f"{FOLDER}/project_b.md"]
+    expected = dict(zip(paths, ["ana", "ben"], strict=True))
+    assert ben.clone.last_authors(paths, since=since) == expected
+    assert ben.clone.last_authors(paths) == expected

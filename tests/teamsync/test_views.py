@@ -324,6 +324,35 @@ def test_old_events_page_through(client, team_store, alice, remote):
     assert story(second)[-1] == "Pulled 1 change" and "Older →" not in text(second)
 
 
+def test_the_history_merges_the_store_s_events_with_the_store_less_ones_in_time(
+    client, team_store, alice, remote, monkeypatch
+):
+    """The page reads its team stores' sync events and the store-less ones apart (each newest
+    first from an index), then as one history: in time order across both pages."""
+    from memapp.stores.events import record_event
+    from memapp.web import keyset
+
+    monkeypatch.setattr(keyset, "WINDOW", 10)  # windows of ten, from each part
+
+    for n in range(1, 31):
+        record_event("sync_pull", success=True, files_written=n, not_modified=False, duration_ms=1)
+        record_event("entries_capped", team_store.project, store=team_store, dropped_count=n)
+    client.force_login(alice)
+    response = client.get(reverse("sync"))
+    first = story(response)
+    expected = [
+        line
+        for n in range(30, 0, -1)
+        for line in (
+            f"Kept {n} new file{'s' if n > 1 else ''} back in acme/app: the cap is None memories",
+            f"Pulled {n} change{'s' if n > 1 else ''}",
+        )
+    ]
+    assert first == expected[:50]
+    older = re.search(r'href="\?(older=[0-9-]+)"', response.content.decode())
+    assert story(client.get(reverse("sync") + "?" + older[1])) == expected[50:]
+
+
 def test_the_conflict_reads_as_a_diff_with_the_changed_words_marked(client, conflict, bob):
     client.force_login(bob)
     html = client.get(reverse("sync_conflict", args=[conflict.pk])).content.decode()

@@ -235,7 +235,7 @@ def _digests(files: dict[str, str | bytes]) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("step", ["add", "commit", "push", "receive-pack"])
+@pytest.mark.parametrize("step", ["fast-import", "push", "receive-pack"])
 def test_a_push_killed_with_sigkill_loses_nothing_and_the_next_run_completes(tmp_path, step):
     remote = make_bare(tmp_path / "team.git")
     machine = Instance(tmp_path / "data", tmp_path / "claude", remote, admin="ana")
@@ -261,7 +261,7 @@ def test_a_push_killed_with_sigkill_loses_nothing_and_the_next_run_completes(tmp
     assert _digests(shared) == _digests(written)
     assert git(remote, "fsck", "--no-dangling").strip() == ""
     clone = machine.data_dir / "team-clone"
-    assert git(clone, "status", "--porcelain") == ""
+    assert [p.name for p in clone.iterdir()] == [".git"]  # nothing checked out
     assert git(clone, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
     # A further run has nothing left to do.
     again = machine.run("teamsync", "push").stdout

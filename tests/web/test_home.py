@@ -67,3 +67,30 @@ def test_logging_in_lands_on_the_home_page(client, alice):
     assert response.status_code == 302 and response["Location"] == "/"
     bad = client.post("/login/", {"username": "alice", "password": "nope"})
     assert "didn't match" in bad.content.decode()
+
+
+def test_recent_and_stale_memories_are_the_newest_and_oldest_of_the_person_s_stores(
+    client, memory_base, alice, monkeypatch
+):
+    import re
+    import time
+
+    from memapp.stores.models import DAY_MS, MemoryFile
+    from memapp.web.views import home
+
+    discover_local_stores(memory_base)
+    now = int(time.time() * 1000)
+    files = list(MemoryFile.objects.order_by("path"))
+    for age, file in enumerate(files):  # the first by path is the newest; the last two stale
+        file.mtime_ms = now - (age * 100 if age < 2 else 400 + age) * DAY_MS
+        file.save(update_fields=["mtime_ms"])
+    monkeypatch.setattr(home, "RECENT", 2)
+    client.login(username="alice", password=PASSWORD)
+    page = client.get("/").content.decode()
+
+    def listed(heading: str) -> list[str]:
+        section = page.split(f"<h2>{heading}", 1)[1].split("</section>", 1)[0]
+        return re.findall(r'href="/stores/\d+/m/([^"]+)"', section)
+
+    assert listed("Recently changed") == [files[0].path, files[1].path]
+    assert listed("Stale") == [files[-1].path, files[-2].path]

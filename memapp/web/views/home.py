@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from memapp.stores.discovery import discover_local_stores, local_owner
 from memapp.stores.events import ordered_fields
 from memapp.stores.models import DAY_MS, Event, MemoryFile, Store
-from memapp.stores.waiting import waiting_for
+from memapp.web.context_processors import waiting_of
 from memapp.web.event_story import story
 from memapp.web.views.joining import connect_context
 
@@ -38,6 +38,14 @@ def _what_happened(user, stores: list[Store]):
     return story(events[:TOLD], ordered_fields)
 
 
+def _first(ordered) -> list[MemoryFile]:
+    """The first RECENT of `ordered` memories, picked from the index on (store, mtime) alone
+    (no row of the others read), then read."""
+    picked = ordered.values("pk")[:RECENT]
+    rows = MemoryFile.objects.filter(pk__in=picked).select_related("store")
+    return list(rows.order_by(*ordered.query.order_by))
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     stores = list(
@@ -47,7 +55,7 @@ def home(request: HttpRequest) -> HttpResponse:
     )
     groups = [(project, list(items)) for project, items in groupby(stores, lambda s: s.project)]
     now_ms = int(time.time() * 1000)
-    memories = MemoryFile.objects.filter(store__in=stores).select_related("store")
+    memories = MemoryFile.objects.filter(store__in=stores)
     stale_before = now_ms - settings.MEMHUB_STALE_DAYS * DAY_MS
     owner = local_owner()
     is_local_owner = owner is not None and owner.pk == request.user.pk
@@ -55,8 +63,8 @@ def home(request: HttpRequest) -> HttpResponse:
         "groups": groups,
         "store_count": len(stores),
         "file_count": sum(store.file_count for store in stores),
-        "recent": memories.order_by("-mtime_ms")[:RECENT],
-        "stale": memories.filter(mtime_ms__lt=stale_before).order_by("mtime_ms")[:RECENT],
+        "recent": _first(memories.order_by("-mtime_ms")),
+        "stale": _first(memories.filter(mtime_ms__lt=stale_before).order_by("mtime_ms")),
         "stale_count": memories.filter(mtime_ms__lt=stale_before).count(),
         "stale_days": settings.MEMHUB_STALE_DAYS,
         "now_ms": now_ms,
@@ -64,7 +72,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "is_local_owner": is_local_owner,
         # Directories are the server's: only its owner has a use for them (docs/design.md §26).
         "show_paths": is_local_owner,
-        "waiting": waiting_for(request.user),
+        "waiting": waiting_of(request),
         "happened": _what_happened(request.user, stores),
         **connect_context(request),
     }

@@ -47,13 +47,18 @@ def _memory_url(store: Store, path: str) -> str:
     return reverse("memory", kwargs={"store_id": store.pk, "path": path})
 
 
-def _link_resolver(store: Store):
+def _names(store: Store) -> list[tuple[str, str]]:
+    """The store's memories' (path, name), in the store's order."""
+    return list(store.files.values_list("path", "name"))
+
+
+def _link_resolver(store: Store, names: list[tuple[str, str]] | None = None):
     """Map `[[slug]]` to a memory of the same store by its name or its file name."""
     targets = {}
-    for file in store.files.only("store", "path", "name"):
-        targets.setdefault(file.path.rsplit("/", 1)[-1].removesuffix(".md"), file.path)
-        if file.name:
-            targets[file.name] = file.path
+    for path, name in _names(store) if names is None else names:
+        targets.setdefault(path.rsplit("/", 1)[-1].removesuffix(".md"), path)
+        if name:
+            targets[name] = path
 
     def resolve(slug: str) -> str | None:
         path = targets.get(slug)
@@ -62,9 +67,15 @@ def _link_resolver(store: Store):
     return resolve
 
 
-def _warnings(store: Store, memory_type: str | None, body: str, description: str | None):
+def _warnings(
+    store: Store,
+    memory_type: str | None,
+    body: str,
+    description: str | None,
+    names: list[tuple[str, str]] | None = None,
+):
     """The edit form's warnings, `[[links]]` to names no memory of the store has included."""
-    targets = link_targets(store.files.values_list("path", "name"))
+    targets = link_targets(_names(store) if names is None else names)
     team = store.kind == Store.Kind.TEAM
     return memory_warnings(memory_type or None, body, description, targets, team=team)
 
@@ -73,14 +84,15 @@ def _preview(store: Store, body: str) -> str:
     return render_markdown(body, resolve_link=_link_resolver(store))
 
 
-def _backlinks(store: Store, file: MemoryFile) -> list[MemoryFile]:
+def _backlinks(file: MemoryFile, rows: list[tuple[str, str, list]]) -> list[MemoryFile]:
+    """The other memories of `rows` (path, name, links) whose `[[links]]` name `file`."""
     names = {file.path.rsplit("/", 1)[-1].removesuffix(".md")} | (
         {file.name} if file.name else set()
     )
     return [
-        other
-        for other in store.files.exclude(pk=file.pk).only("store", "path", "name", "links")
-        if names & set(other.links)
+        MemoryFile(store_id=file.store_id, path=path, name=name)
+        for path, name, links in rows
+        if path != file.path and names & set(links)
     ]
 
 
@@ -89,7 +101,10 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
     store, file = get_memory_for_user(request.user, store_id, path)
     memory = parse_memory(_read(store, path), path=path)
     odd = unknown_type(memory)
-    resolve = _link_resolver(store)
+    # One read of the store's names and links for the links, backlinks and warnings.
+    rows = list(store.files.values_list("path", "name", "links"))
+    names = [(path, name) for path, name, _links in rows]
+    resolve = _link_resolver(store, names)
     context = {
         "store": store,
         "file": file,
@@ -100,8 +115,8 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "header": memory_header(path, file.mtime_ms).rpartition("\n\n")[2],
         "staleness": staleness_note(file.mtime_ms),
         "links": [(slug, resolve(slug)) for slug in memory.links],
-        "backlinks": _backlinks(store, file),
-        "warnings": _warnings(store, memory.type, memory.body, memory.description)
+        "backlinks": _backlinks(file, rows),
+        "warnings": _warnings(store, memory.type, memory.body, memory.description, names)
         + ([unknown_type_warning(odd)] if odd else []),
         "unknown_type": odd,
         "recalled": store.recall_stats.filter(path=path).first(),
