@@ -11,8 +11,8 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from memapp.stores.models import ApiToken, Store
 from memapp.stores.shared_state import update
-from memapp.stores.tokens import authenticate_token, refusal, scope_allows
-from memapp.stores.warm import begin_request
+from memapp.stores.tokens import authenticate_token, hash_token, refusal, scope_allows
+from memapp.stores.warm import begin_request, read_ahead
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -30,7 +30,9 @@ class BearerTokenAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Malformed token.") from None
-        begin_request()  # what this request resolves may come from what the worker kept
+        # What this request resolves may come from what the worker kept; the throttle's
+        # state is read in the same round trip.
+        begin_request(ahead=[throttle_key(hash_token(token))])
         row = authenticate_token(token, request.META.get("HTTP_USER_AGENT", ""))
         if row is None:
             raise exceptions.AuthenticationFailed(refusal(token))
@@ -141,7 +143,7 @@ class TokenRateThrottle(SimpleRateThrottle):
                 return after - interval, wait
             return after, None
 
-        self._wait = update(key, spend, self.duration)
+        self._wait = update(key, spend, self.duration, seen=read_ahead(key))
         return self._wait is None
 
     def wait(self) -> float | None:
@@ -150,4 +152,10 @@ class TokenRateThrottle(SimpleRateThrottle):
     def get_cache_key(self, request, view):
         if request.auth is None:
             return None
-        return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}
+        return throttle_key(request.auth.token_hash)
+
+
+def throttle_key(token_hash: str) -> str:
+    """A token's throttle state in the cache: named by the token's hash, which is known
+    before the token is checked, so its authentication reads it ahead with the warm stamp."""
+    return f"throttle_{TokenRateThrottle.scope}_{token_hash}"

@@ -27,8 +27,9 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
 - :func:`bench_prompt_api`: ``GET /api/v1/prompt``: median ≤ 5 ms. An agent asks for the same
   prompt at every session start, and the cut index is remembered while MEMORY.md is unchanged
   (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
-- :func:`bench_recall_load`: ``gunicorn memapp.wsgi:application --workers 2`` on a free loopback
-  port, driven for ``--load-seconds`` by ``--clients`` threads of this process
+- :func:`bench_recall_load`: ``gunicorn memapp.wsgi:application --workers 2`` with the settings
+  of ``manage.py serve`` (:mod:`memapp.gunicorn_conf`: 4 threads a worker, keep-alive) on a free
+  loopback port, driven for ``--load-seconds`` by ``--clients`` threads of this process
   (:func:`drive_load`): ≥ 500 answered recalls/s, no errors, ≤ 2 ms of server CPU per request
   (issue 29; before it, 210–228/s and 6.7–7.0 ms); client-side p50 and p99 shown.
 """
@@ -82,12 +83,12 @@ AGENT_MEMORY_DIR = "/home/alice/.claude/projects/-home-alice-app/memory"
 LEGEND = """\
 web: server times are measured in-process through Django's test client (real SQLite in WAL mode,
 no network, no new database connection per request); the load test is client-side over loopback
-against gunicorn's sync workers (which close each connection), with the load generator's threads
-on the same machine. Targets (issues 3 and 4): store page ≤ 150 ms, recall p50 ≤ 10 ms and
-p99 ≤ 50 ms, prompt ≤ 5 ms, up to 2,000 files; store page search ≤ 30 ms and mirror rescan
-of unchanged files ≤ 1.3× a scandir + stat walk, from 20,000 files (issue 29). Recall under
-load with 2 workers (issue 29): ≥ 500/s and ≤ 2 ms of server CPU per request (gunicorn's
-processes, from /proc), each beside its figure before."""
+against gunicorn's threaded workers (which keep each connection open), with the load generator's
+threads on the same machine. Targets (issues 3 and 4): store page ≤ 150 ms, recall p50 ≤ 10 ms and
+p99 ≤ 50 ms, prompt ≤ 5 ms, up to 2,000 files; store page search ≤ 30 ms and mirror rescan of
+unchanged files ≤ 1.3× a scandir + stat walk, from 20,000 files (issue 29). Recall under load
+with 2 workers (issue 29): ≥ 500/s and ≤ 2 ms of server CPU per request (gunicorn's processes,
+from /proc), each beside its figure before."""
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -609,6 +610,7 @@ def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 120.0) 
     port = _free_port()
     command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]
     command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    command += ["--config", "python:memapp.gunicorn_conf"]  # as `manage.py serve` runs it
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT

@@ -719,10 +719,10 @@ def select_reason(header: MemoryHeader, query: str, index: RecallIndex | None = 
 
 
 def _reason(header: MemoryHeader, query: str, body_terms: frozenset[str]) -> str:
-    head = _tokens(f"{header.name or ''}\n{header.description or ''}\n{_path_text(header.path)}")
+    head = _head_tokens(header.name, header.description, header.path)
     matched: dict[str, None] = {}  # in query order
     body: dict[str, None] = {}
-    for q in _tokens(query):
+    for q in _query_tokens(query):
         hit = next((t for t in head if q.stem and t.stem == q.stem), None)
         if hit is not None:
             matched.setdefault(hit.surface, None)
@@ -737,6 +737,18 @@ def _reason(header: MemoryHeader, query: str, body_terms: frozenset[str]) -> str
     if body:
         return "matches in the body: " + ", ".join(list(body)[:6])
     return "related to the query"
+
+
+# A recall gives a reason for each of its few picks: the query is analysed once for all of
+# them, and a memory's head once while it is unchanged.
+@functools.lru_cache(maxsize=4096)
+def _head_tokens(name: str | None, description: str | None, path: str) -> tuple[_Token, ...]:
+    return tuple(_tokens(f"{name or ''}\n{description or ''}\n{_path_text(path)}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _query_tokens(query: str) -> tuple[_Token, ...]:
+    return tuple(_tokens(query))
 
 
 # -- per-directory cache ------------------------------------------------------------------------

@@ -67,20 +67,24 @@ def _key(dims: Dims) -> str:
 
 def _add(sums: dict[Dims, list[int]]) -> None:
     """Add `sums` to the totals: one upsert per 500 rows (`ON CONFLICT … DO UPDATE`, SQLite and
-    PostgreSQL alike), inside the caller's transaction."""
+    PostgreSQL alike), inside the caller's transaction. Rows are written in key order, so two
+    transactions adding to the same totals lock them in the same order (in any other order
+    PostgreSQL can deadlock them, and a request fails)."""
     if not sums:
         return
     quote = connection.ops.quote_name
     table = quote(EventTotal._meta.db_table)
     columns = ["key", "day", "kind", "project_id", "store_id", "user_id", "facet", "value"]
     columns += ["count", "amount"]
-    items = list(sums.items())
+    items = sorted(
+        ((_key(dims), dims, total) for dims, total in sums.items()), key=lambda row: row[0]
+    )
     for start in range(0, len(items), 500):
         chunk = items[start : start + 500]
         values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(chunk))
         params: list = []
-        for dims, (count, amount) in chunk:
-            params += [_key(dims), dims[0].isoformat(), *dims[1:], count, amount]
+        for key, dims, (count, amount) in chunk:
+            params += [key, dims[0].isoformat(), *dims[1:], count, amount]
         sql = (
             f"INSERT INTO {table} ({', '.join(quote(c) for c in columns)}) VALUES {values} "
             f"ON CONFLICT ({quote('key')}) DO UPDATE SET "

@@ -27,7 +27,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -45,6 +44,7 @@ from memapp.memdir.freshness import (
 )
 from memapp.memdir.offline_recall import RELATIVE, RecallIndex, select_reason
 from memapp.memdir.scan import MemoryHeader, format_manifest
+from memapp.memdir.store_files import read_file
 from memapp.stores.events import record_event_later
 from memapp.stores.flags import get_flags
 from memapp.stores.locks import store_lock
@@ -52,7 +52,7 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
-from memapp.stores.shared_state import update
+from memapp.stores.shared_state import Seen, read, update
 from memapp.stores.warm import remembered
 
 if TYPE_CHECKING:
@@ -415,15 +415,18 @@ class Shown:
         return len(self.text.encode("utf-8"))
 
 
-def _session(user, session_id: str | None) -> SessionState:
+def _session(user, session_id: str | None) -> Seen:
     if not session_id:
-        return SessionState()
-    return cache.get(_session_key(user, session_id)) or SessionState()
+        return Seen(SessionState())
+    return read(_session_key(user, session_id), SessionState())
 
 
-def _within_session_budget(user, session_id: str, shown: list[Shown], budget: int) -> list[Shown]:
+def _within_session_budget(
+    user, session_id: str, shown: list[Shown], budget: int, seen: Seen
+) -> list[Shown]:
     """The memories that still fit the session's budget, in order (the first that does not fit
-    ends the list); what they use is added to the session's state in one locked update."""
+    ends the list); what they use is added to the session's state in one update, which starts
+    from the state `seen` at the start of the recall."""
 
     def take(state: SessionState | None) -> tuple[SessionState, list[Shown]]:
         state = state or SessionState()
@@ -438,7 +441,7 @@ def _within_session_budget(user, session_id: str, shown: list[Shown], budget: in
         paths = state.paths | {item.candidate.shown_path for item in kept}
         return SessionState(used, frozenset(paths)), kept
 
-    return update(_session_key(user, session_id), take, SESSION_TTL_S)
+    return update(_session_key(user, session_id), take, SESSION_TTL_S, seen=seen)
 
 
 def mark_surfaced(user, session_id: str, paths: list[str]) -> int:
@@ -519,7 +522,8 @@ def recall_for(
         return RecallOutcome(selector="disabled", fallback_reason="daily_log_mode")
     limit = flags["recall_max"]
     indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
-    surfaced_paths = set(already_surfaced) | _session(user, session_id).paths
+    session = _session(user, session_id)
+    surfaced_paths = set(already_surfaced) | session.value.paths
     surfaced = _surfaced(indexes, surfaced_paths, memory_dir)
     eligible = _eligible(indexes, surfaced, flags["scan_max_files"])
     outcome = RecallOutcome(candidates=len(eligible))
@@ -544,7 +548,9 @@ def recall_for(
         ]
     shown = _read(picked, flags["surface_max_bytes"])
     if session_id and shown:
-        shown = _within_session_budget(user, session_id, shown, flags["surface_session_bytes"])
+        shown = _within_session_budget(
+            user, session_id, shown, flags["surface_session_bytes"], session
+        )
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     outcome.memories = [_answer(item, query, outcome.selector, now_ms) for item in shown]
     outcome.rendered = render_recalled(
@@ -571,11 +577,12 @@ def recall_for(
 
 
 def _read(picked: list[Candidate], max_bytes: int) -> list[Shown]:
-    """Each picked memory's text, cut to `max_bytes`; a file gone since the scan is skipped."""
+    """Each picked memory's text, cut to `max_bytes`, read by the stores' one reader (atime
+    kept); a file gone since the scan is skipped."""
     shown = []
     for candidate in picked:
         try:
-            content = (Path(candidate.store.path) / candidate.header.path).read_bytes()
+            content = read_file(f"{candidate.store.path}/{candidate.header.path}")
         except OSError:
             continue
         text, truncated = truncate_for_surfacing(

@@ -47,7 +47,9 @@ def flush_recall_counts() -> int:
     with _lock:
         pending = dict(_pending)
         _pending.clear()
-    rows = [(store, path, times, at) for (store, path), (times, at) in pending.items()]
+    # In key order: two workers flushing at once then lock the rows they share in the same
+    # order, one waiting for the other, where PostgreSQL found a deadlock and failed a recall.
+    rows = [(store, path, times, at) for (store, path), (times, at) in sorted(pending.items())]
     if not rows:
         return 0
     try:

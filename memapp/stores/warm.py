@@ -9,7 +9,8 @@ replaces it once its transaction commits (`bump`, called by the signals of
 (`begin_request`), and `remembered` answers from what this process kept under that same
 stamp, or asks the database and keeps the answer under it. A change therefore takes effect
 on the very next request in every worker and on every machine that shares the cache, for one
-cache read per request instead of the half dozen queries it saves.
+cache read per request instead of the half dozen queries it saves (the same read brings the
+token's throttle state: `read_ahead`).
 
 Outside an API request (pages, tasks, tests calling functions directly) nothing is kept and
 every answer comes from the database.
@@ -28,11 +29,14 @@ from django.core.cache import cache
 from django.db import models, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from memapp.stores.shared_state import Seen, read_many
+
 __all__ = [
     "StampedQuerySet",
     "begin_request",
     "bump",
     "connect_signals",
+    "read_ahead",
     "remembered",
     "request_scope",
     "warm_requests",
@@ -44,34 +48,42 @@ STAMP_KEY = "memhub:warm-stamp"
 MAX_ENTRIES = 10_000  # past this many answers the process starts again from none
 
 _stamp: ContextVar[str | None] = ContextVar("memhub_warm_stamp", default=None)
+_ahead: ContextVar[dict[str, Seen] | None] = ContextVar("memhub_warm_ahead", default=None)
 _entries: dict[Hashable, tuple[str, Any]] = {}
 _lock = threading.Lock()
 
 
-def shared_stamp() -> str | None:
-    """The stamp every worker reads; made when the cache has none (first use, or evicted),
-    in which case nothing kept under an earlier one matches it."""
-    stamp = cache.get(STAMP_KEY)
+def begin_request(ahead: Iterable[str] = ()) -> None:
+    """Read the shared stamp for the rest of this request (once, before any answer is used),
+    and in the same round trip the shared state of `ahead` (see `read_ahead`). The stamp is
+    made when the cache has none (first use, or evicted), in which case nothing kept under an
+    earlier one matches it."""
+    seen = read_many([STAMP_KEY, *ahead])
+    stamp = seen.pop(STAMP_KEY).value
     if stamp is None:
         cache.add(STAMP_KEY, uuid.uuid4().hex, None)
         stamp = cache.get(STAMP_KEY)
-    return stamp
+    _stamp.set(stamp)
+    _ahead.set(seen)
 
 
-def begin_request() -> None:
-    """Read the shared stamp for the rest of this request (once, before any answer is used)."""
-    _stamp.set(shared_stamp())
+def read_ahead(key: str) -> Seen | None:
+    """What `begin_request` read of `key` for this request, given once (after a first change
+    of it, this request's view of it is out of date), or None."""
+    ahead = _ahead.get()
+    return ahead.pop(key, None) if ahead else None
 
 
 @contextmanager
 def request_scope() -> Iterator[None]:
     """One request: what `begin_request` read is forgotten when the request ends, so that
     whatever runs next in this thread starts without a stamp."""
-    token = _stamp.set(None)
+    token, ahead = _stamp.set(None), _ahead.set(None)
     try:
         yield
     finally:
         _stamp.reset(token)
+        _ahead.reset(ahead)
 
 
 def warm_requests(get_response):

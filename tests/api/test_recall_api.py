@@ -100,8 +100,18 @@ def notes(private):
     return private
 
 
+def stat_of(store, filename) -> tuple[int, int]:
+    st = Path(store.path, filename).stat()
+    return st.st_atime_ns, st.st_mtime_ns
+
+
 def test_a_matching_query_recalls_the_memory_with_its_header(alice_api, notes):
+    path = Path(notes.path, "feedback_testing.md")
+    old_atime = path.stat().st_mtime_ns - 3_600_000_000_000  # a read would refresh it (relatime)
+    os.utime(path, ns=(old_atime, path.stat().st_mtime_ns))
+    before = stat_of(notes, "feedback_testing.md")
     body = recall(alice_api, query="should the integration tests use mocks for the database?")
+    assert stat_of(notes, "feedback_testing.md") == before  # read without touching its atime
     assert body["selector"] == "offline" and body["fallback_reason"] is None
     [memory] = body["memories"]
     assert memory["path"] == "feedback_testing.md"

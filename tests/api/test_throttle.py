@@ -3,11 +3,13 @@ as a bucket of n refilled evenly over the period, shared by every worker through
 
 from __future__ import annotations
 
+import contextvars
 from types import SimpleNamespace
 
 import pytest
 
-from memapp.api.auth import TokenRateThrottle
+from memapp.api.auth import TokenRateThrottle, throttle_key
+from memapp.stores.warm import begin_request, request_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +27,7 @@ def throttle(clock: Clock, rate: str = "3/min") -> TokenRateThrottle:
 
 def allowed(clock: Clock, token: int = 1) -> tuple[bool, float | None]:
     check = throttle(clock)  # a new one per request, as DRF makes them
-    request = SimpleNamespace(auth=SimpleNamespace(pk=token))
+    request = SimpleNamespace(auth=SimpleNamespace(token_hash=f"{token:064x}"))
     return check.allow_request(request, None), check.wait()
 
 
@@ -42,3 +44,14 @@ def test_a_token_spends_its_rate_at_once_then_one_each_period_over_n():
     assert allowed(clock)[0] is False
     clock.now += 60
     assert [allowed(clock)[0] for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_bucket_read_ahead_then_spent_by_another_worker_still_holds():
+    """The authentication reads the bucket together with the warm stamp; requests answered
+    elsewhere meanwhile still count (the write is a compare-and-set, not the value read)."""
+    clock = Clock()
+    with request_scope():
+        begin_request(ahead=[throttle_key(f"{1:064x}")])
+        for _ in range(3):  # the rate, spent by another worker after this request read it
+            assert contextvars.Context().run(allowed, clock)[0] is True
+        assert allowed(clock)[0] is False

@@ -60,6 +60,7 @@ class Worker:
         }
         command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]
         command += ["--workers", "1", "--bind", f"127.0.0.1:{self.port}"]
+        command += ["--config", "python:memapp.gunicorn_conf"]  # threads, as serve runs it
         self.log = data_dir / f"gunicorn-{self.port}.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(

@@ -359,6 +359,15 @@ def test_a_body_only_match_says_so_when_the_index_is_given(tmp_path):
     assert select_reason(header, "pizza", index) == "matches in the body: pizza"
 
 
+def test_the_reason_follows_an_edited_header_of_the_same_file():
+    """A memory's analysed head is kept between recalls: an edit must not get the old reason."""
+    before = MemoryHeader("notes.md", NOW_MS, 10, "Notes", "Canary rollout", None, None, None)
+    assert select_reason(before, "canary rollout") == "matches: canary, rollout"
+    after = MemoryHeader("notes.md", NOW_MS, 10, "Notes", "Lunch on Fridays", None, None, None)
+    assert select_reason(after, "canary rollout") == "related to the query"
+    assert select_reason(after, "friday lunch") == "matches: fridays, lunch"
+
+
 def test_a_header_unknown_to_the_index_still_gets_a_reason(store):
     header = MemoryHeader("elsewhere.md", NOW_MS, 10, "Pizza", None, None, None, None)
     assert select_reason(header, "pizza", recall_index(store)) == "matches: pizza"
