@@ -35,6 +35,7 @@ __all__ = [
     "marked_spans",
     "match_terms",
     "rank_passages",
+    "word_terms",
     "snippet",
 ]
 
@@ -80,6 +81,13 @@ def match_terms(query: str) -> list[tuple[str, ...]]:
             for member in members:
                 terms.setdefault((*member[:-1], _prefix(member[-1])), None)
     return [t for t in terms if t and any(len(w) >= 2 for w in t)][:MAX_TERMS]
+
+
+def word_terms(query: str) -> list[list[tuple[str, ...]]]:
+    """:func:`match_terms` of each distinct word of ``query`` on its own: a text holding a term
+    of every group holds every word of the query (or a synonym of it)."""
+    words = dict.fromkeys(_WORD.findall(query[:MAX_QUERY].lower()))
+    return [terms for word in words if (terms := match_terms(word))]
 
 
 def rank_passages(

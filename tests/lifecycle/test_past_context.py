@@ -12,7 +12,7 @@ from django.db import connection
 from django.urls import reverse
 
 from memapp.lifecycle.models import Session, TranscriptEntry
-from memapp.lifecycle.past_context import START, STOP, search_past_context
+from memapp.lifecycle.past_context import CANDIDATES, START, STOP, search_past_context
 from memapp.lifecycle.sessions import check_with_gate
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project
@@ -77,6 +77,24 @@ def test_any_word_or_synonym_finds_and_part_of_a_word_still_does(alice, history)
     (rollout,) = search_past_context(alice, "rollout on Fridays").memories[:1]
     assert rollout.path == "project_deploys.md"  # "rollout" is a synonym of "deploy"
     assert search_past_context(alice, "quantum origami").empty
+
+
+def test_an_entry_with_every_word_is_found_behind_many_newer_with_one(alice, alice_api):
+    """The database hands the ranking its newest candidates: those holding every word first,
+    so a hundred and more newer entries holding one word cannot crowd out the one that holds
+    both (docs/design.md §14.9)."""
+    both = Transcript()
+    both.turn("The canary rollout of billing stalled at ten percent", "Paused the canary.")
+    upload(alice_api, both)
+    crowd = Transcript()
+    for n in range(CANDIDATES // 2 + 10):  # two entries a turn, each naming a canary
+        crowd.turn(f"Canary number {n} looks healthy", f"Canary {n} is fine.")
+    upload(alice_api, crowd)
+    check_with_gate(Session.objects.all())
+    sessions = search_past_context(alice, "canary billing").sessions
+    assert sessions[0].agent_session_id == both.session_id
+    assert sessions[0].seq == 1
+    assert f"{START}billing{STOP}" in sessions[0].snippet
 
 
 def test_bob_never_sees_alices_sessions_or_private_memories(bob, alice, history):
