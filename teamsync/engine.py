@@ -226,6 +226,8 @@ class Blob:
     sha: str
 
 
+FILE_MODE = "100644"  # what a file memhub writes is, to git
+
 # What a commit does to a path: new content, a blob git has, or None to delete it.
 Change = bytes | Blob | None
 
@@ -236,11 +238,12 @@ def blob_id(data: bytes) -> str:
 
 
 def _fast_import_path(path: str) -> bytes:
-    """A path as `git fast-import` reads it: C-style quoted when it must be."""
+    """A path as `git fast-import` reads it: C-style quoted when it must be, its bytes as git
+    listed them (a name that is not UTF-8 comes back as it went in)."""
     if path.startswith('"') or "\n" in path:
         quoted = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         path = f'"{quoted}"'
-    return path.encode("utf-8")
+    return path.encode("utf-8", "surrogateescape")
 
 
 def _ident(name: str, email: str, date: str) -> bytes:
@@ -357,20 +360,18 @@ class TeamClone:
         out = self._git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok=(0, 1))
         return out.decode().strip() or None
 
-    def _blob_ids(self, paths: Collection[str], ref: str) -> dict[str, str | None]:
-        """The blob id of each path in commit `ref` (None: no such file), in one
-        `git cat-file --batch-check`."""
-        paths = list(paths)
-        out = self._git(
-            "cat-file",
-            "--batch-check=%(objectname) %(objecttype)",
-            input="".join(f"{ref}:{path}\n" for path in paths).encode(),
-        )
-        ids: dict[str, str | None] = {}
-        for path, line in zip(paths, out.decode().splitlines(), strict=True):
-            sha, _, kind = line.partition(" ")
-            ids[path] = sha if kind == "blob" else None
-        return ids
+    def _entries(self, ref: str) -> dict[str, Blob]:
+        """Every file of commit `ref` with its mode and blob id, by path (one `git ls-tree -z`:
+        a path may hold any byte but NUL, a line break or invalid UTF-8 among them)."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", ref)
+        entries = {}
+        for item in out.split(b"\0"):
+            meta, _, path = item.partition(b"\t")
+            mode, _, rest = meta.decode().partition(" ")
+            _kind, _, sha = rest.partition(" ")
+            if sha:
+                entries[path.decode("utf-8", "surrogateescape")] = Blob(mode, sha)
+        return entries
 
     def commit_files(
         self,
@@ -386,18 +387,12 @@ class TeamClone:
         `merge`) nothing is committed: returns the new commit, or None."""
         parent = self.head()
         if parent is not None:
-            current = self._blob_ids(changes, parent)
+            current = self._entries(parent)
             changes = {
                 path: change
                 for path, change in changes.items()
-                if (
-                    blob_id(change)
-                    if isinstance(change, bytes)
-                    else change.sha
-                    if isinstance(change, Blob)
-                    else None
-                )
-                != current[path]
+                if (Blob(FILE_MODE, blob_id(change)) if isinstance(change, bytes) else change)
+                != current.get(path)
             }
         if not changes and merge is None:
             return None
@@ -422,8 +417,8 @@ class TeamClone:
             elif isinstance(change, Blob):
                 stream.append(f"M {change.mode} {change.sha} ".encode() + quoted + b"\n")
             else:
-                stream += [b"M 100644 inline " + quoted + b"\n", b"data %d\n" % len(change)]
-                stream += [change, b"\n"]
+                stream.append(f"M {FILE_MODE} inline ".encode() + quoted + b"\n")
+                stream += [b"data %d\n" % len(change), change, b"\n"]
         stream.append(b"\ndone\n")
         self._git("fast-import", "--quiet", "--done", "--date-format=raw", input=b"".join(stream))
         return self.head()
@@ -690,7 +685,7 @@ class TeamClone:
             if key in target and is_index_key(key):
                 changes[f"{spec.folder}/{key}"] = union_lines(target[key], data)
             elif key not in target:  # the same blob: git sees the file moved, with its history
-                changes[f"{spec.folder}/{key}"] = Blob("100644", blobs[key])
+                changes[f"{spec.folder}/{key}"] = Blob(FILE_MODE, blobs[key])
         self.commit_files(changes, f"Move {old} to {spec.folder}", author)
         return []
 

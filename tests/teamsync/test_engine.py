@@ -5,6 +5,7 @@ sharing one bare remote. Everything runs real git; the shared repository is insp
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -339,6 +340,38 @@ def test_a_non_fast_forward_push_is_rejected_then_integrated_and_pushed(ana, ben
     assert ben.push() == (True, None, False)
     assert set(tip_files(remote, FOLDER)) == {"project_deploy.md", "project_a.md", "project_b.md"}
     assert ben.read("project_a.md") == memory("A", "From ana.\n")
+
+
+def test_a_merge_takes_files_with_any_name_a_git_client_pushed(ana, remote, tmp_path):
+    """A teammate's plain git pushes names memhub would never write (a line break, bytes that
+    are not UTF-8, a form feed); a merge with ana's unpushed commit keeps them as they are and
+    publishes ana's memory (it used to fail at every sync after)."""
+    ana.write("project_a.md", memory("A", "From ana.\n"))
+    ana.sync()
+    other = tmp_path / "plain-git"
+    git(tmp_path, "clone", "--quiet", str(remote), str(other))
+    names = [b"odd/line\nbreak.md", b"odd/latin-\xe9.md", b"odd/form\x0cfeed.md"]
+    for name in names:
+        path = os.fsdecode(other / os.fsdecode(name))
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(b"pushed by plain git\n")
+    git(other, "add", "-A")
+    who = ["-c", "user.name=t", "-c", "user.email=t@localhost"]
+    git(other, *who, "commit", "--quiet", "-m", "odd")
+    git(other, "push", "--quiet", "origin", "HEAD:main")
+
+    ana.write("project_b.md", memory("B", "Also from ana.\n"))
+    ana.commit()
+    ana.pull()
+    assert ana.push() == (True, None, False)
+    listed = subprocess.run(
+        ["git", "ls-tree", "-r", "-z", "--name-only", "main"],
+        cwd=remote,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    assert set(names) <= set(listed)
+    assert f"{FOLDER}/project_b.md".encode() in listed
 
 
 def test_a_rejection_stays_retryable_when_the_remote_url_happens_to_contain_401(tmp_path):
