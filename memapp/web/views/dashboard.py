@@ -11,7 +11,14 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from memapp.stores.models import Event, EventTotal, MemoryFile, Project, Store
+from memapp.stores.models import (
+    Event,
+    EventTotal,
+    MemoryFile,
+    Project,
+    Store,
+    event_visibility,
+)
 from memapp.web.charts import Series, column_chart, meter, stacked_bar
 from memapp.web.consolidation_figures import consolidation_figures
 from memapp.web.dashboard_data import (
@@ -156,8 +163,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     raw_project = request.GET.get("project", "")
     project = projects.filter(pk=raw_project).first() if raw_project.isdigit() else None
     stores = Store.objects.visible_to(user).select_related("project").order_by("project__key")
-    events = Event.objects.visible_to(user)
-    totals = EventTotal.objects.visible_to(user)
+    seen = event_visibility(user)  # read once: it lists the person's stores and projects
+    events = Event.objects.filter(seen)
+    totals = EventTotal.objects.filter(seen)
     if project is not None:
         stores, events = stores.filter(project=project), events.filter(project=project)
         totals = totals.filter(project=project)

@@ -42,17 +42,18 @@ def _filtered(events, data: dict):
 
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
+    seen = event_visibility(request.user)  # read once: it lists the person's stores and projects
     form = EventFilterForm(
         request.GET or None,
         projects=_projects_for(request.user),
         # the people of the events' totals: the same, from fewer rows (docs/design.md §12.2)
-        users=event_filter_users(EventTotal.objects.visible_to(request.user)),
+        users=event_filter_users(EventTotal.objects.filter(seen)),
     )
     data = form.cleaned_data if form.is_valid() else {}
     events = _filtered(Event.objects.all(), data).select_related(
         "project", "store__project", "user"
     )
-    page = event_page(events, event_visibility(request.user), request.GET, PAGE_SIZE)
+    page = event_page(events, seen, request.GET, PAGE_SIZE)
     page.object_list = story(page.object_list, ordered_fields)
     context = {"form": form, "page": page}
     template = (
