@@ -63,31 +63,38 @@ def _prefix(stem: str) -> str:
     return stem.removesuffix("y") if len(stem) > 4 else stem
 
 
-def match_terms(query: str) -> list[tuple[str, ...]]:
+def match_terms(query: str, written: bool = False) -> list[tuple[str, ...]]:
     """What a text must hold (any one of them) to be ranked for ``query``: each word of the
     query as a prefix of its stem (``tests`` → ``test``, which also finds ``testing``), and every
     member of a synonym group the query touches, phrases as word sequences. Lower-case letters
-    and digits only, so any database's query syntax can quote them as they are."""
+    and digits only, so any database's query syntax can quote them as they are.
+
+    With ``written``, the same terms with their words as the query or the synonym table writes
+    them, for an index that stems words itself and is asked for them whole (SQLite's, whose
+    stemmer is not this one: ``flaky`` is its ``flaki``, which the prefix ``flak`` finds but
+    the word ``flak`` does not)."""
     words = _WORD.findall(query[:MAX_QUERY].lower())
     stems = [_stem(w) for w in words]
-    terms: dict[tuple[str, ...], None] = {}
+    terms: dict[tuple[str, ...], tuple[str, ...]] = {}
     for word, stem in zip(words, stems, strict=True):
         if len(word) >= 2 and word not in STOP_WORDS:
-            terms.setdefault((_prefix(stem),), None)
+            terms.setdefault((_prefix(stem),), (word,))
     joined = f" {' '.join(stems)} "
     for group in _GROUPS:
-        members = [tuple(_stem(w) for w in _WORD.findall(m.lower())) for m in group]
-        if any(f" {' '.join(m)} " in joined for m in members if m):
-            for member in members:
-                terms.setdefault((*member[:-1], _prefix(member[-1])), None)
-    return [t for t in terms if t and any(len(w) >= 2 for w in t)][:MAX_TERMS]
+        members = [tuple(_WORD.findall(m.lower())) for m in group]
+        stemmed = [tuple(_stem(w) for w in m) for m in members]
+        if any(f" {' '.join(m)} " in joined for m in stemmed if m):
+            for member, as_written in zip(stemmed, members, strict=True):
+                terms.setdefault((*member[:-1], _prefix(member[-1])), as_written)
+    kept = [(t, w) for t, w in terms.items() if t and any(len(x) >= 2 for x in t)][:MAX_TERMS]
+    return [w if written else t for t, w in kept]
 
 
-def word_terms(query: str) -> list[list[tuple[str, ...]]]:
+def word_terms(query: str, written: bool = False) -> list[list[tuple[str, ...]]]:
     """:func:`match_terms` of each distinct word of ``query`` on its own: a text holding a term
     of every group holds every word of the query (or a synonym of it)."""
     words = dict.fromkeys(_WORD.findall(query[:MAX_QUERY].lower()))
-    return [terms for word in words if (terms := match_terms(word))]
+    return [terms for word in words if (terms := match_terms(word, written))]
 
 
 def rank_passages(

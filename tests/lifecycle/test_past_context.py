@@ -97,6 +97,20 @@ def test_an_entry_with_every_word_is_found_behind_many_newer_with_one(alice, ali
     assert f"{START}billing{STOP}" in sessions[0].snippet
 
 
+def test_words_the_index_stems_its_own_way_are_found(alice, alice_api):
+    """The database's stemmer is not the ranking's ("consistency" is FTS5's `consist`, which
+    the ranking's `consistenc` does not begin): it is asked for the words as written, so it
+    finds every form it joins (docs/design.md §14.9)."""
+    notes = Transcript()
+    notes.turn("Check the consistency of the replicas", "The flaky policies are gone.")
+    upload(alice_api, notes)
+    check_with_gate(Session.objects.all())
+    assert [h.seq for h in search_past_context(alice, "consistency").sessions] == [1]
+    assert [h.seq for h in search_past_context(alice, "replica consistency").sessions] == [1]
+    assert [h.seq for h in search_past_context(alice, "flaky policy").sessions] == [2]
+    assert [h.seq for h in search_past_context(alice, "replicas consist").sessions] == [1]
+
+
 def test_bob_never_sees_alices_sessions_or_private_memories(bob, alice, history):
     result = search_past_context(bob, "deploy")
     assert [h.agent_session_id for h in result.sessions] == [history["bob"].session_id]
