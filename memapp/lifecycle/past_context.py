@@ -177,13 +177,14 @@ def _entries(user, query: str, terms: list[tuple[str, ...]]) -> list[Passage]:
 
 def _sqlite_entries(user, query: str, terms: list[tuple[str, ...]]) -> list[Passage]:
     """The candidates from FTS5, whole words before parts of one. FTS5 finds a prefix by
-    reading every entry that holds a word it begins, everyone's, before it looks at the owner
-    (75–115 ms for two common words over 2,000,000 entries); a whole word, by skipping through
-    its list to the owner's entries (a few ms). So it is asked for whole words first (as
-    written: FTS5 stems them itself), and for the last word as a prefix only while fewer than
-    CANDIDATES are found: a query still being typed (`migra`), or words the caller seldom used.
-    An earlier word is not asked for as a prefix ("config" of "configuration"): the ranking
-    does not count that, and the query as typed holds it whole."""
+    reading every entry that holds a word it begins, everyone's, before it looks at the owner;
+    a whole word, by skipping through its list to the owner's entries (two common words and
+    their synonyms over 2,000,000 entries: 92 ms of CPU as prefixes, 3 ms whole). So it is
+    asked for whole words first (as written: FTS5 stems them itself), and for the last word
+    as a prefix only while fewer than CANDIDATES are found: a query still being typed
+    (`migra`), or words the caller seldom used. An earlier word is not asked for as a prefix
+    ("config" of "configuration"): the ranking does not count that, and the query as typed
+    holds it whole."""
     whole = [_any(group) for group in word_terms(query, written=True)]
     anything = _any(match_terms(query, written=True))
     if whole:

@@ -18,6 +18,7 @@ typed), between :data:`START` and :data:`STOP` in a :func:`snippet`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +46,21 @@ START, STOP = "\x02", "\x03"  # around a match in a snippet; never in stored tex
 SNIPPET_CHARS = 180
 
 _WORD = re.compile(r"[a-z0-9]+")
-_GROUPS = tuple(tuple(m.strip() for m in group.split(",")) for group in SYNONYMS)
+
+
+@functools.cache
+def _groups() -> tuple[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...], ...]:
+    """Each synonym group's members as (" stems joined ", stems, words as written), worked out
+    once: a query is matched against every group."""
+    groups = []
+    for group in SYNONYMS:
+        members = []
+        for member in group.split(","):
+            words = tuple(_WORD.findall(member.lower()))
+            stems = tuple(_stem(w) for w in words)
+            members.append((f" {' '.join(stems)} ", stems, words))
+        groups.append(tuple(members))
+    return tuple(groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +95,9 @@ def match_terms(query: str, written: bool = False) -> list[tuple[str, ...]]:
         if len(word) >= 2 and word not in STOP_WORDS:
             terms.setdefault((_prefix(stem),), (word,))
     joined = f" {' '.join(stems)} "
-    for group in _GROUPS:
-        members = [tuple(_WORD.findall(m.lower())) for m in group]
-        stemmed = [tuple(_stem(w) for w in m) for m in members]
-        if any(f" {' '.join(m)} " in joined for m in stemmed if m):
-            for member, as_written in zip(stemmed, members, strict=True):
+    for group in _groups():
+        if any(phrase in joined for phrase, member, _ in group if member):
+            for _, member, as_written in group:
                 terms.setdefault((*member[:-1], _prefix(member[-1])), as_written)
     kept = [(t, w) for t, w in terms.items() if t and any(len(x) >= 2 for x in t)][:MAX_TERMS]
     return [w if written else t for t, w in kept]
