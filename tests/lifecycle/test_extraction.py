@@ -276,7 +276,8 @@ def test_a_queued_run_a_stopped_worker_lost_serves_no_request(alice_api, private
     t.turn("remember that staging is at staging.example.com", "Noted.")
     assert upload(alice_api, t, entries=t.entries[2:])["extraction"] == "queued"  # not coalesced
     lost.refresh_from_db()
-    assert (lost.status, lost.error) == ("failed", "lost: the task worker stopped before it finished")
+    assert lost.status == "failed"
+    assert lost.error == "lost: the task worker stopped before it finished"
     assert ExtractionRun.objects.filter(status="queued").exclude(pk=lost.pk).count() == 1
 
 
