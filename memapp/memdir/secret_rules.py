@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
+from _thread import allocate_lock  # `threading`'s Lock, without loading `threading`
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 
@@ -699,7 +699,7 @@ class SecretScanCache:
         self._scanner = scanner
         self._maxsize = maxsize
         self._entries: OrderedDict[bytes, tuple[SecretHit, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     @staticmethod
     def digest(text: str) -> bytes:
