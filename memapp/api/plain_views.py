@@ -6,7 +6,8 @@ throttle classes, the renderer's response) cost each recall more CPU than the re
 `plain` answers the usual request of an agent (a bearer token, a JSON body, JSON accepted) with
 the same steps in the same order, by the same functions: the token checked on every request
 (`token_row`), the throttle's bucket spent (`TokenRateThrottle.spend`), the body parsed by the
-API's parser and checked by the endpoint's serializer, errors shaped by the API's handler, the
+API's parser and checked by the endpoint's serializer (quickly when plainly valid:
+memapp.api.quick_checks), errors shaped by the API's handler, the
 same headers. Any other request (another method, another or no `Authorization`, another
 content type or `Accept`, `?format=`) goes to the DRF view as it is, before anything was done
 for it; that view also stays what the OpenAPI schema describes.
@@ -25,6 +26,7 @@ from memapp.api import serializers as s
 from memapp.api.auth import AUTHENTICATE_HEADER, TokenRateThrottle, throttle_key, token_row
 from memapp.api.errors import api_exception_handler
 from memapp.api.parsers import BoundedJSONParser
+from memapp.api.quick_checks import quick_validated
 
 __all__ = ["plain", "plain_prompt", "plain_recall"]
 
@@ -105,7 +107,10 @@ def plain(
             if throttle.rate is not None and not throttle.spend(throttle_key(row.token_hash)):
                 raise exceptions.Throttled(throttle.wait())
             data = _body(request) if request.method == "POST" else request.GET.dict()
-            response = _json(answer(row.user, s.validated(serializer, data)))
+            valid = quick_validated(serializer, data)
+            if valid is None:
+                valid = s.validated(serializer, data)
+            response = _json(answer(row.user, valid))
         except Exception as exc:
             response = _error(exc)
         for name, value in headers.items():
