@@ -3,6 +3,8 @@ OpenAPI schema describes that authentication."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -40,12 +42,12 @@ class BearerTokenAuthentication(BaseAuthentication):
 AUTHENTICATE_HEADER = 'Bearer realm="memhub"'
 
 
-def token_row(token: str, user_agent: str) -> ApiToken:
+def token_row(token: str, user_agent: str, ahead: Iterable[str] = ()) -> ApiToken:
     """The active row of `token` (AuthenticationFailed, saying why, when there is none), with
     this request's warm stamp read first (memapp.stores.warm): what the request resolves may
-    come from what the worker kept, and the token's throttle state is read in the same round
-    trip."""
-    begin_request(ahead=[throttle_key(hash_token(token))])
+    come from what the worker kept, and the token's throttle state (and the shared state of
+    `ahead`) is read in the same round trip."""
+    begin_request(ahead=[throttle_key(hash_token(token)), *ahead])
     row = authenticate_token(token, user_agent)
     if row is None:
         raise exceptions.AuthenticationFailed(refusal(token))

@@ -27,6 +27,8 @@ from memapp.api.auth import AUTHENTICATE_HEADER, TokenRateThrottle, throttle_key
 from memapp.api.errors import api_exception_handler
 from memapp.api.parsers import BoundedJSONParser
 from memapp.api.quick_checks import quick_validated
+from memapp.stores.recall import session_key
+from memapp.stores.tokens import hash_token
 
 __all__ = ["plain", "plain_prompt", "plain_recall"]
 
@@ -51,8 +53,8 @@ def _is_plain(request: HttpRequest, methods: frozenset[str]) -> bool:
     meta = request.META
     if request.method not in methods or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT:
         return False
-    if "format" in request.GET:  # DRF's URL_FORMAT_OVERRIDE
-        return False
+    if meta.get("QUERY_STRING") and (request.method == "POST" or "format" in request.GET):
+        return False  # `?format=` is DRF's URL_FORMAT_OVERRIDE (a POST takes no query)
     if request.method == "POST":
         length = meta.get("CONTENT_LENGTH") or "0"
         return meta.get("CONTENT_TYPE") == "application/json" and length.isdigit()
@@ -86,10 +88,39 @@ def _body(request: HttpRequest):
     return BoundedJSONParser().parse(request)
 
 
+def _early_body(request: HttpRequest, known_user: bool):
+    """The body, read before the token is checked when its user is known to this process
+    (never for a stranger's request: DRF reads nothing before), so that what it names is read
+    with the warm stamp; a body that does not parse is refused in its turn, after the token
+    and the throttle. None: read it in its turn."""
+    if request.method != "POST":
+        return request.GET.dict()
+    if not known_user or int(request.META.get("CONTENT_LENGTH") or 0) > EARLY_BODY_BYTES:
+        return None
+    try:
+        return _body(request)
+    except Exception as exc:
+        return exc
+
+
+# An agent's recall is a few KB; a larger body waits for its token to be checked.
+EARLY_BODY_BYTES = 64 * 1024
+# Each token's user, as its authentication found it (a token never changes hands): the key of
+# what a request reads ahead depends on it. A stale or missing entry only means nothing is read
+# ahead (the key differs from the one the view asks for).
+_token_users: dict[str, int] = {}
+MAX_TOKENS = 10_000
+
+
 def plain(
-    drf_view: Callable, serializer: type[s.StrictSerializer], answer: Callable[..., dict]
+    drf_view: Callable,
+    serializer: type[s.StrictSerializer],
+    answer: Callable[..., dict],
+    ahead: Callable[[int, object], list[str]] = lambda user_pk, data: [],
 ) -> Callable:
-    """`drf_view` answered here, in the usual case, by `answer(user, validated data)`."""
+    """`drf_view` answered here, in the usual case, by `answer(user, validated data)`.
+    `ahead(user_pk, body)`: the shared state `answer` will read (memapp.stores.warm.read_ahead),
+    read with the warm stamp."""
     view_class = drf_view.cls  # type: ignore[attr-defined]
     methods = frozenset(view_class.http_method_names) - {"options"}
     methods = frozenset(name.upper() for name in methods)
@@ -100,13 +131,23 @@ def plain(
         token = _bearer_token(request)
         if token is None or not _is_plain(request, methods):
             return drf_view(request, *args, **kwargs)
+        token_hash = hash_token(token)
+        user_pk = _token_users.get(token_hash)
+        data = _early_body(request, user_pk is not None)
         try:
-            row = token_row(token, request.META.get("HTTP_USER_AGENT", ""))
+            keys = ahead(user_pk, data) if user_pk is not None else []
+            row = token_row(token, request.META.get("HTTP_USER_AGENT", ""), keys)
+            if len(_token_users) >= MAX_TOKENS:
+                _token_users.clear()
+            _token_users[token_hash] = row.user_id
             request.user = row.user
             throttle = TokenRateThrottle()
-            if throttle.rate is not None and not throttle.spend(throttle_key(row.token_hash)):
+            if throttle.rate is not None and not throttle.spend(throttle_key(token_hash)):
                 raise exceptions.Throttled(throttle.wait())
-            data = _body(request) if request.method == "POST" else request.GET.dict()
+            if isinstance(data, Exception):
+                raise data
+            if data is None:
+                data = _body(request)
             valid = quick_validated(serializer, data)
             if valid is None:
                 valid = s.validated(serializer, data)
@@ -127,4 +168,12 @@ def plain(
 
 
 plain_prompt = plain(recall.prompt, s.PromptSerializer, recall.prompt_answer)
-plain_recall = plain(recall.recall, s.RecallSerializer, recall.recall_answer)
+
+
+def _recall_ahead(user_pk: int, data) -> list[str]:
+    """A recall's session state, which it reads first."""
+    session_id = data.get("session_id") if isinstance(data, dict) else None
+    return [session_key(user_pk, session_id)] if isinstance(session_id, str) and session_id else []
+
+
+plain_recall = plain(recall.recall, s.RecallSerializer, recall.recall_answer, _recall_ahead)

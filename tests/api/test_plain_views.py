@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.http import HttpResponse
 from django.test import RequestFactory
 from django.utils import timezone
@@ -23,6 +25,7 @@ from memapp.api.parsers import MAX_JSON_DEPTH
 from memapp.api.plain_views import plain_prompt, plain_recall
 from memapp.stores.models import ApiToken
 from memapp.stores.projects import resolve_store
+from memapp.stores.recall import session_key
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
 from memapp.stores.warm import request_scope
 from tests.conftest import write_memory
@@ -260,3 +263,21 @@ def test_through_the_middleware_the_answer_carries_the_same_headers(token):
     assert response["Cache-Control"] == "no-store"
     assert response["Content-Type"] == "application/json"
     assert "default-src 'self'" in response["Content-Security-Policy"]
+
+
+def test_a_warm_recall_reads_its_session_with_the_warm_stamp(alice, token):
+    """One SELECT brings the warm stamp, the throttle's bucket and the session's budget: the
+    session is not read again on its own."""
+    client = APIClient()
+    client.credentials(**bearer(token))
+    for n in range(2):  # the first recall builds what the next ones keep
+        client.post(URL["recall"], {**GOOD, "session_id": f"warm-up-{n}"}, format="json")
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
+    assert response.status_code == 200 and json.loads(response.content)["memories"]
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    assert len(selects) == 1
+    assert session_key(alice.pk, "s-1") in selects[0] and "warm-stamp" in selects[0]
+    # The budget the session used is where the next recall of it finds it.
+    again = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
+    assert json.loads(again.content)["memories"] == []
