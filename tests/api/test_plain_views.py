@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.http import HttpResponse
 from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.response import Response
 from rest_framework.test import APIClient
