@@ -19,6 +19,7 @@ from django.utils import timezone
 from rest_framework.response import Response
 from rest_framework.test import APIClient
 
+from memapp.api import plain_views
 from memapp.api import recall as drf
 from memapp.api.auth import throttle_key
 from memapp.api.parsers import MAX_JSON_DEPTH
@@ -281,3 +282,20 @@ def test_a_warm_recall_reads_its_session_with_the_warm_stamp(alice, token):
     # The budget the session used is where the next recall of it finds it.
     again = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
     assert json.loads(again.content)["memories"] == []
+
+
+def test_a_wrong_user_kept_for_a_token_only_costs_a_read(alice, bob, token):
+    """What the view keeps of a token's user only names what is read ahead: were it wrong, the
+    recall reads its own session and the budget still holds."""
+    client = APIClient()
+    client.credentials(**bearer(token))
+    client.post(URL["recall"], {**GOOD, "session_id": "warm-up"}, format="json")
+    plain_views._token_users[hash_token(token)] = bob.pk
+    with CaptureQueriesContext(connection) as queries:
+        first = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
+    assert json.loads(first.content)["memories"]
+    sql = " ".join(q["sql"] for q in queries.captured_queries)
+    assert session_key(bob.pk, "s-1") in sql and session_key(alice.pk, "s-1") in sql
+    plain_views._token_users[hash_token(token)] = bob.pk
+    again = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
+    assert json.loads(again.content)["memories"] == []  # shown once to the session
