@@ -211,6 +211,15 @@ def _without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
+def _keep_entries(key: str, data: bytes, shared: bytes, paths: Collection[str]) -> bytes:
+    """Index `key` as it is to be committed (`data`) with the entries of `paths` that the
+    repository's version (`shared`) has and it lacks, each after the line it follows there."""
+    missing = (_linked(key, shared) & set(paths)) - _linked(key, data)
+    if not missing:
+        return data
+    return _merge_indexes(_without_entries(key, shared, missing), shared, data)
+
+
 def _merge_indexes(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
     """Two changed versions of one index merged line by line (docs/design.md §5)."""
     texts = [(v or b"").decode("utf-8", "surrogateescape") for v in (base, ours, theirs)]
@@ -510,9 +519,18 @@ class TeamClone:
             room = self._commit_key(spec, key, store.get(key), blobs, clone, result, room, changes)
         # Then the indexes, in the form they are shared: what that is depends on the files.
         in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
+        # A file deleted here that the clone has an edit of stays there (a conflict, now or
+        # held until a person resolves it): so does its line, whatever the index here says.
+        kept = {key for key in spec.held if key in clone and key not in sums} | {
+            conflict.path.removeprefix(f"{spec.folder}/")
+            for conflict in result.conflicts
+            if conflict.ours is None and conflict.theirs is not None
+        }
         indexes = {}
         for key in sorted(k for k in candidates - spec.held if is_index_key(k)):
             ours = shared_index(key, store[key], in_repo) if key in store else None
+            if ours is not None and kept and key in blobs:
+                ours = _keep_entries(key, ours, self.read_blobs([blobs[key]])[blobs[key]], kept)
             if ours is not None and not ours.strip() and store[key].strip():
                 ours = None  # only entries of files outside the repository: nothing to share
             if (checksum(ours) if ours is not None else None) != spec.base.get(key):

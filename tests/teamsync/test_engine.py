@@ -657,6 +657,31 @@ def test_an_overlapping_local_edit_made_during_a_sync_becomes_a_conflict(ana, be
     _assert_no_markers(remote)
 
 
+def test_a_local_deletion_of_a_file_a_teammate_edited_during_a_sync_keeps_its_line(
+    ana, ben, remote
+):
+    """Deleted here (with its line) after the sync merged a teammate's edit of it: the commit
+    finds the conflict, the shared repository keeps the edit, and its line with it."""
+    entry = "- [Deploy](project_deploy.md) — how we deploy\n"
+    others = "- [A](project_a.md) — a\n"
+    ana.write("project_a.md", memory("A", "a\n"))
+    ana.write(INDEX_FILENAME, entry + others)
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_deploy.md", _edit_line(TEN_LINES, 2, "ana's edit"))
+    ana.sync()
+    ben.delete("project_deploy.md")
+    applied = _pull_writing(ben, {INDEX_FILENAME: others})
+    ben.base = applied.base
+    result = ben.commit()
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.ours) == ("edit_delete", None)
+    ben.held.add("project_deploy.md")
+    ben.sync()
+    shared = tip_files(remote, FOLDER)
+    assert shared["project_deploy.md"] == _edit_line(TEN_LINES, 2, "ana's edit")
+    assert shared[INDEX_FILENAME] == entry + others
+
+
 def test_a_local_index_change_made_during_a_sync_is_merged(ana, ben, remote):
     index = "- [Deploy](project_deploy.md) — how we deploy\n"
     ana.write("project_deploy.md", TEN_LINES)
