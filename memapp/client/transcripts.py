@@ -24,7 +24,6 @@ from urllib.parse import quote, urlencode
 
 from memapp.client.config import config_dir, read_json, write_private
 from memapp.client.http import Client
-from memapp.memdir.agent_transcripts import CONVERTERS
 from memapp.memdir.digests import sha256
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
@@ -130,11 +129,16 @@ def upload_transcript(
     sent, False when the deadline (a `time.monotonic()` value) came first. Another `agent`'s
     lines are converted to Claude Code's entries as they are read (docs/design.md §28)."""
     url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
+    convert = None
+    if agent != "claude-code":  # Claude Code's own lines need no converter (nor its module)
+        from memapp.memdir.agent_transcripts import CONVERTERS
+
+        convert = CONVERTERS.get(agent)
     sent = False
     while True:
         if deadline is not None and time.monotonic() > deadline - MARGIN:
             return False
-        read = read_entries(cursor.transcript, cursor.offset, convert=CONVERTERS.get(agent))
+        read = read_entries(cursor.transcript, cursor.offset, convert=convert)
         last = not read.more
         moved = read.offset != cursor.offset
         if not moved and not read.entries and (sent or not final):
