@@ -88,8 +88,10 @@ class Found(Sequence):
     Paginator): ranked ones best first, only as many put in order as the pages shown need
     (a broad query matches most of a large store), then plain-text ones newest first."""
 
-    def __init__(self, ranked: list[_Ranked], plain: Sequence[Key]) -> None:
-        self.ranked, self.plain = ranked, plain
+    def __init__(
+        self, ranked: list[_Ranked], plain: Sequence[Key], stores: dict[int, Store]
+    ) -> None:
+        self.ranked, self.plain, self.stores = ranked, plain, stores
         self._count = sum(len(r.scores) for r in ranked)
         self._best: list[Key] = []
 
@@ -124,17 +126,25 @@ class Found(Sequence):
         if isinstance(item, int):
             return self[item : item + 1][0]
         start, stop, _ = item.indices(len(self))
-        return _rows(self.keys(stop)[start:stop])
+        return _rows(self.keys(stop)[start:stop], self.stores)
 
 
-def _rows(keys: list[Key]) -> list[MemoryFile]:
-    """The mirror rows of `keys`, in that order (one query)."""
-    rows = (
-        MemoryFile.objects.select_related("store__project")
-        .order_by()
-        .filter(store_id__in={store for store, _ in keys}, path__in={path for _, path in keys})
+def _rows(keys: list[Key], stores: dict[int, Store]) -> list[MemoryFile]:
+    """The mirror rows of `keys`, in that order (one query), each with its store from
+    `stores` when those hold their project already (the store page's), else read with it."""
+    ids = {store for store, _ in keys}
+    given = all(
+        i in stores and (stores[i].project_id is None or Store.project.is_cached(stores[i]))
+        for i in ids
     )
-    by_key = {(row.store_id, row.path): row for row in rows}
+    rows = MemoryFile.objects.order_by().filter(
+        store_id__in=ids, path__in={path for _, path in keys}
+    )
+    by_key = {}
+    for row in rows if given else rows.select_related("store__project"):
+        if given:
+            row.store = stores[row.store_id]
+        by_key[(row.store_id, row.path)] = row
     return [by_key[key] for key in keys if key in by_key]
 
 
@@ -145,7 +155,7 @@ _SORTS = {  # over (key, mtime, name, type), as the database orders the other so
 }
 
 
-def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
+def _sorted(ranked: list[_Ranked], plain, sort, stores: dict[int, Store]) -> Found:
     """Every match ordered by another sort than best match."""
     rows = [
         (r.key(i), h.mtime_ms, h.name or "", h.type or "")
@@ -154,7 +164,7 @@ def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
         for h in (r.index.headers[i],)
     ] + plain
     rows.sort(key=sort)
-    return Found([], [key for key, *_ in rows])
+    return Found([], [key for key, *_ in rows], stores)
 
 
 _kept: dict[int, KeptTexts] = {}  # store id -> its files' texts, in step with its index
@@ -283,9 +293,10 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
             paths = r.index.headers
             r.scores = {i: s for i, s in r.scores.items() if (r.store.pk, paths[i].path) in allowed}
     others = _plain(ranked, query, allowed)
+    by_id = {r.store.pk: r.store for r in ranked}
     if sort := _SORTS.get(filters.get("sort") or ""):
-        return _sorted(ranked, others.rows(), sort)
-    return Found(ranked, others)
+        return _sorted(ranked, others.rows(), sort, by_id)
+    return Found(ranked, others, by_id)
 
 
 def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:
