@@ -18,6 +18,7 @@ from collections.abc import Mapping
 Stamp = tuple[str, int, int]  # (path, mtime_ms, size): a file's text is known by it
 
 _WORD = re.compile(r"\w+")  # a text holding the query holds each run of these inside a word
+_FEW = 32  # texts gone at once that are taken out one by one
 
 
 class KeptTexts:
@@ -65,10 +66,16 @@ class KeptTexts:
             if any(stamp not in self._slots and stamp not in new for stamp in key):
                 return False
             wanted = set(key)
-            for stamp in [stamp for stamp in self._slots if stamp not in wanted]:
-                slot = self._slots.pop(stamp)
-                for word in set(_WORD.findall(self._texts[slot])):
-                    self._words[word].remove(slot)
+            gone = {self._slots.pop(s) for s in [s for s in self._slots if s not in wanted]}
+            if len(gone) <= _FEW:  # each taken out of its words' slots (a search in C)
+                for slot in gone:
+                    for word in set(_WORD.findall(self._texts[slot])):
+                        self._words[word].remove(slot)
+            else:  # many (a pull): each of their words' slots filtered once
+                words = set().union(*(_WORD.findall(self._texts[slot]) for slot in gone))
+                for word in words:
+                    self._words[word] = array("i", [s for s in self._words[word] if s not in gone])
+            for slot in gone:
                 self._texts[slot] = ""
                 self._free.append(slot)
             for stamp in key:

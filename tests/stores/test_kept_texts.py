@@ -58,3 +58,14 @@ def test_the_words_narrow_to_the_texts_holding_them():
     assert kept.candidates(left, "deployment", 3) == []
     assert not kept.follow(key, {})  # a text it does not have: nothing changed
     assert kept.view[0] is left
+
+
+def test_many_texts_gone_at_once_leave_their_words():
+    """A pull changes many files at once: their words are filtered in one pass, not one by one."""
+    kept = KeptTexts()
+    key = tuple((f"{n}.md", 1, 1) for n in range(100))
+    kept.follow(key, {stamp: f"note {n} about the deploy" for n, stamp in enumerate(key)})
+    later = tuple((path, 2 if n % 2 else 1, 1) for n, (path, _, _) in enumerate(key))
+    kept.follow(later, {stamp: "now about the release" for stamp in later[1::2]})  # 50 edited
+    assert kept.candidates(later, "deplo", 100) == list(range(0, 100, 2))
+    assert kept.candidates(later, "eleas", 100) == list(range(1, 100, 2))
