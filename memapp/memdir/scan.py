@@ -37,7 +37,7 @@ from .frontmatter import (
     decode_bytes,
     parse_header,
 )
-from .store_files import open_store_file, walk_store_dirs
+from .store_files import open_store_file, walk_store_stamps
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -194,31 +194,31 @@ def scan_store(
     count = misses = 0
 
     # The store's one walk (docs/design.md §6a) opens directories with O_NOATIME and hands
-    # over each directory's files with their stats. This runs once per file on every rescan:
-    # a directory whose names and stamps are those of the last scan is compared whole by
-    # list comparisons and map() in C, with no Python code run per file.
-    for prefix, dir_fd, names, stats in walk_store_dirs(root, excluded, indexes=False):
+    # over each directory's files with their stamps (mtime, ctime, size; no stat results kept).
+    # This runs once per file on every rescan: a directory whose names and stamps are those of
+    # the last scan is compared whole by list comparisons in C, with no Python code per file.
+    for prefix, dir_fd, names, mtimes, ctimes, sizes in walk_store_stamps(
+        root, excluded, indexes=False
+    ):
         count += len(names)
-        ctimes = list(map(_ctime_ns, stats))
-        sizes = list(map(_size, stats))
         before = previous.dirs.get(prefix, _NO_DIR)
         if before.ctimes == ctimes and before.names == names and before.sizes == sizes:
             dirs[prefix] = before
             continue
         entries: dict[str, _Entry] = {}
         lookup = before.entries.get
-        for name, st in zip(names, stats, strict=True):
+        for name, mtime_ns, ctime_ns, size in zip(names, mtimes, ctimes, sizes, strict=True):
             cached = lookup(name)
             if (
                 cached is not None
-                and cached[0] == st.st_mtime_ns
-                and cached[1] == st.st_size
-                and cached[2] == st.st_ctime_ns
+                and cached[0] == mtime_ns
+                and cached[1] == size
+                and cached[2] == ctime_ns
             ):
                 entries[name] = cached
             else:
-                header = _read_header(name, dir_fd, prefix + name, st)
-                entries[name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, header)
+                header = _read_header(name, dir_fd, prefix + name, mtime_ns, size)
+                entries[name] = (mtime_ns, size, ctime_ns, header)
                 misses += 1
         dirs[prefix] = _Dir(names, ctimes, sizes, entries)
 
@@ -235,8 +235,6 @@ def scan_store(
     return scan
 
 
-_size = operator.attrgetter("st_size")
-_ctime_ns = operator.attrgetter("st_ctime_ns")
 _first = operator.itemgetter(0)
 
 
@@ -244,17 +242,17 @@ def _newest_first(item: tuple[str, _Entry]) -> int:
     return -item[1][0]
 
 
-def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> MemoryHeader:
-    mtime_ms = st.st_mtime_ns // 1_000_000
+def _read_header(name: str, dir_fd: int, rel: str, mtime_ns: int, size: int) -> MemoryHeader:
+    mtime_ms = mtime_ns // 1_000_000
     try:
-        data, cut = _read_head(name, dir_fd, st)
+        data, cut = _read_head(name, dir_fd, size)
     except OSError as exc:
         unreadable = f"unreadable: {exc.strerror or exc}"
-        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, unreadable)
+        return MemoryHeader(rel, mtime_ms, size, None, None, None, None, unreadable)
 
     text, problem = decode_bytes(data, final=not cut)
     if problem == BINARY_FILE:
-        return MemoryHeader(rel, mtime_ms, st.st_size, None, None, None, None, problem)
+        return MemoryHeader(rel, mtime_ms, size, None, None, None, None, problem)
     h = parse_header(text)
     if h.problem:
         if cut and not h.has_frontmatter and h.problem == HEADER_NOT_CLOSED:
@@ -265,7 +263,7 @@ def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> Memory
     return MemoryHeader(
         rel,
         mtime_ms,
-        st.st_size,
+        size,
         h.name,
         h.description,
         h.type,
@@ -276,9 +274,9 @@ def _read_header(name: str, dir_fd: int, rel: str, st: os.stat_result) -> Memory
     )
 
 
-def _read_head(name: str, dir_fd: int, st: os.stat_result) -> tuple[bytes, bool]:
+def _read_head(name: str, dir_fd: int, size: int) -> tuple[bytes, bool]:
     """The first 30 lines of a file, at most MAX_HEAD_BYTES: ``(bytes, cut by the byte cap)``."""
-    fd = open_store_file(name, dir_fd=dir_fd, st=st)
+    fd = open_store_file(name, dir_fd=dir_fd)
     try:
         data = os.read(fd, _FIRST_READ)
         newlines = data.count(b"\n")
@@ -300,7 +298,7 @@ def _read_head(name: str, dir_fd: int, st: os.stat_result) -> tuple[bytes, bool]
         for _ in range(HEADER_LINES):
             pos = data.find(b"\n", pos + 1)
         return data[: pos + 1], False
-    return data, len(data) >= MAX_HEAD_BYTES and st.st_size > len(data)
+    return data, len(data) >= MAX_HEAD_BYTES and size > len(data)
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

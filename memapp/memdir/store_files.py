@@ -3,9 +3,10 @@
 
 A *key* names a file relative to a store's directory, `/`-separated. :func:`classify` says
 whether a key is one of the store's memory files (a topic file or an index, ``MEMORY.md``) or,
-if not, why not. :func:`walk_store` (by directory: :func:`walk_store_dirs`) is the one walk of a
-store's directory; :func:`open_store_file` and :func:`read_file` the one way to read its files
-(no symlink followed, no atime changed); :func:`checksum` the one checksum format;
+if not, why not. :func:`walk_store` (by directory: :func:`walk_store_dirs`; with stamps instead of
+stats: :func:`walk_store_stamps`) is the one walk of a store's directory; :func:`open_store_file`
+and :func:`read_file` the one way to read its files (no symlink followed, no atime changed);
+:func:`checksum` the one checksum format;
 :func:`check_entry` and :func:`check_entries` the one set of entry checks, raising
 :class:`FileRejected`; :func:`entry_path` and :func:`write_entries` the way from a key to a file
 on disk. The mirror, the agent API, the team memory protocol, the git engine and both
@@ -47,6 +48,7 @@ __all__ = [
     "FileRejected",
     "StoreDir",
     "StoreFile",
+    "StoreStamps",
     "check_entries",
     "check_entry",
     "check_key_neighbours",
@@ -68,6 +70,7 @@ __all__ = [
     "split_batches",
     "walk_store",
     "walk_store_dirs",
+    "walk_store_stamps",
     "write_entries",
 ]
 
@@ -160,6 +163,18 @@ class StoreDir(NamedTuple):
     stats: list[os.stat_result]  # their lstats, in the same order
 
 
+class StoreStamps(NamedTuple):
+    """One directory of a store as :func:`walk_store_stamps` found it (`dir_fd` as in
+    :class:`StoreDir`)."""
+
+    prefix: str
+    dir_fd: int
+    names: list[str]
+    mtimes: list[int]  # in ns, in the order of `names`
+    ctimes: list[int]  # in ns
+    sizes: list[int]
+
+
 # -- the one reader of store files ---------------------------------------------------------------
 # Every part of memhub that reads a store's files (the scan, the mirror, recall, consolidation,
 # sync) opens them here, so they share one set of flags and one atime policy: never through a
@@ -232,8 +247,7 @@ def walk_store_dirs(
 ) -> Iterator[StoreDir]:
     """The memory files of the store in `directory`, as :func:`classify` defines them
     (`indexes=False` leaves out ``MEMORY.md`` files), one directory at a time, in no
-    particular order: every rescan runs through this loop, so it does per file no more than
-    the stat a bare ``os.scandir`` walk does.
+    particular order, each with its lstat.
 
     Never writes, never follows a symlink below `directory` (which may itself be one) and never
     changes an atime: directories are opened with ``O_NOATIME`` where allowed. A memory file's
@@ -242,6 +256,29 @@ def walk_store_dirs(
     unreadable subdirectories are skipped; ``OSError`` is raised only when `directory` exists
     but cannot be listed (an empty answer would read as "everything was deleted").
     """
+    for found in _walk_dirs(directory, exclude, indexes, untouchable, stamps=False):
+        yield _new_tuple(StoreDir, found)
+
+
+def walk_store_stamps(
+    directory: str | os.PathLike[str], exclude: Collection[str] = (), *, indexes: bool = True
+) -> Iterator[StoreStamps]:
+    """:func:`walk_store_dirs` with each file's mtime, ctime and size instead of its lstat: a
+    rescan compares only those, and keeping thousands of stat results alive costs it more than
+    the stat calls themselves."""
+    for found in _walk_dirs(directory, exclude, indexes, None, stamps=True):
+        yield _new_tuple(StoreStamps, found)
+
+
+def _walk_dirs(
+    directory: str | os.PathLike[str],
+    exclude: Collection[str],
+    indexes: bool,
+    untouchable: set[str] | None,
+    stamps: bool,
+) -> Iterator[tuple[Any, ...]]:
+    """The one walk behind both: every rescan runs through this loop, so it does per file no
+    more than the stat a bare ``os.scandir`` walk does."""
     root = os.fspath(Path(directory).absolute())
     excluded = frozenset(exclude)
     is_regular, is_directory = S_ISREG, S_ISDIR  # locals: the loop below runs once per file
@@ -259,7 +296,11 @@ def walk_store_dirs(
         try:
             names: list[str] = []
             stats: list[os.stat_result] = []
+            mtimes: list[int] = []
+            ctimes: list[int] = []
+            sizes: list[int] = []
             add_name, add_stat = names.append, stats.append
+            add_mtime, add_ctime, add_size = mtimes.append, ctimes.append, sizes.append
             try:
                 with os.scandir(dir_fd) as listing:
                     for entry in listing:
@@ -282,7 +323,12 @@ def walk_store_dirs(
                             continue  # deleted since the directory was listed
                         if is_regular(st.st_mode):
                             add_name(name)
-                            add_stat(st)
+                            if stamps:
+                                add_mtime(st.st_mtime_ns)
+                                add_ctime(st.st_ctime_ns)
+                                add_size(st.st_size)
+                            else:
+                                add_stat(st)
                         elif is_directory(st.st_mode):
                             if not _skipped_dir(prefix, name, excluded):
                                 stack.append((f"{prefix}{name}/", f"{path}/{name}"))
@@ -292,7 +338,10 @@ def walk_store_dirs(
                 if prefix:
                     continue
                 raise
-            yield _new_tuple(StoreDir, (prefix, dir_fd, names, stats))
+            if stamps:
+                yield (prefix, dir_fd, names, mtimes, ctimes, sizes)
+            else:
+                yield (prefix, dir_fd, names, stats)
         finally:
             os.close(dir_fd)
 
