@@ -58,13 +58,13 @@ class KeptTexts:
         with self._lock:
             return [stamp for stamp in key if stamp not in self._slots]
 
-    def follow(self, key: tuple[Stamp, ...], new: Mapping[Stamp, str]) -> bool:
-        """Keep exactly the texts of `key`'s stamps, in its order: those kept stay, those gone
-        are taken out, the others come from `new`. False, and nothing changed, when `new` lacks
-        one of those."""
+    def follow(self, key: tuple[Stamp, ...], new: Mapping[Stamp, str]) -> tuple[str, ...] | None:
+        """Keep exactly the texts of `key`'s stamps, and return them in its order: those kept
+        stay, those gone are taken out, the others come from `new`. None, and nothing changed,
+        when `new` lacks one of those."""
         with self._lock:
             if any(stamp not in self._slots and stamp not in new for stamp in key):
-                return False
+                return None
             wanted = set(key)
             gone = {self._slots.pop(s) for s in [s for s in self._slots if s not in wanted]}
             if len(gone) <= _FEW:  # each taken out of its words' slots (a search in C)
@@ -97,7 +97,7 @@ class KeptTexts:
                 where[self._slots[stamp]] = position
             self._where = where
             self.view = key, tuple(self._texts[self._slots[stamp]] for stamp in key)
-            return True
+            return self.view[1]
 
     def candidates(self, key: tuple[Stamp, ...], needle: str, most: int) -> list[int] | None:
         """The positions in `key`, in order, of the texts that may hold `needle` (lower-cased):

@@ -187,8 +187,8 @@ def _texts_in(store: Store, index: RecallIndex) -> tuple[tuple[str, ...], KeptTe
     new = {}
     for path, mtime, size, *text in rows.values_list(*fields).iterator(chunk_size=2000):
         new[(path, mtime, size)] = "\0".join((*text, path)).lower()
-    if kept.follow(index.key, new):
-        return kept.view[1], kept
+    if (followed := kept.follow(index.key, new)) is not None:
+        return followed, kept
     # A file rescanned since the index was built has a stamp the index lacks: its path only,
     # for this search (the next one has the next index).
     return tuple(new.get(s) or kept.text(s) or s[0].lower() for s in index.key), None

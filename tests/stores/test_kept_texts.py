@@ -26,8 +26,9 @@ def test_the_words_never_leave_out_a_text_holding_the_query(edits, needles):
     for files in edits:
         key = _key(files)
         texts = dict(zip(key, sorted(files.items()), strict=True))
-        assert kept.follow(key, {stamp: text for stamp, (_, text) in texts.items()})
-        assert kept.view == (key, tuple(text for _, text in sorted(files.items())))
+        followed = kept.follow(key, {stamp: text for stamp, (_, text) in texts.items()})
+        assert followed == tuple(text for _, text in sorted(files.items()))
+        assert kept.view == (key, followed)
         in_order = kept.view[1]
         for needle in needles:
             holding = [i for i, text in enumerate(in_order) if needle in text]
@@ -56,7 +57,7 @@ def test_the_words_narrow_to_the_texts_holding_them():
     left = later[:2]
     kept.follow(left, {})  # c.md gone
     assert kept.candidates(left, "deployment", 3) == []
-    assert not kept.follow(key, {})  # a text it does not have: nothing changed
+    assert kept.follow(key, {}) is None  # a text it does not have: nothing changed
     assert kept.view[0] is left
 
 
