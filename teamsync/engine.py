@@ -187,6 +187,39 @@ def with_local_entries(
     return head + "\n".join(extra).encode("utf-8") + b"\n"
 
 
+def _linked(key: str, data: bytes) -> set[str]:
+    """The files the entries of index `key` link, as paths beside `key`."""
+    folder = posixpath.dirname(key)
+    return {
+        posixpath.normpath(posixpath.join(folder, entry.path))
+        for entry in parse_index_entries(data.decode("utf-8", "replace"))
+        if entry.path
+    }
+
+
+def _without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
+    """Index `key` without its entries of `paths` (paths beside `key`); every other byte kept."""
+    text = data.decode("utf-8", "surrogateescape")
+    folder = posixpath.dirname(key)
+    drop = {
+        entry.line_number
+        for entry in parse_index_entries(text)
+        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) in paths
+    }
+    lines = text.splitlines(keepends=True)
+    kept = (line for number, line in enumerate(lines, 1) if number not in drop)
+    return "".join(kept).encode("utf-8", "surrogateescape")
+
+
+def _keep_entries(key: str, data: bytes, shared: bytes, paths: Collection[str]) -> bytes:
+    """Index `key` as it is to be committed (`data`) with the entries of `paths` that the
+    repository's version (`shared`) has and it lacks, each after the line it follows there."""
+    missing = (_linked(key, shared) & set(paths)) - _linked(key, data)
+    if not missing:
+        return data
+    return _merge_indexes(_without_entries(key, shared, missing), shared, data)
+
+
 def _merge_indexes(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
     """Two changed versions of one index merged line by line (docs/design.md §5)."""
     texts = [(v or b"").decode("utf-8", "surrogateescape") for v in (base, ours, theirs)]
@@ -486,9 +519,18 @@ class TeamClone:
             room = self._commit_key(spec, key, store.get(key), blobs, clone, result, room, changes)
         # Then the indexes, in the form they are shared: what that is depends on the files.
         in_repo = (set(clone) | set(result.committed)) - set(result.deleted)
+        # A file deleted here that the clone has an edit of stays there (a conflict, now or
+        # held until a person resolves it): so does its line, whatever the index here says.
+        kept = {key for key in spec.held if key in clone and key not in sums} | {
+            conflict.path.removeprefix(f"{spec.folder}/")
+            for conflict in result.conflicts
+            if conflict.ours is None and conflict.theirs is not None
+        }
         indexes = {}
         for key in sorted(k for k in candidates - spec.held if is_index_key(k)):
             ours = shared_index(key, store[key], in_repo) if key in store else None
+            if ours is not None and kept and key in blobs:
+                ours = _keep_entries(key, ours, self.read_blobs([blobs[key]])[blobs[key]], kept)
             if ours is not None and not ours.strip() and store[key].strip():
                 ours = None  # only entries of files outside the repository: nothing to share
             if (checksum(ours) if ours is not None else None) != spec.base.get(key):
@@ -769,8 +811,14 @@ class TeamClone:
             result.conflicts = self._settle_conflicts(listed, changes)
             message = f"Merge remote-tracking branch 'origin/{BRANCH}'"
             self.commit_files(changes, message, merge=theirs)
-            self._clean_indexes(repo)
+            self._clean_indexes(repo, {conflict.path for conflict in result.conflicts})
         return result
+
+    def _changed_paths(self, *args: str) -> list[str]:
+        """The paths `git diff --name-only` lists for `args`, read NUL-separated (`-z`): without
+        it git quotes a name that is not ASCII or holds a quote or a line break."""
+        out = self._git("diff", "--name-only", "--no-renames", "-z", *args)
+        return [path.decode("utf-8", "surrogateescape") for path in out.split(b"\0") if path]
 
     def _tree_changes(self, commit: str, tree: str) -> dict[str, Change]:
         """What turns `commit`'s tree into `tree`, path by path."""
@@ -812,22 +860,25 @@ class TeamClone:
             conflicts.append(Conflict(path, kind, base, ours, theirs))
         return conflicts
 
-    def _clean_indexes(self, repo: Repo) -> None:
+    def _clean_indexes(self, repo: Repo, conflicted: Collection[str]) -> None:
         """After a merge, each index both sides changed is merged line by line (`merge_index`,
         the remote's order), then entries whose file either side deleted are dropped, and
         lines doubled.
 
         The merge may equal our own index (their side only removed a line next to one we
         added), so the indexes above every deleted file are checked, not only changed ones.
-        Entries of files that were never in the repository (blocked here or there) stay.
+        Entries of files that were never in the repository (blocked here or there) stay, and
+        so do the entries of files a conflict kept (`conflicted`: an edit against a deletion keeps
+        the edited file, and its line is part of what was written): one side removing such
+        a line is merged as the other side adding it.
         """
-        changed = repo.git.diff("--name-only", "HEAD^1", "HEAD").splitlines()
+        changed = self._changed_paths("HEAD^1", "HEAD")
         gone: set[str] = set()
         for parent in ("HEAD^1", "HEAD^2"):
-            diff = repo.git.diff("--name-only", "--no-renames", "--diff-filter=D", parent, "HEAD")
-            gone.update(path for path in diff.splitlines() if path)
+            gone.update(self._changed_paths("--diff-filter=D", parent, "HEAD"))
+        kept = {path for path in conflicted if PurePosixPath(path).name != INDEX_FILENAME}
         indexes = {path for path in changed if PurePosixPath(path).name == INDEX_FILENAME}
-        for path in gone:
+        for path in gone | kept:
             indexes.update(str(d / INDEX_FILENAME) for d in PurePosixPath(path).parents)
         try:
             base_commit = repo.git.merge_base("HEAD^1", "HEAD^2")
@@ -836,12 +887,19 @@ class TeamClone:
         changes: dict[str, Change] = {}
         for path in sorted(indexes):
             current = _show(repo, f"HEAD:{path}")
-            if current is None:
-                continue
             ours, theirs = (_show(repo, f"{parent}:{path}") for parent in ("HEAD^1", "HEAD^2"))
+            if current is None:  # one side deleted it: back only for the files a conflict kept
+                if not kept & (_linked(path, ours or b"") | _linked(path, theirs or b"")):
+                    continue
+                ours, theirs = ours or b"", theirs or b""
             if ours is not None and theirs is not None and ours != theirs:
                 base = _show(repo, f"{base_commit}:{path}") if base_commit else None
+                if base is not None and kept:
+                    one_side = (_linked(path, ours) ^ _linked(path, theirs)) & kept
+                    base = _without_entries(path, base, one_side)
                 current = changes[path] = _merge_indexes(base, ours, theirs)
+            if current is None:
+                continue
             text = current.decode("utf-8", "replace")  # CRLF line ends kept
             folder = PurePosixPath(path).parent
             lines = text.splitlines(keepends=True)
@@ -851,14 +909,14 @@ class TeamClone:
                 if entry.path and posixpath.normpath(str(folder / entry.path)) in gone
             }
             seen: set[str] = set()
-            kept = []
+            cleaned = []
             for number, line in enumerate(lines, 1):
                 if number in drop or (line.strip() and line in seen):
                     continue
                 seen.add(line)
-                kept.append(line)
-            if kept != lines:
-                changes[path] = "".join(kept).encode("utf-8")
+                cleaned.append(line)
+            if cleaned != lines:
+                changes[path] = "".join(cleaned).encode("utf-8")
         self.commit_files(changes, "Rebuild MEMORY.md after merging")
 
     def tree_blobs(
@@ -1010,8 +1068,7 @@ class TeamClone:
                 since = f"origin/{BRANCH}"
             except GitCommandError:
                 since = repo.git.hash_object("-t", "tree", "/dev/null")  # the empty tree
-            paths = repo.git.diff("--name-only", "--no-renames", since, "HEAD").splitlines()
-        return sum(1 for path in paths if path.endswith(".md"))
+        return sum(1 for path in self._changed_paths(since, "HEAD") if path.endswith(".md"))
 
     def push_once(self) -> tuple[bool, str | None, bool]:
         """One `git push`: (ok, error text, whether the error is permanent)."""
@@ -1050,16 +1107,29 @@ class TeamClone:
         return authors
 
     def _authors(self, paths: list[str], commits: str) -> dict[str, str]:
-        with self.repo() as repo:
-            out = repo.git.log(
-                "--format=%x1e%an", "--name-only", "--no-renames", commits, "--", *paths
-            )
+        """Who made the latest of `commits` touching each of `paths`. The log is read
+        NUL-separated (`-z`: a name is never quoted) and the paths taken literally (a `*` or
+        `[` in a name is no pattern): each commit's author, then the paths it changed."""
+        wanted = {path.encode("utf-8", "surrogateescape") for path in paths}
+        out = self._git(
+            "--literal-pathspecs",
+            "log",
+            "-z",
+            "--format=%x1e%an",
+            "--name-only",
+            "--no-renames",
+            commits,
+            "--",
+            *paths,
+        )
         authors: dict[str, str] = {}
-        for commit in out.split("\x1e")[1:]:
-            name, *changed = commit.splitlines()
-            for path in changed:
-                if path:
-                    authors.setdefault(path, name)
+        name = ""
+        for item in out.split(b"\0"):
+            path = item.lstrip(b"\n")  # the line break after a commit's author
+            if path in wanted:
+                authors.setdefault(path.decode("utf-8", "surrogateescape"), name)
+            elif item.startswith(b"\x1e"):
+                name = item[1:].decode("utf-8", "replace")
         return authors
 
     def show(self, sha: str, path: str) -> str | None:

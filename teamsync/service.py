@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
-from memapp.memdir.index import merge_index
+from memapp.memdir.index import delete_index_entry, merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
@@ -30,7 +30,9 @@ from memapp.stores.history import (
     capture_before_write,
     is_topic,
     is_versioned,
+    read_index_bytes,
     record_changes,
+    record_index,
 )
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -594,7 +596,7 @@ def do_resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | N
             if conflict.resolved_at is not None:
                 raise AlreadyResolved(conflict)
             target = validate_key(Path(store.path), conflict.key)
-            capture_before_write(store, [conflict.key])
+            capture_before_write(store, [conflict.key, INDEX_FILENAME])
             current = target.read_bytes() if target.is_file() else None
             versions = {"ours": current, "theirs": conflict.theirs, "merged": text, "delete": None}
             chosen = versions[choice]
@@ -613,6 +615,10 @@ def do_resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | N
                     record_changes(
                         store, {}, {conflict.key: current}, via=Via.UI, user=user, note=note
                     )
+                if is_topic(conflict.key):  # its line goes with it (a conflict kept both)
+                    index_before = read_index_bytes(store)
+                    delete_index_entry(store.path, conflict.key)
+                    record_index(store, index_before, via=Via.UI, user=user, note=note)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if content != current:
@@ -631,7 +637,7 @@ def do_resolve_conflict(conflict: TeamConflict, user, choice: str, text: str | N
                 state.base[conflict.key] = checksum(shared)
             state.save(update_fields=["base"])
             rescan_store(store)
-        _commit(clone, store, user, {conflict.key})
+        _commit(clone, store, user, {conflict.key, INDEX_FILENAME})
     record_event(
         "conflict",
         store=store,

@@ -3,6 +3,8 @@ OpenAPI schema describes that authentication."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -30,16 +32,26 @@ class BearerTokenAuthentication(BaseAuthentication):
             token = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Malformed token.") from None
-        # What this request resolves may come from what the worker kept; the throttle's
-        # state is read in the same round trip.
-        begin_request(ahead=[throttle_key(hash_token(token))])
-        row = authenticate_token(token, request.META.get("HTTP_USER_AGENT", ""))
-        if row is None:
-            raise exceptions.AuthenticationFailed(refusal(token))
+        row = token_row(token, request.META.get("HTTP_USER_AGENT", ""))
         return row.user, row
 
     def authenticate_header(self, request) -> str:
-        return 'Bearer realm="memhub"'
+        return AUTHENTICATE_HEADER
+
+
+AUTHENTICATE_HEADER = 'Bearer realm="memhub"'
+
+
+def token_row(token: str, user_agent: str, ahead: Iterable[str] = ()) -> ApiToken:
+    """The active row of `token` (AuthenticationFailed, saying why, when there is none), with
+    this request's warm stamp read first (memapp.stores.warm): what the request resolves may
+    come from what the worker kept, and the token's throttle state (and the shared state of
+    `ahead`) is read in the same round trip."""
+    begin_request(ahead=[throttle_key(hash_token(token)), *ahead])
+    row = authenticate_token(token, user_agent)
+    if row is None:
+        raise exceptions.AuthenticationFailed(refusal(token))
+    return row
 
 
 # POSTs that only read (a query in a body), and logging out, which any token may do to itself.
@@ -133,17 +145,22 @@ class TokenRateThrottle(SimpleRateThrottle):
         key = None if self.rate is None else self.get_cache_key(request, view)
         if key is None:
             return True
+        return self.spend(key)
+
+    def spend(self, key: str) -> bool:
+        """Take one request from the bucket kept under `key`; False when it is empty (then
+        `wait` says for how long)."""
         interval = self.duration / self.num_requests
         now = self.timer()
 
-        def spend(full_at: float | None) -> tuple[float, float | None]:
+        def take(full_at: float | None) -> tuple[float, float | None]:
             after = max(full_at or now, now) + interval
             wait = after - now - self.duration
             if wait > 1e-6:  # the bucket is empty (the margin: n × period / n may round up)
                 return after - interval, wait
             return after, None
 
-        self._wait = update(key, spend, self.duration, seen=read_ahead(key))
+        self._wait = update(key, take, self.duration, seen=read_ahead(key))
         return self._wait is None
 
     def wait(self) -> float | None:

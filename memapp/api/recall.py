@@ -92,16 +92,19 @@ def prompt(request: Request) -> Response:
         s.PromptSerializer,
         request.data if request.method == "POST" else request.query_params.dict(),
     )
-    store = _memory_store(request.user, data)
-    result = assemble_for(request.user, store, data["memory_dir"] or None)
-    return Response(
-        {
-            "text": result.text,
-            "mode": result.mode,
-            "sections": result.sections,
-            "indexes": [asdict(info) for info in result.indexes],
-        }
-    )
+    return Response(prompt_answer(request.user, data))
+
+
+def prompt_answer(user, data) -> dict:
+    """What `prompt` answers to `data`, validated (memapp.api.plain_views answers it too)."""
+    store = _memory_store(user, data)
+    result = assemble_for(user, store, data["memory_dir"] or None)
+    return {
+        "text": result.text,
+        "mode": result.mode,
+        "sections": result.sections,
+        "indexes": [asdict(info) for info in result.indexes],
+    }
 
 
 @extend_schema(
@@ -117,20 +120,25 @@ def recall(request: Request) -> Response:
     """At most 5 memories that fit the query, each with its header, plus the rendered block.
     With `agent_type`, from the agent's own memory (from the project's when memhub has none of
     that agent)."""
-    data = s.validated(s.RecallSerializer, request.data)
-    private = _reading_store(request.user, data)
+    return Response(recall_answer(request.user, s.validated(s.RecallSerializer, request.data)))
+
+
+def recall_answer(user, data) -> dict:
+    """What `recall` answers to `data`, validated (memapp.api.plain_views answers it too)."""
+    private = _reading_store(user, data)
     if private is None:  # hooks expect an answer: nothing to recall, and why
-        return Response(
-            {"memories": [], "rendered": "", "selector": "offline", "fallback_reason": NOT_A_MEMBER}
-        )
+        return {
+            "memories": [],
+            "rendered": "",
+            "selector": "offline",
+            "fallback_reason": NOT_A_MEMBER,
+        }
     store = private
     if data["agent_type"]:
-        agent = agent_store_for(
-            request.user, private.project, data["agent_type"], data["agent_scope"]
-        )
+        agent = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
         store = agent or private
     outcome = recall_for(
-        request.user,
+        user,
         store,
         data["query"],
         recent_tools=tuple(data["recent_tools"]),
@@ -141,14 +149,12 @@ def recall(request: Request) -> Response:
         wait_ms=data["wait_ms"],
         project=private.project,
     )
-    return Response(
-        {
-            "memories": outcome.memories,
-            "rendered": outcome.rendered,
-            "selector": outcome.selector,
-            "fallback_reason": outcome.fallback_reason,
-        }
-    )
+    return {
+        "memories": outcome.memories,
+        "rendered": outcome.rendered,
+        "selector": outcome.selector,
+        "fallback_reason": outcome.fallback_reason,
+    }
 
 
 @extend_schema(

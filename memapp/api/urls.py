@@ -14,6 +14,7 @@ from memapp.api import (
     stores,
 )
 from memapp.api.docs import ApiDocsView
+from memapp.api.plain_views import plain_prompt, plain_recall
 from memapp.api.team_memory import team_memory
 
 urlpatterns = [
@@ -31,8 +32,8 @@ urlpatterns = [
     path("api/v1/stores/<int:store_id>/files/<path:key>", stores.file_detail, name="api_file"),
     path("api/v1/remember", memories.remember, name="api_remember"),
     path("api/v1/forget", memories.forget, name="api_forget"),
-    path("api/v1/prompt", recall.prompt, name="api_prompt"),
-    path("api/v1/recall", recall.recall, name="api_recall"),
+    path("api/v1/prompt", plain_prompt, name="api_prompt"),
+    path("api/v1/recall", plain_recall, name="api_recall"),
     path("api/v1/recall/surfaced", recall.recall_surfaced, name="api_recall_surfaced"),
     path("api/v1/session-start", recall.session_start, name="api_session_start"),
     path("api/v1/me", account.me, name="api_me"),

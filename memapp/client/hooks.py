@@ -15,11 +15,11 @@ than dataclasses (which load `inspect`), no argparse.
 
 from __future__ import annotations
 
+import _thread  # not `threading` (a millisecond of every hook): a lock and one worker
 import contextlib
 import importlib
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -121,7 +121,7 @@ class HookCall:
         self.agent = agent
         self.settings: Mapping[str, Any] = {} if settings is None else settings
         # Held while files are written, so an expired hook never exits in the middle of a write.
-        self.writing = threading.Lock()
+        self.writing = _thread.allocate_lock()
 
     def with_payload(self, payload: dict[str, Any]) -> HookCall:
         """The same call with another input (sharing its write lock)."""
@@ -197,14 +197,19 @@ def run_hook(
     deadline = time.monotonic() + budget - process_age()
     result: dict[str, Any] = {}
 
-    def work() -> None:
-        with contextlib.suppress(Exception):
-            result["text"] = _context(agent, event, stdin, env, deadline, result)
+    finished = _thread.allocate_lock()
+    finished.acquire()  # released by the worker when it is done
 
-    worker = threading.Thread(target=work, name="memhub-hook", daemon=True)
-    worker.start()
-    worker.join(max(0.0, deadline - time.monotonic()))
-    if worker.is_alive():
+    def work() -> None:
+        try:
+            with contextlib.suppress(Exception):
+                result["text"] = _context(agent, event, stdin, env, deadline, result)
+        finally:
+            finished.release()
+
+    # A bare thread is a daemon one: an expired worker does not keep the process alive.
+    _thread.start_new_thread(work, ())
+    if not finished.acquire(timeout=max(0.0, deadline - time.monotonic())):
         call = result.get("call")
         if call is not None and call.writing.acquire(timeout=WRITE_GRACE):
             call.writing.release()  # no write is half done; the process may end now

@@ -29,6 +29,7 @@ __all__ = [
     "Backoff",
     "Client",
     "NotMemhub",
+    "TimedOut",
     "Unreachable",
 ]
 
@@ -50,6 +51,11 @@ class ApiError(Exception):
 class Unreachable(Exception):
     """The server could not be reached (or kept failing transiently) after every attempt, or
     the time allowed ran out."""
+
+
+class TimedOut(Unreachable):
+    """No answer in the time allowed: the server (or something on the way) may still be at
+    work on the request, unlike one that refused the connection."""
 
 
 class NotMemhub(Unreachable):
@@ -161,7 +167,7 @@ class Client:
             return self.timeout
         left = deadline - time.monotonic()
         if left <= 0:
-            raise Unreachable(f"no answer from {self.url} in the time allowed")
+            raise TimedOut(f"no answer from {self.url} in the time allowed")
         return min(self.timeout, left)
 
     def _once(
@@ -226,7 +232,8 @@ class Client:
                 answer = self._once(method, path, data, headers, deadline)
             except OSError as exc:  # refused, timed out, unresolved, cut short
                 reason = getattr(exc, "reason", exc)  # urllib's URLError wraps the cause
-                failure: Exception = Unreachable(f"cannot reach {self.url}: {reason}")
+                kind = TimedOut if isinstance(reason, TimeoutError) else Unreachable
+                failure: Exception = kind(f"cannot reach {self.url}: {reason}")
             else:
                 if 200 <= answer.status < 300:
                     return self._decoded(path, answer)

@@ -23,8 +23,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from memapp.client.config import config_dir, read_json, write_private
-from memapp.client.http import Client
-from memapp.memdir.agent_transcripts import CONVERTERS
+from memapp.client.http import Client, TimedOut
 from memapp.memdir.digests import sha256
 from memapp.memdir.paths import auto_dream_enabled, load_user_settings
 from memapp.memdir.transcripts import read_entries
@@ -130,11 +129,16 @@ def upload_transcript(
     sent, False when the deadline (a `time.monotonic()` value) came first. Another `agent`'s
     lines are converted to Claude Code's entries as they are read (docs/design.md §28)."""
     url = f"/api/v1/sessions/{quote(session_id, safe='')}/entries"
+    convert = None
+    if agent != "claude-code":  # Claude Code's own lines need no converter (nor its module)
+        from memapp.memdir.agent_transcripts import CONVERTERS
+
+        convert = CONVERTERS.get(agent)
     sent = False
     while True:
         if deadline is not None and time.monotonic() > deadline - MARGIN:
             return False
-        read = read_entries(cursor.transcript, cursor.offset, convert=CONVERTERS.get(agent))
+        read = read_entries(cursor.transcript, cursor.offset, convert=convert)
         last = not read.more
         moved = read.offset != cursor.offset
         if not moved and not read.entries and (sent or not final):
@@ -230,10 +234,12 @@ def upload_from_hook(
                 deadline=deadline,
                 agent=agent,
             )
-        except Exception:
-            # A batch that ran out of time after others went through: the server is there,
-            # the rest goes on in the background. Nothing went through: the next hook tries.
-            if cursor.offset == start:
+        except Exception as exc:
+            # A batch that ran out of time: the server is there (it took the request, or
+            # took others before), so the rest goes on in the background, which sends that
+            # batch again (the server keeps an entry once). Refused or failed with nothing
+            # through: the next hook tries.
+            if cursor.offset == start and not isinstance(exc, TimedOut):
                 raise
             done = False
     if not done:

@@ -9,6 +9,7 @@ import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django_tasks import task
 
 from memapp.lifecycle import consolidation, extraction
@@ -63,7 +64,8 @@ def request_summary(session) -> str:
     summary = SessionSummary.objects.filter(session=session).first()
     if not summary_is_due(session, summary):
         return "waiting"
-    summary, _ = SessionSummary.objects.get_or_create(session=session)
+    if summary is None:
+        summary, _ = SessionSummary.objects.get_or_create(session=session)
     if not SessionSummary.objects.filter(pk=summary.pk, queued=False).update(queued=True):
         return "coalesced"
     run_summary_task.enqueue(session.pk)
@@ -78,6 +80,14 @@ def _enqueue(run: ExtractionRun) -> None:
 def request_extraction(store: Store, owner) -> str:
     """Ask for a run of `store`: `queued` (a new run, enqueued), `trailing` (one is busy: a
     trailing run waits for it) or `coalesced` (a run already waits)."""
+    # A run waiting (and not lost) reads these entries when it runs: said without the store's
+    # lock, which every upload of a long session asked for while one waited.
+    fresh = timezone.now() - extraction.STALE_RUN
+    queued = ExtractionRun.objects.filter(
+        store=store, status=ExtractionRun.Status.QUEUED, created_at__gte=fresh
+    )
+    if queued.exists():
+        return "coalesced"
     with transaction.atomic():
         Store.objects.select_for_update().filter(pk=store.pk).exists()  # one request at a time
         ExtractionRun.objects.expire_lost(store.pk, extraction.STALE_RUN)

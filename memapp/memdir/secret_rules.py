@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
+from _thread import allocate_lock  # `threading`'s Lock, without loading `threading`
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 
@@ -146,22 +146,24 @@ def _not_aws_example(token: str) -> bool:
     return not token.endswith("EXAMPLE")
 
 
+# The three patterns below are sources, compiled on first use by `_compiled` as the rules' are
+# (a Stop hook whose new entries hold no secret-like value compiles none of them).
 # A value that is code, not a secret: a constant or variable name (`DB_PASSWORD_2`,
 # `db_password`), a dotted reference (`settings.SECRET_KEY`, `self.token`), a word list
 # (`read-only`). Random tokens in these shapes carry digits, so three digits or more make it
 # a value again (a hex token, `AKIA…`).
-_CODE_NAME = re.compile(
+_CODE_NAME = (
     r"[A-Z][A-Z0-9_]*|[a-z][a-z0-9_]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:-[a-z0-9]+)+"
 )
 
 
 # AWS's documentation key id (AKIAIOSFODNN7EXAMPLE) quoted in prose is documentation; given to
 # a key (`AWS_ACCESS_KEY_ID=…`, `aws_access_key_id: …`) it is used as a credential, and is one.
-_AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
+_AWS_KEY_ID = r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"
 
 
 # `?page_token=next&limit=50`: a URL's query string, which `url-query-credential` judges.
-_QUERY_STRING = re.compile(r"&[\w.-]+=")
+_QUERY_STRING = r"&[\w.-]+="
 
 
 def _assigned_secret(value: str) -> bool:
@@ -170,10 +172,10 @@ def _assigned_secret(value: str) -> bool:
     classes, or sixteen or more of letters and digits that look random."""
     if len(value) < 8 or value.startswith(("/", "~/", "./", "../")) or "://" in value:
         return False
-    if not _not_a_placeholder(value) or _QUERY_STRING.search(value):
+    if not _not_a_placeholder(value) or _compiled(_QUERY_STRING).search(value):
         return False
-    if _CODE_NAME.fullmatch(value) and sum(c.isdigit() for c in value) < 3:
-        return _AWS_KEY_ID.fullmatch(value) is not None
+    if _compiled(_CODE_NAME).fullmatch(value) and sum(c.isdigit() for c in value) < 3:
+        return _compiled(_AWS_KEY_ID).fullmatch(value) is not None
     if _classes(value) >= 3:
         return True
     alpha, digit = any(c.isalpha() for c in value), any(c.isdigit() for c in value)
@@ -697,7 +699,7 @@ class SecretScanCache:
         self._scanner = scanner
         self._maxsize = maxsize
         self._entries: OrderedDict[bytes, tuple[SecretHit, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     @staticmethod
     def digest(text: str) -> bytes:

@@ -53,7 +53,7 @@ from memapp.stores.models import Store
 from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import Seen, read, update
-from memapp.stores.warm import remembered
+from memapp.stores.warm import read_ahead, remembered
 
 if TYPE_CHECKING:
     import anthropic
@@ -387,10 +387,11 @@ def _by_path(candidates: list[Candidate], paths: list[str], limit: int) -> list[
     return picked[:limit]
 
 
-def _session_key(user, session_id: str) -> str:
-    """Hashed: a session id is the client's text, and cache keys must be short and plain."""
+def session_key(user_pk: int, session_id: str) -> str:
+    """Where a session's state is shared. Hashed: a session id is the client's text, and cache
+    keys must be short and plain."""
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"memhub:recall-session:{user.pk}:{digest}"
+    return f"memhub:recall-session:{user_pk}:{digest}"
 
 
 @dataclass(frozen=True)
@@ -418,7 +419,11 @@ class Shown:
 def _session(user, session_id: str | None) -> Seen:
     if not session_id:
         return Seen(SessionState())
-    return read(_session_key(user, session_id), SessionState())
+    key = session_key(user.pk, session_id)
+    seen = read_ahead(key)  # read with the request's warm stamp (memapp.api.plain_views)
+    if seen is None:
+        return read(key, SessionState())
+    return seen if seen.value is not None else Seen(SessionState(), seen.raw)
 
 
 def _within_session_budget(
@@ -441,7 +446,7 @@ def _within_session_budget(
         paths = state.paths | {item.candidate.shown_path for item in kept}
         return SessionState(used, frozenset(paths)), kept
 
-    return update(_session_key(user, session_id), take, SESSION_TTL_S, seen=seen)
+    return update(session_key(user.pk, session_id), take, SESSION_TTL_S, seen=seen)
 
 
 def mark_surfaced(user, session_id: str, paths: list[str]) -> int:
@@ -453,7 +458,7 @@ def mark_surfaced(user, session_id: str, paths: list[str]) -> int:
         new = set(paths) - state.paths
         return SessionState(state.used_bytes, state.paths | new), len(new)
 
-    return update(_session_key(user, session_id), add, SESSION_TTL_S)
+    return update(session_key(user.pk, session_id), add, SESSION_TTL_S)
 
 
 def _select(

@@ -33,7 +33,8 @@ def test_the_prompt_and_stop_hooks_load_nothing_a_request_does_not_need():
         "    if 'session' not in hook.handler:\n"
         "        hook.load()\n"
         "slow = {'argparse', 'dataclasses', 'inspect', 'concurrent', 'subprocess', 'yaml',\n"
-        "        'http', 'email', 'ssl', 'hashlib', 'string', 'socket', 'selectors', 'typing'}\n"
+        "        'http', 'email', 'ssl', 'hashlib', 'string', 'socket', 'selectors', 'typing',\n"
+        "        'threading'}\n"
         "loaded = sorted(slow & {m.split('.')[0] for m in sys.modules})\n"
         "assert not loaded, loaded\n"
     )

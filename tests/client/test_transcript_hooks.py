@@ -104,6 +104,31 @@ def test_when_memhub_is_down_the_hook_is_silent_and_the_next_one_catches_up(
     assert Session.objects.get().entry_count == 4
 
 
+def test_a_server_too_slow_for_the_budget_gets_the_batch_from_a_detached_process(
+    a, session, server, slow_proxy
+):
+    """The first batch reached the server but its answer came after the hook's budget: the
+    hook still ends in time, and a detached process sends the batch again (the server keeps
+    each entry once)."""
+    transcript, path = session
+    a.default_budget()
+    a.extra_env["MEMHUB_URL"] = slow_proxy(server.url, 1.5)
+    result, elapsed = run_stop(a, transcript, path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert a.without_load(elapsed) < 1.0
+    cursors = a.config_dir / "transcripts"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _saved_offset(cursors):
+        time.sleep(0.2)
+    assert _saved_offset(cursors) == path.stat().st_size
+    assert Session.objects.get().entry_count == 4
+
+
+def _saved_offset(cursors) -> int | None:
+    saved = next(cursors.glob("*.json"), None)
+    return json.loads(saved.read_text())["offset"] if saved else None
+
+
 def test_a_hanging_server_costs_at_most_a_second(a, session, silent_server):
     transcript, path = session
     a.default_budget()
@@ -140,16 +165,11 @@ def test_a_large_backlog_goes_on_in_a_detached_process(a, server):
     result, elapsed = run_stop(a, t, path)
     assert (result.returncode, result.stdout) == (0, "")
     assert a.without_load(elapsed) < 1.0
-    cursors = a.config_dir / "transcripts"
-
-    def offset() -> int | None:  # the detached process saves it once the server has all
-        saved = next(cursors.glob("*.json"), None)
-        return json.loads(saved.read_text())["offset"] if saved else None
-
+    cursors = a.config_dir / "transcripts"  # the detached process saves it once all is in
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and offset() != path.stat().st_size:
+    while time.monotonic() < deadline and _saved_offset(cursors) != path.stat().st_size:
         time.sleep(0.2)
-    assert offset() == path.stat().st_size
+    assert _saved_offset(cursors) == path.stat().st_size
     assert Session.objects.get().entry_count == 3000
 
 

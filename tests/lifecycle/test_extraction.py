@@ -6,11 +6,14 @@ cursor moving only with a stored proposal; without a key, explicit requests stil
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from memapp.lifecycle.extraction import STALE_RUN
 from memapp.lifecycle.models import ExtractionRun, Proposal, Session
 from memapp.lifecycle.tasks import run_extraction_task
 from memapp.stores.models import Event
@@ -260,6 +263,22 @@ def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
     assert "freeze starts" in later and "Ana reviews" in later
     assert "[user] remember that we deploy on Fridays" not in later
     assert {s.extracted_through for s in Session.objects.all()} == {4}
+
+
+def test_a_queued_run_a_stopped_worker_lost_serves_no_request(alice_api, private):
+    t = Transcript()
+    t.turn("remember that we deploy on Fridays", "Noted.")
+    assert upload(alice_api, t)["extraction"] == "queued"
+    lost = ExtractionRun.objects.get()
+    ExtractionRun.objects.filter(pk=lost.pk).update(
+        created_at=timezone.now() - STALE_RUN - timedelta(minutes=1)
+    )
+    t.turn("remember that staging is at staging.example.com", "Noted.")
+    assert upload(alice_api, t, entries=t.entries[2:])["extraction"] == "queued"  # not coalesced
+    lost.refresh_from_db()
+    assert lost.status == "failed"
+    assert lost.error == "lost: the task worker stopped before it finished"
+    assert ExtractionRun.objects.filter(status="queued").exclude(pk=lost.pk).count() == 1
 
 
 def test_without_a_key_explicit_requests_are_still_proposed(alice_api, private, settings):

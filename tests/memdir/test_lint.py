@@ -57,6 +57,16 @@ from memapp.memdir.lint import (
         ),
         # Code is masked without gluing its neighbours together.
         ("Ship next `v2` Tuesday.", ["Tuesday"]),
+        # One of each word an expression needs (texts without any are not matched at all).
+        ("Rotated 30 seconds ago.", ["30 seconds ago"]),
+        ("Restarted 5 minutes ago.", ["5 minutes ago"]),
+        ("Renewed two years ago.", ["two years ago"]),
+        ("Due by the end of the quarter.", ["end of the quarter"]),
+        ("Back in a fortnight.", ["in a fortnight"]),
+        ("Paged this evening.", ["this evening"]),
+        ("Paged this afternoon.", ["this afternoon"]),
+        ("Needs a fix by EOM.", ["EOM"]),
+        ("Zurück next Tuesday.", ["next Tuesday"]),
     ],
 )
 def test_it_finds_relative_dates(text, expected):

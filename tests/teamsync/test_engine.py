@@ -155,15 +155,18 @@ def test_edits_to_the_same_line_are_kept_as_a_conflict_and_no_marker_is_ever_pus
 
 @pytest.mark.parametrize("deleter", ["first", "second"])
 def test_an_edit_against_a_deletion_is_a_conflict_whichever_side_deletes(ana, ben, remote, deleter):
+    entry = "- [Deploy](project_deploy.md) — how we deploy\n"
+    others = "- [A](project_a.md) — a\n- [B](project_b.md) — b\n"
+    for name in ("a", "b"):
+        ana.write(f"project_{name}.md", memory(name.upper(), f"{name}\n"))
+    ana.write(INDEX_FILENAME, entry + others)
     _shared(ana, ben, "project_deploy.md", TEN_LINES)
     edited = _edit_line(TEN_LINES, 3, "edited while the other side deleted it")
     first, second = ana, ben
-    if deleter == "first":
-        first.delete("project_deploy.md")
-        second.write("project_deploy.md", edited)
-    else:
-        first.write("project_deploy.md", edited)
-        second.delete("project_deploy.md")
+    deleting, editing = (first, second) if deleter == "first" else (second, first)
+    deleting.delete("project_deploy.md")
+    deleting.write(INDEX_FILENAME, others)  # its line goes with it, as memhub deletes
+    editing.write("project_deploy.md", edited)
     first.sync()
     merged, _ = second.sync()
 
@@ -176,8 +179,14 @@ def test_an_edit_against_a_deletion_is_a_conflict_whichever_side_deletes(ana, be
     else:
         assert (conflict.ours, conflict.theirs) == (None, edited)
         assert second.read("project_deploy.md") is None  # held: not resurrected behind its back
-    # The edit is never lost: the shared repository keeps it until a person decides.
-    assert tip_files(remote, FOLDER)["project_deploy.md"] == edited
+    # The edit is never lost: the shared repository keeps it until a person decides, and
+    # with it its index line (part of what the member wrote).
+    shared = tip_files(remote, FOLDER)
+    assert shared["project_deploy.md"] == edited
+    assert shared[INDEX_FILENAME] == entry + others
+    first.sync()
+    assert editing.read("project_deploy.md") == edited
+    assert editing.read(INDEX_FILENAME) == entry + others
     _assert_no_markers(remote)
 
 
@@ -318,6 +327,35 @@ def test_index_entries_of_files_deleted_on_the_other_side_are_dropped(ana, ben, 
         assert member.read("project_old.md") is None
     assert "project_old.md" not in tip_files(remote, FOLDER)[INDEX_FILENAME]
     _assert_no_markers(remote)
+
+
+@pytest.mark.parametrize("name", ["café.md", 'say "hi".md'])
+def test_a_file_whose_name_git_quotes_loses_its_entry_and_keeps_its_author(ana, ben, remote, name):
+    """git quotes a name that is not ASCII or holds a quote in a listing without `-z`: such a
+    file deleted on one side while the other reworded its entry still loses that entry, and
+    its deletion is still ana's."""
+    others = "- [Deploy](project_deploy.md) — how we deploy\n"
+    ana.write(name, memory("Old", "Obsolete.\n"))
+    ana.write("project_deploy.md", TEN_LINES)
+    _shared(ana, ben, INDEX_FILENAME, f"- [Old](<{name}>) — obsolete\n" + others)
+    ana.delete(name)
+    ana.write(INDEX_FILENAME, others)
+    ana.commit()
+    assert ana.clone.unpushed_files() == 2  # the file and the index
+    ben.write(INDEX_FILENAME, f"- [Old](<{name}>) — obsolete, reworded by ben\n" + others)
+    ana.sync()
+    ben.sync()
+    ana.sync()
+
+    for member in (ana, ben):
+        assert member.read(INDEX_FILENAME) == others
+        assert member.read(name) is None
+    assert tip_files(remote, FOLDER)[INDEX_FILENAME] == others
+    path = f"{FOLDER}/{name}"
+    assert ben.clone.last_authors([path, f"{FOLDER}/project_deploy.md"]) == {
+        path: "ana",
+        f"{FOLDER}/project_deploy.md": "ana",
+    }
 
 
 # --- publishing --------------------------------------------------------------------------------
@@ -617,6 +655,31 @@ def test_an_overlapping_local_edit_made_during_a_sync_becomes_a_conflict(ana, be
     ben.sync()
     assert tip_files(remote, FOLDER)["project_deploy.md"] == theirs
     _assert_no_markers(remote)
+
+
+def test_a_local_deletion_of_a_file_a_teammate_edited_during_a_sync_keeps_its_line(
+    ana, ben, remote
+):
+    """Deleted here (with its line) after the sync merged a teammate's edit of it: the commit
+    finds the conflict, the shared repository keeps the edit, and its line with it."""
+    entry = "- [Deploy](project_deploy.md) — how we deploy\n"
+    others = "- [A](project_a.md) — a\n"
+    ana.write("project_a.md", memory("A", "a\n"))
+    ana.write(INDEX_FILENAME, entry + others)
+    _shared(ana, ben, "project_deploy.md", TEN_LINES)
+    ana.write("project_deploy.md", _edit_line(TEN_LINES, 2, "ana's edit"))
+    ana.sync()
+    ben.delete("project_deploy.md")
+    applied = _pull_writing(ben, {INDEX_FILENAME: others})
+    ben.base = applied.base
+    result = ben.commit()
+    [conflict] = result.conflicts
+    assert (conflict.kind, conflict.ours) == ("edit_delete", None)
+    ben.held.add("project_deploy.md")
+    ben.sync()
+    shared = tip_files(remote, FOLDER)
+    assert shared["project_deploy.md"] == _edit_line(TEN_LINES, 2, "ana's edit")
+    assert shared[INDEX_FILENAME] == entry + others
 
 
 def test_a_local_index_change_made_during_a_sync_is_merged(ana, ben, remote):

@@ -557,6 +557,8 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
         do_forget_memory(team_store, alice, file.path)
     else:
         dora.delete(file.path)
+        lines = dora.read("MEMORY.md").splitlines(keepends=True)
+        dora.write("MEMORY.md", "".join(line for line in lines if file.path not in line))
         dora.sync()
         save(team_store, alice, "Deploy", body=OURS, path=file.path)
     do_sync_team()
@@ -566,15 +568,22 @@ def test_an_edit_against_a_deletion_is_a_conflict_resolved_by_deleting(
         assert conflict.ours is None and "Fridays" in conflict.theirs
     else:
         assert "Thursdays" in conflict.ours and conflict.theirs is None
-    # The edit is never lost: the shared repository keeps it until someone decides.
-    assert file.path in tip_files(remote, FOLDER)
+    # The edit is never lost: the shared repository keeps it until someone decides, with its
+    # index line; so does the store that kept the edit.
+    shared = tip_files(remote, FOLDER)
+    assert file.path in shared and f"({file.path})" in shared["MEMORY.md"]
+    if deleter == "there":
+        assert f"({file.path})" in (root(team_store) / "MEMORY.md").read_text()
 
     do_resolve_conflict(conflict, alice, "delete")
     do_sync_team()
-    assert file.path not in tip_files(remote, FOLDER)
+    shared = tip_files(remote, FOLDER)
+    assert file.path not in shared and file.path not in shared.get("MEMORY.md", "")
     assert not (root(team_store) / file.path).exists()
+    assert file.path not in (root(team_store) / "MEMORY.md").read_text()  # its line went too
     dora.pull()
     assert dora.read(file.path) is None
+    assert file.path not in dora.read("MEMORY.md")
 
 
 def test_resolving_an_index_conflict_keeps_the_entries_of_files_kept_back(
