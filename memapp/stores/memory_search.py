@@ -12,6 +12,7 @@ set (one query) and for the page shown (one).
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
 import threading
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from memapp.memdir.offline_recall import RecallIndex
 from memapp.memdir.ranking import MAX_QUERY
+from memapp.stores.kept_texts import KeptTexts
 from memapp.stores.models import MemoryFile, Store
 from memapp.stores.recall import index_from_mirror
 
@@ -86,8 +88,10 @@ class Found(Sequence):
     Paginator): ranked ones best first, only as many put in order as the pages shown need
     (a broad query matches most of a large store), then plain-text ones newest first."""
 
-    def __init__(self, ranked: list[_Ranked], plain: list[Key]) -> None:
-        self.ranked, self.plain = ranked, plain
+    def __init__(
+        self, ranked: list[_Ranked], plain: Sequence[Key], stores: dict[int, Store]
+    ) -> None:
+        self.ranked, self.plain, self.stores = ranked, plain, stores
         self._count = sum(len(r.scores) for r in ranked)
         self._best: list[Key] = []
 
@@ -122,17 +126,25 @@ class Found(Sequence):
         if isinstance(item, int):
             return self[item : item + 1][0]
         start, stop, _ = item.indices(len(self))
-        return _rows(self.keys(stop)[start:stop])
+        return _rows(self.keys(stop)[start:stop], self.stores)
 
 
-def _rows(keys: list[Key]) -> list[MemoryFile]:
-    """The mirror rows of `keys`, in that order (one query)."""
-    rows = (
-        MemoryFile.objects.select_related("store__project")
-        .order_by()
-        .filter(store_id__in={store for store, _ in keys}, path__in={path for _, path in keys})
+def _rows(keys: list[Key], stores: dict[int, Store]) -> list[MemoryFile]:
+    """The mirror rows of `keys`, in that order (one query), each with its store from
+    `stores` when those hold their project already (the store page's), else read with it."""
+    ids = {store for store, _ in keys}
+    given = all(
+        i in stores and (stores[i].project_id is None or Store.project.is_cached(stores[i]))
+        for i in ids
     )
-    by_key = {(row.store_id, row.path): row for row in rows}
+    rows = MemoryFile.objects.order_by().filter(
+        store_id__in=ids, path__in={path for _, path in keys}
+    )
+    by_key = {}
+    for row in rows if given else rows.select_related("store__project"):
+        if given:
+            row.store = stores[row.store_id]
+        by_key[(row.store_id, row.path)] = row
     return [by_key[key] for key in keys if key in by_key]
 
 
@@ -143,7 +155,7 @@ _SORTS = {  # over (key, mtime, name, type), as the database orders the other so
 }
 
 
-def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
+def _sorted(ranked: list[_Ranked], plain, sort, stores: dict[int, Store]) -> Found:
     """Every match ordered by another sort than best match."""
     rows = [
         (r.key(i), h.mtime_ms, h.name or "", h.type or "")
@@ -152,54 +164,116 @@ def _sorted(ranked: list[_Ranked], plain, sort) -> Found:
         for h in (r.index.headers[i],)
     ] + plain
     rows.sort(key=sort)
-    return Found([], [key for key, *_ in rows])
+    return Found([], [key for key, *_ in rows], stores)
 
 
-_texts: dict[int, tuple[RecallIndex, tuple[str, ...]]] = {}  # store id -> index, each text
+_kept: dict[int, KeptTexts] = {}  # store id -> its files' texts, in step with its index
 
 
-def _texts_in(store: Store, index: RecallIndex) -> tuple[str, ...]:
+def _texts_in(store: Store, index: RecallIndex) -> tuple[tuple[str, ...], KeptTexts | None]:
     """Each file's name, description, body and path, lower-cased and joined by NULs, in the
-    order of the store's index and kept with it, so the plain-text match reads no row: after
-    a rescan only the files whose stamp the kept texts lack are read (one query)."""
+    order of the store's index and kept with it (and the words they hold), so the plain-text
+    match reads no row: after a rescan only the files whose stamp the kept texts lack are read
+    (one query). None for the words when the texts are not those kept."""
     with _lock:
-        kept = _texts.get(store.pk)
-    if kept is not None and kept[0] is index:
-        return kept[1]
-    known = dict(zip(kept[0].key, kept[1], strict=True)) if kept is not None else {}
-    wanted = [stamp[0] for stamp in index.key if stamp not in known]
+        kept = _kept.setdefault(store.pk, KeptTexts())
+    key, texts = kept.view
+    if key is index.key:
+        return texts, kept
+    wanted = kept.missing(index.key)
     rows = store.files.order_by()
-    rows = rows.filter(path__in=wanted) if len(wanted) <= 500 else rows
+    rows = rows.filter(path__in=[stamp[0] for stamp in wanted]) if len(wanted) <= 500 else rows
     fields = ("path", "mtime_ms", "size", "name", "description", "body")
+    new = {}
     for path, mtime, size, *text in rows.values_list(*fields).iterator(chunk_size=2000):
-        known[(path, mtime, size)] = "\0".join((*text, path)).lower()
+        new[(path, mtime, size)] = "\0".join((*text, path)).lower()
+    if (followed := kept.follow(index.key, new)) is not None:
+        return followed, kept
     # A file rescanned since the index was built has a stamp the index lacks: its path only,
     # for this search (the next one has the next index).
-    texts = tuple(known.get(stamp) or stamp[0].lower() for stamp in index.key)
-    if all(stamp in known for stamp in index.key):
-        with _lock:
-            _texts[store.pk] = (index, texts)
-    return texts
+    return tuple(new.get(s) or kept.text(s) or s[0].lower() for s in index.key), None
 
 
-def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> list[tuple]:
+_orders: dict[int, tuple[RecallIndex, bool]] = {}  # store id -> index, newest first by path
+
+
+def _newest_first(store: Store, index: RecallIndex) -> bool:
+    """Whether the index's order is (newest, then path as Python compares it), as the plain
+    matches are listed: the database's collation of paths may differ (kept with the index)."""
+    with _lock:
+        kept = _orders.get(store.pk)
+    if kept is not None and kept[0] is index:
+        return kept[1]
+    keys = [(-h.mtime_ms, h.path) for h in index.headers]
+    ordered = all(a <= b for a, b in itertools.pairwise(keys))
+    with _lock:
+        _orders[store.pk] = (index, ordered)
+    return ordered
+
+
+class _Plain(Sequence):
+    """The plain-text matches of each store (positions in its index, newest first), their keys
+    made only for as many as are shown."""
+
+    def __init__(self, found: list[tuple[_Ranked, list[int]]]) -> None:
+        self.found = found
+        self._count = sum(len(positions) for _, positions in found)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _keys(self, stop: int) -> list[Key]:
+        if len(self.found) == 1:
+            r, positions = self.found[0]
+            return [r.key(i) for i in positions[:stop]]
+
+        def ordered(n: int, r: _Ranked, positions: list[int]):
+            return (
+                (-r.index.headers[i].mtime_ms, r.index.headers[i].path, n, i) for i in positions
+            )
+
+        merged = heapq.merge(*(ordered(n, *found) for n, found in enumerate(self.found)))
+        return [self.found[n][0].key(i) for _, _, n, i in itertools.islice(merged, stop)]
+
+    def __getitem__(self, item):
+        if isinstance(item, int):
+            return self[item : item + 1][0]
+        start, stop, _ = item.indices(len(self))
+        return self._keys(stop)[start:stop]
+
+    def rows(self) -> list[tuple]:
+        """Every match as (key, mtime, name, type)."""
+        return [
+            (r.key(i), h.mtime_ms, h.name or "", h.type or "")
+            for r, positions in self.found
+            for i in positions
+            for h in (r.index.headers[i],)
+        ]
+
+
+def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> _Plain:
     """What the ranking left out that holds `query` as typed (any case) in its name,
-    description, body or path, as (key, mtime, name, type), newest first; `allowed` (the
-    filters' matches) when filters are set."""
+    description, body or path, newest first; `allowed` (the filters' matches) when filters
+    are set."""
     needle = query.lower()
     if "\0" in needle:
-        return []  # no field holds a NUL (a form refuses them, and so does PostgreSQL)
+        return _Plain([])  # no field holds a NUL (a form refuses them, and so does PostgreSQL)
     found = []
     for r in ranked:
-        texts, scores, headers = _texts_in(r.store, r.index), r.scores, r.index.headers
-        # Only the texts the ranking left out are read: a broad query ranks most of a store.
-        for i in (i for i in range(len(texts)) if i not in scores and needle in texts[i]):
-            key = r.key(i)
-            if allowed is None or key in allowed:
-                h = headers[i]
-                found.append((key, h.mtime_ms, h.name or "", h.type or ""))
-    found.sort(key=lambda row: (-row[1], row[0][1]))
-    return found
+        texts, kept = _texts_in(r.store, r.index)
+        scores, headers = r.scores, r.index.headers
+        # Only the texts the ranking left out are read (a broad query ranks most of a store),
+        # and of those only the ones holding a word that holds the query, when that is fewer.
+        unranked = len(texts) - len(scores)
+        narrowed = kept.candidates(r.index.key, needle, unranked) if kept is not None else None
+        positions = range(len(texts)) if narrowed is None else narrowed
+        matches = [i for i in positions if i not in scores and needle in texts[i]]
+        if allowed is not None:
+            matches = [i for i in matches if r.key(i) in allowed]
+        if not _newest_first(r.store, r.index):
+            matches.sort(key=lambda i: (-headers[i].mtime_ms, headers[i].path))
+        found.append((r, matches))
+    return _Plain(found)
 
 
 def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
@@ -219,9 +293,10 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
             paths = r.index.headers
             r.scores = {i: s for i, s in r.scores.items() if (r.store.pk, paths[i].path) in allowed}
     others = _plain(ranked, query, allowed)
+    by_id = {r.store.pk: r.store for r in ranked}
     if sort := _SORTS.get(filters.get("sort") or ""):
-        return _sorted(ranked, others, sort)
-    return Found(ranked, [key for key, *_ in others])
+        return _sorted(ranked, others.rows(), sort, by_id)
+    return Found(ranked, others, by_id)
 
 
 def best_memories(stores: list[Store], query: str, limit: int) -> list[tuple[MemoryFile, float]]:

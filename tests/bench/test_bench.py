@@ -192,6 +192,7 @@ def test_a_quick_web_run_measures_every_row():
         "mirror rescan (unchanged, rescan_store)",
         "store page GET /stores/<id>/",
         "store page search ?q=deploy (htmx)",
+        "store page search ?q=_1234 (part of a path, htmx)",
         "recall API p50 POST /api/v1/recall",
         "recall API p99",
         "prompt API GET /api/v1/prompt",

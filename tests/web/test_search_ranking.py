@@ -101,6 +101,26 @@ def test_a_plain_text_match_follows_an_edit_of_the_file(client, corpus, alice):
     assert titles(client.get(search + "ee the doc")) == ["Ops runbooks"]
 
 
+def test_the_words_of_the_kept_texts_follow_an_edit(client, corpus, alice):
+    """The plain-text match reads only the kept texts holding a word that holds the query
+    ("wik": one file of three); once files are edited and rescanned, in the same process, the
+    one that now holds it is found and the one that no longer does is not."""
+    client.force_login(alice)
+    search = url("store", corpus) + "?q="
+    assert titles(client.get(search + "wik")) == ["Ops runbooks"]
+    for name, old, new in [
+        ("reference_runbooks.md", "the wiki", "the zork"),
+        ("feedback_test_names.md", "Sentence names", "Sentence wikis"),
+    ]:
+        path = root(corpus) / name
+        path.write_text(path.read_text().replace(old, new))
+        later = path.stat().st_mtime + 5
+        os.utime(path, (later, later))
+    rescan_store(corpus)
+    assert titles(client.get(search + "wik")) == ["Test names"]
+    assert titles(client.get(search + "zor")) == ["Ops runbooks"]
+
+
 def test_the_filters_still_apply_to_a_ranked_search(client, corpus, alice):
     client.force_login(alice)
     feedback = titles(client.get("/search/?q=flaky+tests&type=feedback"))
