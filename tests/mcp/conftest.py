@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -27,7 +28,14 @@ def over_http(url: str, token: str | None, work: Callable[[Client], Awaitable[An
         ):
             return await work(client)
 
-    return anyio.run(run)
+    return run_client(run)
+
+
+def run_client(run: Callable[[], Awaitable[Any]]) -> Any:
+    """`anyio.run(run)` on a thread of its own: a browser test earlier in the same pytest
+    worker leaves Playwright's event loop running on the main thread, where no other can."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, run).result()
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ import json
 import subprocess
 import time
 
-import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
 from memapp.stores.actions import do_save_memory
 from memapp.stores.projects import resolve_store
 from tests.client.conftest import AGENT, SLUG
+from tests.mcp.conftest import run_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,7 @@ def over_stdio(machine, work):
         async with Client(params) as client:
             return await work(client)
 
-    return anyio.run(run)
+    return run_client(run)
 
 
 def test_the_stdio_server_recalls_for_the_project_of_the_working_directory(
