@@ -57,7 +57,9 @@ def _is_plain(request: HttpRequest, methods: frozenset[str]) -> bool:
         return False  # `?format=` is DRF's URL_FORMAT_OVERRIDE (a POST takes no query)
     if request.method == "POST":
         length = meta.get("CONTENT_LENGTH") or "0"
-        return meta.get("CONTENT_TYPE") == "application/json" and length.isdigit()
+        return (
+            meta.get("CONTENT_TYPE") == "application/json" and length.isascii() and length.isdigit()
+        )
     return True
 
 
@@ -88,15 +90,18 @@ def _body(request: HttpRequest):
     return BoundedJSONParser().parse(request)
 
 
+_UNREAD = object()  # the body is read in its turn (a JSON `null` body reads as None)
+
+
 def _early_body(request: HttpRequest, known_user: bool):
     """The body, read before the token is checked when its user is known to this process
     (never for a stranger's request: DRF reads nothing before), so that what it names is read
     with the warm stamp; a body that does not parse is refused in its turn, after the token
-    and the throttle. None: read it in its turn."""
+    and the throttle. `_UNREAD`: read it in its turn."""
     if request.method != "POST":
         return request.GET.dict()
     if not known_user or int(request.META.get("CONTENT_LENGTH") or 0) > EARLY_BODY_BYTES:
-        return None
+        return _UNREAD
     try:
         return _body(request)
     except Exception as exc:
@@ -146,7 +151,7 @@ def plain(
                 raise exceptions.Throttled(throttle.wait())
             if isinstance(data, Exception):
                 raise data
-            if data is None:
+            if data is _UNREAD:
                 data = _body(request)
             valid = quick_validated(serializer, data)
             if valid is None:

@@ -54,8 +54,8 @@ class Unreachable(Exception):
 
 
 class TimedOut(Unreachable):
-    """No answer in the time allowed: the server (or something on the way) may still be at
-    work on the request, unlike one that refused the connection."""
+    """No answer in the time allowed (to the connection or to the request): the server may
+    still be at work on it, unlike one that refused the connection."""
 
 
 class NotMemhub(Unreachable):

@@ -235,10 +235,10 @@ def upload_from_hook(
                 agent=agent,
             )
         except Exception as exc:
-            # A batch that ran out of time: the server is there (it took the request, or
-            # took others before), so the rest goes on in the background, which sends that
-            # batch again (the server keeps an entry once). Refused or failed with nothing
-            # through: the next hook tries.
+            # A batch that ran out of time (the server may be at work on it, or took others
+            # before): the rest goes on in the background, which sends that batch again (the
+            # server keeps an entry once). Refused, or failed otherwise with nothing through:
+            # the next hook tries.
             if cursor.offset == start and not isinstance(exc, TimedOut):
                 raise
             done = False

@@ -152,6 +152,23 @@ def test_a_body_that_is_not_a_json_object_is_the_same_400(token, name):
     assert_same(plain, by_drf)
 
 
+def test_a_null_body_is_the_same_400_once_the_token_is_known(token):
+    plain_views._token_users.clear()
+    for _ in range(2):  # the second time, the body is read before the token is checked
+        plain, by_drf = both("recall", raw=b"null", **bearer(token))
+        assert answered_here(plain) and plain.status_code == 400
+        assert_same(plain, by_drf)
+
+
+@pytest.mark.parametrize("known", [False, True])
+def test_a_length_that_is_not_ascii_digits_is_drfs_to_answer(token, known):
+    if known:
+        both("recall", **bearer(token))
+    plain, by_drf = both("recall", **bearer(token), CONTENT_LENGTH="²")
+    assert not answered_here(plain) and plain.status_code == 400
+    assert_same(plain, by_drf)
+
+
 @pytest.mark.parametrize("body", BAD_FIELDS)
 def test_a_field_of_the_wrong_type_or_value_is_the_same_400(token, body):
     plain, by_drf = both("recall", body=body, **bearer(token))
