@@ -142,16 +142,22 @@ _blob_checksums: dict[str, str] = {}
 MAX_REMEMBERED_BLOBS = 200_000
 
 
+def _entry_files(key: str, text: str) -> list[tuple[int, str]]:
+    """Each entry of the index `key` (its `text`) that links a file: its line number and the
+    file's key (the link taken from beside `key`)."""
+    folder = posixpath.dirname(key)
+    return [
+        (entry.line_number, posixpath.normpath(posixpath.join(folder, entry.path)))
+        for entry in parse_index_entries(text)
+        if entry.path
+    ]
+
+
 def _entries_outside(key: str, text: str, in_repo: set[str]) -> set[int]:
     """Line numbers of the index `key`'s entries whose file is not in the shared repository
     (`in_repo`: its keys): files kept back for a secret, their size or the entry cap, held
     by a conflict, or never written."""
-    folder = posixpath.dirname(key)
-    return {
-        entry.line_number
-        for entry in parse_index_entries(text)
-        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) not in in_repo
-    }
+    return {number for number, file in _entry_files(key, text) if file not in in_repo}
 
 
 def shared_index(key: str, data: bytes, in_repo: set[str]) -> bytes:
@@ -189,23 +195,13 @@ def with_local_entries(
 
 def _linked(key: str, data: bytes) -> set[str]:
     """The files the entries of index `key` link, as paths beside `key`."""
-    folder = posixpath.dirname(key)
-    return {
-        posixpath.normpath(posixpath.join(folder, entry.path))
-        for entry in parse_index_entries(data.decode("utf-8", "replace"))
-        if entry.path
-    }
+    return {file for _, file in _entry_files(key, data.decode("utf-8", "replace"))}
 
 
 def _without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
     """Index `key` without its entries of `paths` (paths beside `key`); every other byte kept."""
     text = data.decode("utf-8", "surrogateescape")
-    folder = posixpath.dirname(key)
-    drop = {
-        entry.line_number
-        for entry in parse_index_entries(text)
-        if entry.path and posixpath.normpath(posixpath.join(folder, entry.path)) in paths
-    }
+    drop = {number for number, file in _entry_files(key, text) if file in paths}
     lines = text.splitlines(keepends=True)
     kept = (line for number, line in enumerate(lines, 1) if number not in drop)
     return "".join(kept).encode("utf-8", "surrogateescape")
@@ -901,13 +897,8 @@ class TeamClone:
             if current is None:
                 continue
             text = current.decode("utf-8", "replace")  # CRLF line ends kept
-            folder = PurePosixPath(path).parent
             lines = text.splitlines(keepends=True)
-            drop = {
-                entry.line_number
-                for entry in parse_index_entries(text)
-                if entry.path and posixpath.normpath(str(folder / entry.path)) in gone
-            }
+            drop = {number for number, file in _entry_files(path, text) if file in gone}
             seen: set[str] = set()
             cleaned = []
             for number, line in enumerate(lines, 1):
