@@ -74,6 +74,11 @@ class _Ranked:
     def key(self, i: int) -> Key:
         return (self.store.pk, self.index.headers[i].path)
 
+    def row(self, i: int) -> tuple[Key, int, str, str]:
+        """The file at `i` as the other sorts order it: (key, mtime, name, type)."""
+        h = self.index.headers[i]
+        return ((self.store.pk, h.path), h.mtime_ms, h.name or "", h.type or "")
+
 
 def _ranked(stores: Iterable[Store], query: str) -> list[_Ranked]:
     rankings = []
@@ -157,12 +162,7 @@ _SORTS = {  # over (key, mtime, name, type), as the database orders the other so
 
 def _sorted(ranked: list[_Ranked], plain, sort, stores: dict[int, Store]) -> Found:
     """Every match ordered by another sort than best match."""
-    rows = [
-        (r.key(i), h.mtime_ms, h.name or "", h.type or "")
-        for r in ranked
-        for i in r.scores
-        for h in (r.index.headers[i],)
-    ] + plain
+    rows = [r.row(i) for r in ranked for i in r.scores] + plain
     rows.sort(key=sort)
     return Found([], [key for key, *_ in rows], stores)
 
@@ -243,12 +243,7 @@ class _Plain(Sequence):
 
     def rows(self) -> list[tuple]:
         """Every match as (key, mtime, name, type)."""
-        return [
-            (r.key(i), h.mtime_ms, h.name or "", h.type or "")
-            for r, positions in self.found
-            for i in positions
-            for h in (r.index.headers[i],)
-        ]
+        return [r.row(i) for r, positions in self.found for i in positions]
 
 
 def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> _Plain:
