@@ -43,9 +43,12 @@ _LENGTH_VALIDATORS = (MaxLengthValidator, MinLengthValidator)
 _VALUE_VALIDATORS = (MaxValueValidator, MinValueValidator)
 
 
+def _between(value: int, low: int | None, high: int | None) -> bool:
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
 def _within(size: int, field) -> bool:
-    low, high = field.min_length, field.max_length
-    return (low is None or size >= low) and (high is None or size <= high)
+    return _between(size, field.min_length, field.max_length)
 
 
 def _char(field: serializers.CharField) -> Check:
@@ -98,8 +101,7 @@ def _integer(field: serializers.IntegerField) -> Check:
             return None if field.allow_null else _NO
         if type(value) is not int:
             return _NO
-        low, high = field.min_value, field.max_value
-        return value if (low is None or value >= low) and (high is None or value <= high) else _NO
+        return value if _between(value, field.min_value, field.max_value) else _NO
 
     return check
 
