@@ -389,18 +389,25 @@ class RecallIndex:
         "_hourly",
         "_idf",
         "_postings",
+        "_priors",
+        "_tool_docs",
         "bodies_read",
         "headers",
         "key",
         "max_idf",
+        "paths",
     )
 
     def __init__(self, headers: Sequence[MemoryHeader], docs: Sequence[_Doc], bodies_read: int):
         self.headers: tuple[MemoryHeader, ...] = tuple(headers)
         self.key: tuple[tuple[str, int, int], ...] = tuple(d.stamp for d in docs)
+        self.paths = frozenset(h.path for h in self.headers)
         self.bodies_read = bodies_read
         self._docs = tuple(docs)
         self._hourly: tuple[int, tuple[float, ...]] | None = None
+        self._priors = tuple(TYPE_PRIOR.get(h.type, 1.0) for h in self.headers)
+        # The documents the tool rule may boost or skip (usage docs and gotchas): a few.
+        self._tool_docs = frozenset(i for i, d in enumerate(docs) if d.usage_doc or d.gotcha)
         n = len(docs)
         avg = [
             max(1.0, sum(d.fields[f][1] for d in docs) / n) if n else 1.0
@@ -542,30 +549,33 @@ class RecallIndex:
         tools = _tool_phrases((recent_tools,) if isinstance(recent_tools, str) else recent_tools)
         if now_ms is None:
             now_ms = time.time() * 1000
-        norm = 1.0 / self.max_idf
+        norm, priors, headers = 1.0 / self.max_idf, self._priors, self.headers
+        relevance = {i: score * norm * priors[i] for i, score in raw.items()}
+        skipped: set[int] = set()
+        if tools:
+            for i in self._tool_docs.intersection(relevance):
+                doc = self._docs[i]
+                if any(t in doc.head for t in tools):
+                    if doc.gotcha:
+                        relevance[i] *= TOOL_GOTCHA_BOOST
+                    else:
+                        skipped.add(i)  # the agent is using the tool: it has its usage docs
         # The relative bar is set by the best match of all, surfaced or skipped ones included:
-        # once the one memory that fits has been surfaced, weak matches stay weak.
-        best = 0.0
-        kept: list[tuple[int, float, float]] = []  # doc, relevance, rank score
-        for i, score in raw.items():
-            header = self.headers[i]
-            doc = self._docs[i]
-            relevance = score * norm * TYPE_PRIOR.get(header.type, 1.0)
-            skip = header.path in surfaced
-            if tools and (doc.usage_doc or doc.gotcha) and any(t in doc.head for t in tools):
-                if doc.gotcha:
-                    relevance *= TOOL_GOTCHA_BOOST
-                else:
-                    skip = True  # the agent is using the tool: it has its usage docs already
-            best = max(best, relevance)
-            if skip or relevance < MIN_SCORE:
+        # once the one memory that fits has been surfaced, weak matches stay weak. Only the few
+        # matches above both bars are looked at one by one.
+        best = max(0.0, *relevance.values())
+        bar = max(MIN_SCORE, RELATIVE * best)
+        kept: list[tuple[int, float]] = []  # doc, rank score
+        for i in [i for i, value in relevance.items() if value >= bar]:
+            header = headers[i]
+            if i in skipped or header.path in surfaced:
                 continue
             age_days = max(0.0, (now_ms - header.mtime_ms) / 86_400_000)
             boost = 1.0 + RECENCY_BOOST * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-            kept.append((i, relevance, relevance * boost))
+            kept.append((i, relevance[i] * boost))
         # Highest score first; equal scores keep manifest order, i.e. newest first.
-        kept.sort(key=lambda k: (-k[2], k[0]))
-        return [(i, rank) for i, relevance, rank in kept if relevance >= RELATIVE * best][:limit]
+        kept.sort(key=lambda k: (-k[1], k[0]))
+        return kept[:limit]
 
     def _score(self, query: str) -> dict[int, float]:
         """BM25F score of every document matching a query term (unnormalised)."""

@@ -195,15 +195,20 @@ def _indexes(stores: list[Store], limit: int):
 
 
 def _surfaced(indexes, surfaced_paths: set[str], memory_dir: str | None) -> set[tuple[int, str]]:
-    """The (store id, path) of the memories the agent was already shown."""
+    """The (store id, path) of the memories the agent was already shown: each shown path is
+    taken apart as `_shown` puts it together, and looked up among the store's indexed paths."""
     if not surfaced_paths:
         return set()
-    return {
-        (store.pk, header.path)
-        for store, index in indexes
-        for header in index.headers
-        if _shown(store, header.path, memory_dir) in surfaced_paths
-    }
+    found = set()
+    for store, index in indexes:
+        prefix = _shown(store, "", memory_dir)
+        start = len(prefix)
+        found.update(
+            (store.pk, path[start:])
+            for path in surfaced_paths
+            if path.startswith(prefix) and path[start:] in index.paths
+        )
+    return found
 
 
 def _eligible(indexes, surfaced: set[tuple[int, str]], max_files: int) -> list[tuple]:
@@ -218,6 +223,11 @@ def _eligible(indexes, surfaced: set[tuple[int, str]], max_files: int) -> list[t
     if len(indexes) > 1:
         eligible.sort(key=lambda row: -row[1].mtime_ms)
     return eligible[:max_files]
+
+
+def _eligible_count(indexes, surfaced: set[tuple[int, str]], max_files: int) -> int:
+    """`len(_eligible(...))` without listing them: `surfaced` holds only indexed files."""
+    return min(max_files, sum(len(index) for _store, index in indexes) - len(surfaced))
 
 
 def select_offline(indexes, query, recent_tools, surfaced, limit) -> list[tuple[Store, object]]:
@@ -525,27 +535,29 @@ def recall_for(
         # Daily-log mode recalls nothing per prompt (its prompt says so): the logs are read
         # by consolidation, and the agent reads its memory itself.
         return RecallOutcome(selector="disabled", fallback_reason="daily_log_mode")
-    limit = flags["recall_max"]
-    indexes = _indexes(_stores(user, private, scope, flags), flags["scan_max_files"])
+    limit, max_files = flags["recall_max"], flags["scan_max_files"]
+    indexes = _indexes(_stores(user, private, scope, flags), max_files)
     session = _session(user, session_id)
     surfaced_paths = set(already_surfaced) | session.value.paths
     surfaced = _surfaced(indexes, surfaced_paths, memory_dir)
-    eligible = _eligible(indexes, surfaced, flags["scan_max_files"])
-    outcome = RecallOutcome(candidates=len(eligible))
+    outcome = RecallOutcome(candidates=_eligible_count(indexes, surfaced, max_files))
 
     def candidate(store: Store, header: MemoryHeader) -> Candidate:
         return Candidate(store, header, _shown(store, header.path, memory_dir), store.kind)
 
     picked: list[Candidate] | None = None
-    if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and eligible:
+    if settings.ANTHROPIC_API_KEY and not flags["recall_offline_only"] and outcome.candidates:
         wait = None if wait_ms is None else wait_ms / 1000 - (time.monotonic() - started)
+        eligible = _eligible(indexes, surfaced, max_files)
         candidates = [candidate(store, header) for store, header in eligible]
         picked = _select(
             candidates, query, recent_tools, limit, flags["recall_model"], wait, outcome
         )
     if picked is None:
         # One store's index holds only its newest files, none surfaced is picked: all eligible.
-        allowed = {(st.pk, h.path) for st, h in eligible} if len(indexes) > 1 else None
+        allowed = None
+        if len(indexes) > 1:
+            allowed = {(st.pk, h.path) for st, h in _eligible(indexes, surfaced, max_files)}
         picked = [
             candidate(store, header)
             for store, header in select_offline(indexes, query, recent_tools, surfaced, limit)
