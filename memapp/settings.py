@@ -191,6 +191,22 @@ MIDDLEWARE = [
     # Last, as axes asks: it turns a refused login into the page that says how long to wait.
     "axes.middleware.AxesMiddleware",
 ]
+# What an agent's usual recall and prompt (memapp.api.plain_views) skip (memapp.wsgi): each
+# serves a browser (static files, form uploads, its session, CSRF, signed-in user, messages,
+# htmx, login lockouts) and changes nothing in those answers, as tests/api/test_api_handler.py
+# shows. A middleware added above passes them too unless it is named here.
+PAGE_MIDDLEWARE = frozenset(
+    {
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+        "memapp.web.middleware.upload_limit",
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.middleware.csrf.CsrfViewMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+        "django_htmx.middleware.HtmxMiddleware",
+        "axes.middleware.AxesMiddleware",
+    }
+)
 
 ROOT_URLCONF = "memapp.urls"
 CSRF_FAILURE_VIEW = "memapp.web.views.errors.csrf_failure"

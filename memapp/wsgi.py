@@ -6,15 +6,57 @@ Anthropic SDK, and compile the URL patterns: that request took over a second, lo
 agent's hook waits (docs/design.md §21). `manage.py serve` runs gunicorn with `--preload`, so
 this happens once, before the workers fork; it opens no database connection, which a forked
 worker must not share.
+
+An agent's usual recall and prompt, which memapp.api.plain_views answers itself, pass through
+a second handler with only the middleware that changes an API answer (`settings.MIDDLEWARE`
+less `settings.PAGE_MIDDLEWARE`): the browser's eight cost each recall a sixth of its CPU.
 """
 
 import contextlib
 import os
 
+from django.core.handlers.wsgi import WSGIHandler
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memapp.settings")
-application = get_wsgi_application()
+pages = get_wsgi_application()
+
+
+class PlainApiHandler(WSGIHandler):
+    """Django's handler with the middleware of `settings.MIDDLEWARE` that is not a page's."""
+
+    def load_middleware(self, is_async=False):
+        from django.conf import settings
+
+        everything = settings.MIDDLEWARE
+        settings.MIDDLEWARE = [m for m in everything if m not in settings.PAGE_MIDDLEWARE]
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = everything
+
+
+def _plain_views() -> dict:
+    """Each plain view by the path it answers (the script prefix is not part of PATH_INFO)."""
+    from django.urls import reverse
+
+    from memapp.api.plain_views import plain_prompt, plain_recall
+
+    return {
+        reverse(name): view
+        for name, view in (("api_recall", plain_recall), ("api_prompt", plain_prompt))
+    }
+
+
+plain_api = PlainApiHandler()
+_views = _plain_views()
+
+
+def application(environ, start_response):
+    """The plain API handler for a request its view answers itself, else the whole one."""
+    view = _views.get(environ.get("PATH_INFO"))
+    handler = plain_api if view is not None and view.answers_here(environ) else pages
+    return handler(environ, start_response)
 
 
 def _load_the_app() -> None:

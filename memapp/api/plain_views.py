@@ -16,8 +16,10 @@ for it; that view also stays what the OpenAPI schema describes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
-from django.http import HttpRequest, HttpResponse
+from django.core.handlers.wsgi import get_bytes_from_wsgi
+from django.http import HttpRequest, HttpResponse, QueryDict
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 
@@ -38,24 +40,28 @@ _PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 _renderer = JSONRenderer()
 
 
-def _bearer_token(request: HttpRequest) -> str | None:
+def _bearer_token(meta: dict) -> str | None:
     """The token of a well-formed `Authorization: Bearer <token>` (split as DRF splits it), or
     None for anything else, which DRF's authentication answers."""
-    parts = request.META.get("HTTP_AUTHORIZATION", "").encode("iso-8859-1").split()
+    parts = meta.get("HTTP_AUTHORIZATION", "").encode("iso-8859-1").split()
     if len(parts) != 2 or parts[0].lower() != b"bearer" or not parts[1].isascii():
         return None
     return parts[1].decode("ascii")
 
 
-def _is_plain(request: HttpRequest, methods: frozenset[str]) -> bool:
-    """Whether `plain` answers this request as the DRF view would; it reads nothing but the
-    request line and headers."""
-    meta = request.META
-    if request.method not in methods or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT:
+def _is_plain(meta: dict, methods: frozenset[str]) -> bool:
+    """Whether `plain` answers a request with these WSGI variables as the DRF view would: a
+    well-formed bearer token, and nothing but the request line and headers looked at."""
+    method = meta["REQUEST_METHOD"].upper()  # as Django's request reads it
+    if method not in methods or meta.get("HTTP_ACCEPT", "") not in _PLAIN_ACCEPT:
         return False
-    if meta.get("QUERY_STRING") and (request.method == "POST" or "format" in request.GET):
+    if _bearer_token(meta) is None:
+        return False
+    if meta.get("QUERY_STRING") and (
+        method == "POST" or "format" in QueryDict(get_bytes_from_wsgi(meta, "QUERY_STRING", ""))
+    ):
         return False  # `?format=` is DRF's URL_FORMAT_OVERRIDE (a POST takes no query)
-    if request.method == "POST":
+    if method == "POST":
         length = meta.get("CONTENT_LENGTH") or "0"
         return (
             meta.get("CONTENT_TYPE") == "application/json" and length.isascii() and length.isdigit()
@@ -133,9 +139,9 @@ def plain(
     headers = view_class().default_response_headers
 
     def view(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        token = _bearer_token(request)
-        if token is None or not _is_plain(request, methods):
+        if not _is_plain(request.META, methods):
             return drf_view(request, *args, **kwargs)
+        token = _bearer_token(request.META) or ""  # there is one: the request is plain
         token_hash = hash_token(token)
         user_pk = _token_users.get(token_hash)
         data = _early_body(request, user_pk is not None)
@@ -163,6 +169,7 @@ def plain(
             response[name] = value
         return response
 
+    view.answers_here = partial(_is_plain, methods=methods)  # type: ignore[attr-defined]
     # What Django's CSRF check and the schema generator look for on DRF's view.
     view.csrf_exempt = True  # type: ignore[attr-defined]
     view.cls = view_class  # type: ignore[attr-defined]

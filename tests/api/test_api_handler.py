@@ -1,0 +1,214 @@
+"""An agent's usual recall and prompt pass through memapp.wsgi's plain API handler, without the
+browser's middleware (settings.PAGE_MIDDLEWARE), and are answered exactly as through the whole
+chain: the same status, headers and body, for the usual request and each error; any other
+request takes the whole chain."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from django.test import RequestFactory
+
+from memapp import wsgi
+from memapp.api.auth import throttle_key
+from memapp.stores.projects import resolve_store
+from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
+from tests.conftest import write_memory
+
+pytestmark = pytest.mark.django_db
+
+RECALL, PROMPT = "/api/v1/recall", "/api/v1/prompt"
+GOOD = {"project": "acme/app", "query": "which database do the integration tests use"}
+
+
+@pytest.fixture(autouse=True)
+def offline(settings):
+    settings.ANTHROPIC_API_KEY = ""
+
+
+@pytest.fixture(autouse=True)
+def connection_kept():
+    """As Django's test client: the test's transaction must outlive each request."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def token(alice) -> str:
+    store = resolve_store(alice, "acme/app", "private")
+    write_memory(
+        Path(store.path),
+        "feedback_testing.md",
+        "Integration tests use a real database",
+        "Integration tests must hit a real database, not mocks",
+        "feedback",
+    )
+    return do_create_api_token(alice, "agent")[1]
+
+
+def environ(path: str, method: str = "POST", body=None, raw: bytes | None = None, **headers):
+    """A request's WSGI variables, built anew for each handler (a body is read once)."""
+    factory = RequestFactory()
+    if method == "GET":
+        return factory.get(path, body or {}, **headers).environ
+    if raw is None:
+        if body is None:
+            body = GOOD if path.startswith(RECALL) else {"project": "acme/app"}
+        raw = json.dumps(body).encode()
+    content_type = headers.pop("content_type", "application/json")
+    headers.setdefault("CONTENT_TYPE", content_type)
+    return factory.generic(method, path, raw, content_type=content_type, **headers).environ
+
+
+def answer(app, variables: dict) -> tuple[str, list[tuple[str, str]], bytes]:
+    started = {}
+
+    def start_response(status, headers, exc_info=None):
+        started["status"], started["headers"] = status, headers
+
+    result = app(variables, start_response)
+    try:
+        body = b"".join(result)
+    finally:
+        result.close()
+    return started["status"], sorted(started["headers"]), body
+
+
+def both(path: str, *args, **kwargs):
+    """The answer through the whole chain and through `memapp.wsgi.application`, and whether
+    the latter took the plain API handler."""
+    whole = answer(wsgi.pages, environ(path, *args, **kwargs))
+    variables = environ(path, *args, **kwargs)
+    view = wsgi._views.get(variables["PATH_INFO"])
+    plain = view is not None and view.answers_here(variables)
+    return whole, answer(wsgi.application, variables), plain
+
+
+def bearer(token: str) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def test_the_page_middleware_named_is_in_the_chain():
+    assert set(django_settings.MIDDLEWARE) > django_settings.PAGE_MIDDLEWARE
+
+
+def test_a_recall_is_answered_as_through_every_middleware(token):
+    whole, plain, lean = both(RECALL, **bearer(token))
+    assert lean and plain[0] == "200 OK"
+    memories = json.loads(plain[2])["memories"]
+    assert [m["name"] for m in memories] == ["Integration tests use a real database"]
+    assert ("Cache-Control", "no-store") in plain[1] and ("X-Frame-Options", "DENY") in plain[1]
+    assert plain == whole
+
+
+def test_a_recall_of_a_session_is_answered_as_through_every_middleware(token):
+    whole = answer(wsgi.pages, environ(RECALL, body={**GOOD, "session_id": "s-1"}, **bearer(token)))
+    plain = answer(
+        wsgi.application, environ(RECALL, body={**GOOD, "session_id": "s-2"}, **bearer(token))
+    )
+    assert json.loads(plain[2])["memories"] and plain == whole
+    # The session's budget holds through the plain handler too: shown once.
+    again = answer(
+        wsgi.application, environ(RECALL, body={**GOOD, "session_id": "s-2"}, **bearer(token))
+    )
+    assert json.loads(again[2])["memories"] == []
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_prompt_is_answered_as_through_every_middleware(token, method):
+    whole, plain, lean = both(PROMPT, method, {"project": "acme/app"}, **bearer(token))
+    assert lean and plain[0] == "200 OK" and json.loads(plain[2])["text"]
+    assert plain == whole
+
+
+def test_under_a_script_prefix_too(token):
+    whole, plain, lean = both(RECALL, **bearer(token), SCRIPT_NAME="/memhub")
+    assert lean and plain[0] == "200 OK" and plain == whole
+
+
+@pytest.mark.parametrize(
+    ("case", "status"),
+    [
+        ("revoked", "401 Unauthorized"),
+        ("not JSON", "400 Bad Request"),
+        ("wrong type", "400 Bad Request"),
+        ("unknown agent", "404 Not Found"),
+        ("throttled", "429 Too Many Requests"),
+    ],
+)
+def test_an_error_is_the_same(alice, token, case, status):
+    kwargs: dict = bearer(token)
+    path = RECALL
+    if case == "revoked":
+        row, revoked = do_create_api_token(alice, "gone")
+        do_revoke_api_token(row)
+        kwargs = bearer(revoked)
+    elif case == "not JSON":
+        kwargs["raw"] = b'{"project": '
+    elif case == "wrong type":
+        kwargs["body"] = {**GOOD, "query": ["x"]}
+    elif case == "unknown agent":
+        path, kwargs["body"] = PROMPT, {"project": "acme/app", "agent_type": "nobody"}
+    elif case == "throttled":  # the bucket is empty for another ~1000 s
+        cache.set(throttle_key(hash_token(token)), time.time() + 1060.5, 3600)
+    whole, plain, lean = both(path, **kwargs)
+    assert lean and plain[0] == status
+    assert plain == whole
+
+
+def test_a_removed_member_gets_the_same_answer(alice, bob, token):
+    project = resolve_store(alice, "acme/app", "private").project
+    project.members.add(bob)
+    bobs = do_create_api_token(bob, "agent")[1]
+    project.members.remove(bob)
+    for path, status in ((RECALL, "200 OK"), (PROMPT, "404 Not Found")):
+        whole, plain, lean = both(path, **bearer(bobs))
+        assert lean and plain[0] == status and plain == whole
+    assert json.loads(plain[2])["error"]["code"] == "not_a_member"
+
+
+def test_a_body_over_the_limit_is_the_same_413(token, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    whole, plain, lean = both(RECALL, body={**GOOD, "query": "x" * 2000}, **bearer(token))
+    assert lean and plain[0] == "413 Request Entity Too Large"
+    assert json.loads(plain[2])["error"]["code"] == "too_large"
+    assert plain == whole
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "headers"),
+    [
+        (RECALL, "GET", {}),  # 405, from DRF
+        (RECALL, "POST", {"HTTP_ACCEPT": "text/html"}),
+        (RECALL, "POST", {"content_type": "text/plain"}),
+        (RECALL, "POST", {"QUERY_STRING": "x=1"}),
+        (PROMPT, "GET", {"format": "json"}),  # DRF's format override
+        (RECALL + "/surfaced", "POST", {}),
+    ],
+)
+def test_any_other_request_takes_every_middleware(token, path, method, headers):
+    if method == "GET":
+        body, headers = {"project": "acme/app", **headers}, {}
+    else:
+        body = {"project": "acme/app"}
+    whole, plain, lean = both(path, method, body, **bearer(token), **headers)
+    assert not lean
+    assert plain[0] == whole[0]
+
+
+@pytest.mark.parametrize("authorization", [None, "Basic abc", "Bearer", "Bearer a b", "Bearer é"])
+def test_without_a_well_formed_bearer_token_every_middleware_runs(authorization):
+    headers = {} if authorization is None else {"HTTP_AUTHORIZATION": authorization}
+    whole, plain, lean = both(RECALL, **headers)
+    assert not lean and plain[0] == "401 Unauthorized"
+    assert plain == whole
