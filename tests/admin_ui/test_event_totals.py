@@ -4,11 +4,14 @@ same number of queries however many events there are."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from memapp.stores.event_totals import rebuild_event_totals
 from memapp.stores.events import flush_events, record_event, record_event_later
@@ -129,3 +132,16 @@ def test_the_migration_counts_the_events_already_kept(alice):
     executor.migrate(after)
     rows = sorted(EventTotal.objects.values_list("kind", "value", "count", "amount"))
     assert rows == [("recall", 0, 1, 0), ("recall", 2, 2, 4), ("secret_skipped", 0, 1, 4)]
+
+
+def test_an_event_recorded_later_is_written_as_it_was_recorded(acme, bob):
+    """Buffered, it keeps when it happened, its project (through its store) and its person."""
+    before = timezone.now()
+    record_event_later("recall", user=bob, store=acme.bob_private, candidates=2, selected=1)
+    recorded = timezone.now()
+    time.sleep(0.05)
+    assert flush_events() == 1
+    event = Event.objects.get(kind="recall")
+    assert before <= event.created_at <= recorded
+    assert (event.project, event.store, event.user) == (acme.project, acme.bob_private, bob)
+    assert event.fields == {"candidates": 2, "selected": 1}
