@@ -97,11 +97,15 @@ def _add(sums: dict[Dims, list[int]]) -> None:
 
 def add_to_totals(events: Iterable[Event]) -> None:
     """Count `events` (just written, in the same transaction) in their days' totals."""
-    _add(
-        _tally(
-            (e.kind, e.created_at, e.project_id, e.store_id, e.user_id, e.fields) for e in events
-        )
+    add_rows_to_totals(
+        (e.kind, e.created_at, e.project_id, e.store_id, e.user_id, e.fields) for e in events
     )
+
+
+def add_rows_to_totals(rows: Iterable[tuple]) -> None:
+    """`add_to_totals` for events given as (kind, created_at, project_id, store_id, user_id,
+    fields)."""
+    _add(_tally(rows))
 
 
 def count_into_totals(events) -> None:

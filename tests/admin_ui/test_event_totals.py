@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
@@ -145,3 +146,16 @@ def test_an_event_recorded_later_is_written_as_it_was_recorded(acme, bob):
     assert before <= event.created_at <= recorded
     assert (event.project, event.store, event.user) == (acme.project, acme.bob_private, bob)
     assert event.fields == {"candidates": 2, "selected": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_waiting_for_a_person_deleted_meanwhile_is_still_written(acme, bob):
+    """Its reference to the person goes, as if written before the delete (SET_NULL)."""
+    carol = get_user_model().objects.create_user("carol")
+    record_event_later("recall", acme.project, carol, candidates=1, selected=0)
+    record_event_later("recall", acme.project, bob, candidates=3, selected=1)
+    carol.delete()
+    assert flush_events() == 2
+    written = sorted(Event.objects.values_list("user", "fields__candidates"), key=str)
+    assert written == sorted([(None, 1), (bob.pk, 3)], key=str)
+    assert EventTotal.objects.filter(kind="recall").aggregate(n=Sum("count"))["n"] == 2
