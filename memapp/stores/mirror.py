@@ -20,6 +20,7 @@ from memapp.memdir.index import INDEX_FILENAME, index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
 from memapp.memdir.scan import MemoryHeader, StoreScan, scan_store
 from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum, read_file
+from memapp.stores.bulk import insert_rows
 from memapp.stores.history import record_found_on_disk
 from memapp.stores.models import MemoryFile, Store
 
@@ -33,9 +34,17 @@ class RescanResult(NamedTuple):
     unchanged: int
 
 
-def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> dict:
-    """Everything the mirror keeps about one file, from one full read of it (its bytes are
-    left in `contents`, for its history)."""
+# A mirror row's columns: the store and the path, what `_read_fields` reads (in its order),
+# then the two that depend on other files.
+_COLUMNS = (
+    "store_id", "path", "name", "description", "type", "type_form", "size", "mtime_ms", "sha256",
+    "links", "problem", "body", "missing_sections", "relative_dates", "in_index", "dangling_links",
+)  # fmt: skip
+
+
+def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> tuple:
+    """Everything the mirror keeps about one file (`_COLUMNS` from name to relative_dates),
+    from one full read of it (its bytes are left in `contents`, for its history)."""
     try:
         data = read_file(root / header.path)
     except OSError as exc:
@@ -46,21 +55,21 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
     memory = _memory(header, data)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
-    return {
-        "name": memory.name or "",
-        "description": memory.description or "",
-        "type": memory_type,
-        "type_form": memory.type_form or "",
-        "size": header.size,
-        "mtime_ms": header.mtime_ms,
-        "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
-        "links": list(memory.links),
+    return (
+        memory.name or "",
+        memory.description or "",
+        memory_type,
+        memory.type_form or "",
+        header.size,
+        header.mtime_ms,
+        checksum(data).removeprefix(CHECKSUM_PREFIX),
+        list(memory.links),
         # The whole file's problems (the header's among them), else why it could not be read.
-        "problem": memory.problem or problem,
-        "body": body,
-        "missing_sections": missing_why_how(memory_type, body),
-        "relative_dates": relative_dates(body) if memory_type == "project" else [],
-    }
+        memory.problem or problem,
+        body,
+        missing_why_how(memory_type, body),
+        relative_dates(body) if memory_type == "project" else [],
+    )
 
 
 def _memory(header: MemoryHeader, data: bytes) -> Memory:
@@ -104,23 +113,20 @@ def rescan_store(store: Store) -> RescanResult:
             "pk", "path", "mtime_ms", "size", "in_index", "dangling_links"
         )
     }
-    added, changed, unchanged = [], [], 0
+    added: list[tuple] = []
+    changed: list[tuple] = []
+    unchanged = 0
     contents: dict[str, bytes] = {}
     for header in headers:
         row = existing.pop(header.path, None)
         if row is None:
             fields = _read_fields(root, header, contents)
-            added.append(MemoryFile(store=store, path=header.path, **fields))
+            added.append((store.pk, header.path, *fields, False, []))
         elif row["mtime_ms"] != header.mtime_ms or row["size"] != header.size:
+            fields = _read_fields(root, header, contents)
+            # in_index and dangling_links as they were: refreshed below with the rest.
             changed.append(
-                MemoryFile(
-                    pk=row["pk"],
-                    store=store,
-                    path=header.path,
-                    in_index=row["in_index"],  # as they were: refreshed below with the rest
-                    dangling_links=row["dangling_links"],
-                    **_read_fields(root, header, contents),
-                )
+                (row["pk"], store.pk, header.path, *fields, row["in_index"], row["dangling_links"])
             )
         else:
             unchanged += 1
@@ -133,10 +139,11 @@ def rescan_store(store: Store) -> RescanResult:
     with transaction.atomic():
         # A changed row is replaced whole (same pk): bulk_update's CASE per field and row takes
         # seconds for a thousand rows, one DELETE and one INSERT milliseconds.
-        gone = [row["pk"] for row in existing.values()] + [file.pk for file in changed]
+        gone = [row["pk"] for row in existing.values()] + [row[0] for row in changed]
         if gone:
             MemoryFile.objects.filter(pk__in=gone).delete()
-        MemoryFile.objects.bulk_create(added + changed, batch_size=500)
+        insert_rows(MemoryFile, ("id", *_COLUMNS), changed)
+        insert_rows(MemoryFile, _COLUMNS, added)
         gone_paths = list(existing)
         if store.index_stats.get("signature") != signature:  # MEMORY.md changed: a version too
             index = _read_index(root)
