@@ -323,8 +323,9 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)  # what changed on disk since goes into its history first
             spec = _spec(store, state)
             gone = clone.incoming_deletions(spec)
-            if too_many_deletions(len(gone), _topic_count(store)):
-                _hold_deletions(store, gone, _topic_count(store), outgoing=False)
+            # One deletion is never held: the store is walked for its count only for more.
+            if len(gone) > 1 and too_many_deletions(len(gone), total := _topic_count(store)):
+                _hold_deletions(store, gone, total, outgoing=False)
                 spec = _spec(store, state)
             applied, written = _apply_incoming(clone, store, spec)
             by_author = _record_incoming(clone, store, applied, report, merged.before)
