@@ -134,6 +134,7 @@ class IncomingResult:
     not_applied: list[str] = field(default_factory=list)  # store changed meanwhile: next sync
     base: dict[str, str] = field(default_factory=dict)
     contents: dict[str, bytes] = field(default_factory=dict)  # what was written, by key
+    stats: dict[str, os.stat_result] = field(default_factory=dict)  # as each write left it
 
 
 # git blob id -> checksum of its content: content-addressed, so never stale. A pull reads from
@@ -979,7 +980,9 @@ class TeamClone:
                 read[blob] = data
         return {key: _blob_checksums[blob] for key, blob in blobs.items()}
 
-    def apply_incoming(self, spec: StoreSpec) -> IncomingResult:
+    def apply_incoming(
+        self, spec: StoreSpec, meanwhile: Callable[[IncomingResult], object] | None = None
+    ) -> IncomingResult:
         """Write to the store what changed in its folder since the base; the store's own
         changes are never overwritten (a key changed on both sides waits for the next sync,
         which commits it and lets git merge it). Indexes come last and are compared in their
@@ -989,7 +992,8 @@ class TeamClone:
         What arrived is read from git's objects (the folder's tree at HEAD), and only the
         blobs that differ from the base; the store's side is compared by checksums that
         re-read only files whose stat changed (:func:`store_checksums`). So a pull costs the
-        files it changes, not the folder's size, and no checkout pass touches the rest."""
+        files it changes, not the folder's size, and no checkout pass touches the rest.
+        `meanwhile` is given the result (what is written) while the writes wait on the disk."""
         result = IncomingResult(base=dict(spec.base))
         blobs = self.tree_blobs(spec.folder)
         data: dict[str, bytes] = {}  # what arrived is read once, for its checksum and to write
@@ -1032,7 +1036,8 @@ class TeamClone:
             self._set_base(result.base, key, arriving)
         for directory in {target.parent for target in writes}:  # every key checked above
             directory.mkdir(parents=True, exist_ok=True)
-        write_atomic_files(writes)
+        stats = write_atomic_files(writes, None if meanwhile is None else lambda: meanwhile(result))
+        result.stats = {key: stats[targets[key]] for key in result.written}
         return result
 
     @staticmethod

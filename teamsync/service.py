@@ -7,6 +7,7 @@ background worker runs about two seconds after the last change and every sync in
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -35,13 +36,14 @@ from memapp.stores.history import (
     record_index,
 )
 from memapp.stores.locks import store_lock
-from memapp.stores.mirror import rescan_store
+from memapp.stores.mirror import Parsed, parse_written, rescan_store
 from memapp.stores.models import Store, Via
 from teamsync.engine import (
     INDEX_FILENAME,
     MAX_PUSH_ATTEMPTS,
     CommitResult,
     Conflict,
+    IncomingResult,
     StoreSpec,
     TeamClone,
     checksum,
@@ -321,10 +323,11 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 rescan_store(store)  # what changed on disk since goes into its history first
             spec = _spec(store, state)
             gone = clone.incoming_deletions(spec)
-            if too_many_deletions(len(gone), _topic_count(store)):
-                _hold_deletions(store, gone, _topic_count(store), outgoing=False)
+            # One deletion is never held: the store is walked for its count only for more.
+            if len(gone) > 1 and too_many_deletions(len(gone), total := _topic_count(store)):
+                _hold_deletions(store, gone, total, outgoing=False)
                 spec = _spec(store, state)
-            applied = clone.apply_incoming(spec)
+            applied, written = _apply_incoming(clone, store, spec)
             by_author = _record_incoming(clone, store, applied, report, merged.before)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
@@ -333,10 +336,22 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
                 state.last_modified = timezone.now() if changed else state.last_modified
                 state.save(update_fields=["base", "version", "last_modified"])
             if applied.written or applied.deleted:
-                rescan_store(store)
+                rescan_store(store, written)  # every file written is in its history now
                 _record_files_changed(store, by_author)
         report.written += len(applied.written)
         report.deleted += len(applied.deleted)
+
+
+def _apply_incoming(
+    clone: TeamClone, store: Store, spec: StoreSpec
+) -> tuple[IncomingResult, dict[str, tuple[Parsed, os.stat_result]]]:
+    """`apply_incoming`, the topic files it writes parsed for the mirror while their writes
+    wait on the disk; returns them with the stat each write left, for `rescan_store`."""
+    parsed: dict[str, Parsed] = {}
+    applied = clone.apply_incoming(
+        spec, lambda result: parsed.update(parse_written(store, result.contents))
+    )
+    return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}
 
 
 # A sync that would delete more than this many files, or (two or more) over a quarter of a

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 __all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_files"]
@@ -22,8 +22,10 @@ __all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_fi
 # Mode for new files before the process umask is applied, as `open(path, "w")` would use.
 _NEW_FILE_MODE = 0o666
 _TEMP_ATTEMPTS = 100
-# write_atomic_files: threads that wait on fsync together, and the batch size worth them.
-_WRITERS = 4
+# write_atomic_files: threads that wait on fsync together (the journal commits the fsyncs that
+# wait at once together: 1,000 files took 0.55 s with 16, 0.7 s with 4), and the batch size
+# worth them.
+_WRITERS = 16
 _PARALLEL_FROM = 16
 
 
@@ -57,34 +59,78 @@ def write_atomic_bytes(
     - On any failure the temporary file is removed, the target is left as it was, and the
       exception propagates.
     """
-    directory = _replace(path, data, fsync=durable, mode=mode)
+    _replace(path, data, fsync=durable, mode=mode)
     if durable:
-        _fsync_directory(directory)
+        _fsync_directory(Path(path).parent)
 
 
-def write_atomic_files(files: Mapping[Path, bytes]) -> None:
+def write_atomic_files(
+    files: Mapping[Path, bytes], meanwhile: Callable[[], object] | None = None
+) -> dict[Path, os.stat_result]:
     """`write_atomic_bytes` of many files (a pull writing a thousand), faster: a few at a time,
     so that the disk overlaps their fsyncs, and one fsync per directory at the end rather than
     one per file. Each file is replaced atomically; all are durable once this returns. A
-    failure propagates; each file is then either its old self or wholly new."""
-    items = files.items()
-    if len(items) < _PARALLEL_FROM:
-        directories = {_replace(path, data, fsync=True) for path, data in items}
-    else:
-        from concurrent.futures import ThreadPoolExecutor  # not loaded by a hook's one write
+    failure propagates; each file is then either its old self or wholly new.
 
-        with ThreadPoolExecutor(_WRITERS, thread_name_prefix="write-atomic") as pool:
-            futures = [pool.submit(_replace, path, data, fsync=True) for path, data in items]
-        directories = {future.result() for future in futures}
-    for directory in directories:
-        _fsync_directory(directory)
+    `meanwhile` runs in the calling thread while the writes wait on the disk. Returns each
+    file's stat as its write left it (taken from the written file itself, not its path)."""
+    items = list(files.items())
+    stats: dict[Path, os.stat_result] = {}
+    try:
+        if len(items) < _PARALLEL_FROM:
+            for path, data in items:
+                stats[path] = _replace(path, data, fsync=True)
+            if meanwhile is not None:
+                meanwhile()
+        else:
+            _replace_in_threads(items, stats, meanwhile)
+    finally:  # what was written is durable even when something failed
+        for directory in {path.parent for path in stats}:
+            _fsync_directory(directory)
+    return stats
+
+
+def _replace_in_threads(
+    items: list[tuple[Path, bytes]],
+    stats: dict[Path, os.stat_result],
+    meanwhile: Callable[[], object] | None,
+) -> None:
+    """`_replace` of every item (its stat into `stats`), each of `_WRITERS` threads taking
+    every `_WRITERS`-th one (a thread pool's future per file cost 20–35 ms of CPU for a
+    thousand files, this 7 ms), and `meanwhile` in this thread. Raises the first failure
+    once every thread stopped."""
+    import threading  # not loaded by a hook's one write
+
+    failures: list[BaseException] = []
+
+    def write(share: list[tuple[Path, bytes]]) -> None:
+        try:
+            for path, data in share:
+                stats[path] = _replace(path, data, fsync=True)
+        except BaseException as exc:  # re-raised in the calling thread
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(items[i::_WRITERS],), name="write-atomic")
+        for i in range(_WRITERS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
 
 
 def _replace(
     path: str | os.PathLike[str], data: bytes, *, fsync: bool, mode: int | None = None
-) -> Path:
-    """Write `data` to a temporary file beside `path` and rename it over `path`; returns the
-    directory, whose entry is not yet synced."""
+) -> os.stat_result:
+    """Write `data` to a temporary file beside `path` and rename it over `path` (the
+    directory's entry not yet synced); returns the file's stat after the rename."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     target = Path(path)
@@ -102,14 +148,14 @@ def _replace(
                 view = view[written:]
             if fsync:
                 os.fsync(fd)
+            temp.replace(target)
+            return os.fstat(fd)  # the renamed file's (the rename sets its ctime)
         finally:
             os.close(fd)
-        temp.replace(target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
         raise
-    return directory
 
 
 def delete_file(path: str | os.PathLike[str], *, missing_ok: bool = False) -> bool:

@@ -18,13 +18,14 @@ one over it) and restores its mtime still changes it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import operator
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -42,6 +43,8 @@ from .store_files import open_store_file, walk_store_stamps
 __all__ = [
     "MAX_HEAD_BYTES",
     "detect_type_form",
+    "header_of",
+    "KnownFile",
     "MemoryHeader",
     "ScanCache",
     "StoreScan",
@@ -179,11 +182,36 @@ def scan_memory_files(
     return scan_store(directory, exclude, cache).ordered[:limit]
 
 
+class KnownFile(NamedTuple):
+    """A file a writer just wrote: its header as a scan would read it (:func:`header_of`, with
+    the write's mtime) and the stamps the write left. While the file still has them (the same
+    inode, mtime, ctime and size: every later write changes the ctime), it holds what was
+    written, and a scan takes this header instead of reading the file."""
+
+    header: MemoryHeader
+    mtime_ns: int
+    ctime_ns: int
+    size: int
+    inode: int
+
+    @classmethod
+    def written(cls, header: MemoryHeader, st: os.stat_result) -> KnownFile:
+        """`header` (parsed before the write ended) with the stat the write left."""
+        mtime_ms = st.st_mtime_ns // 1_000_000
+        header = dataclasses.replace(header, mtime_ms=mtime_ms)
+        return cls(header, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
 def scan_store(
-    directory: str | os.PathLike[str], exclude: Iterable[str] = (), cache: ScanCache | None = None
+    directory: str | os.PathLike[str],
+    exclude: Iterable[str] = (),
+    cache: ScanCache | None = None,
+    known: Mapping[str, KnownFile] | None = None,
 ) -> StoreScan:
     """:func:`scan_memory_files` of every file, as the :class:`StoreScan` it keeps in `cache`:
-    the very object of the last scan when no file changed (the mirror's rescan then stops)."""
+    the very object of the last scan when no file changed (the mirror's rescan then stops).
+    A changed file in `known` (by path) that is still as written is not read: its header is
+    that very object, so a caller can tell."""
     if cache is None:
         cache = _default_cache
     root = str(Path(directory).absolute())
@@ -217,7 +245,11 @@ def scan_store(
             ):
                 entries[name] = cached
             else:
-                header = _read_header(name, dir_fd, prefix + name, mtime_ns, size)
+                written = known.get(prefix + name) if known else None
+                if written is not None and _still_written(written, name, dir_fd, ctime_ns):
+                    header = written.header
+                else:
+                    header = _read_header(name, dir_fd, prefix + name, mtime_ns, size)
                 entries[name] = (mtime_ns, size, ctime_ns, header)
                 misses += 1
         dirs[prefix] = _Dir(names, ctimes, sizes, entries)
@@ -238,8 +270,32 @@ def scan_store(
 _first = operator.itemgetter(0)
 
 
+def _still_written(written: KnownFile, name: str, dir_fd: int, ctime_ns: int) -> bool:
+    """Whether the file `name` is the one `written` describes (one more stat, for the inode,
+    only when its ctime says it may be)."""
+    if written.ctime_ns != ctime_ns:
+        return False
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size) == (
+        written.inode,
+        written.mtime_ns,
+        written.ctime_ns,
+        written.size,
+    )
+
+
 def _newest_first(item: tuple[str, _Entry]) -> int:
     return -item[1][0]
+
+
+def header_of(rel: str, data: bytes) -> MemoryHeader:
+    """The header a scan reads from a file `rel` holding `data` (its first 30 lines), its
+    mtime 0 until :meth:`KnownFile.written` sets it: for a writer that knows what it writes."""
+    head, cut = _cut_head(data[:MAX_HEAD_BYTES], len(data))
+    return _parse_head(head, cut, rel, 0, len(data))
 
 
 def _read_header(name: str, dir_fd: int, rel: str, mtime_ns: int, size: int) -> MemoryHeader:
@@ -249,7 +305,10 @@ def _read_header(name: str, dir_fd: int, rel: str, mtime_ns: int, size: int) -> 
     except OSError as exc:
         unreadable = f"unreadable: {exc.strerror or exc}"
         return MemoryHeader(rel, mtime_ms, size, None, None, None, None, unreadable)
+    return _parse_head(data, cut, rel, mtime_ms, size)
 
+
+def _parse_head(data: bytes, cut: bool, rel: str, mtime_ms: int, size: int) -> MemoryHeader:
     text, problem = decode_bytes(data, final=not cut)
     if problem == BINARY_FILE:
         return MemoryHeader(rel, mtime_ms, size, None, None, None, None, problem)
@@ -291,7 +350,14 @@ def _read_head(name: str, dir_fd: int, size: int) -> tuple[bytes, bool]:
             data = bytes(buffer)
     finally:
         os.close(fd)
+    return _cut_head(data, size, newlines)
 
+
+def _cut_head(data: bytes, size: int, newlines: int | None = None) -> tuple[bytes, bool]:
+    """The first 30 lines of `data` (a file's first bytes, at most MAX_HEAD_BYTES of its
+    `size`): ``(bytes, cut by the byte cap)``."""
+    if newlines is None:
+        newlines = data.count(b"\n")
     if newlines >= HEADER_LINES:
         # Cut after the 30th line: a character boundary, so decoding stays exact.
         pos = -1

@@ -25,11 +25,13 @@ from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.store_files import FileKind, classify
+from memapp.stores.bulk import insert_rows
 from memapp.stores.models import Blob, MemoryVersion, Store, TrashItem, Via
 
 BATCH = 500
 FIRST_SEEN = "first seen"
 DELETED_ON_DISK = "deleted on disk"
+_VERSION_COLUMNS = ("store_id", "path", "sha256", "size", "via", "user_id", "note", "index_line")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -79,10 +81,10 @@ def latest_checksums(store: Store, paths: Iterable[str]) -> dict[str, str]:
     return {path: sha for path, (_, sha) in latest.items()}
 
 
-def _save_blobs(contents: Iterable[bytes]) -> None:
-    unique = {sha256_hex(data): data for data in contents}
-    blobs = [Blob(sha256=sha, data=data, size=len(data)) for sha, data in unique.items()]
-    Blob.objects.bulk_create(blobs, batch_size=BATCH, ignore_conflicts=True)
+def _save_blobs(blobs: Mapping[str, bytes]) -> None:
+    """The bytes of each checksum in `blobs`, unless kept already."""
+    rows = [(sha, data, len(data)) for sha, data in blobs.items()]
+    insert_rows(Blob, ("sha256", "data", "size"), rows, ignore_conflicts=True)
 
 
 def _describe(data: bytes, path: str) -> tuple[str, str]:
@@ -110,24 +112,20 @@ def record_changes(
     deleted = {p: d for p, d in (deleted or {}).items() if is_versioned(p)}
     if not written and not deleted:
         return
-    _save_blobs([*written.values(), *(d for d in deleted.values() if d is not None)])
+    shas = {path: sha256_hex(data) for path, data in written.items()}
+    gone = {path: sha256_hex(data) for path, data in deleted.items() if data is not None}
+    blobs = {shas[path]: data for path, data in written.items()}
+    blobs.update((gone[path], deleted[path]) for path in gone)
+    _save_blobs(blobs)
     known = latest_checksums(store, [p for p, d in deleted.items() if d is None])
+    who = (via, user.pk if user else None, note[:300])
     versions = [
-        MemoryVersion(
-            store=store,
-            path=path,
-            sha256=sha256_hex(data),
-            size=len(data),
-            via=via,
-            user=user,
-            note=note[:300],
-            index_line=index_lines.get(path, ""),
-        )
-        for path, data in written.items()
+        (store.pk, path, sha, len(written[path]), *who, index_lines.get(path, ""))
+        for path, sha in shas.items()
     ]
-    MemoryVersion.objects.bulk_create(versions, batch_size=BATCH)
+    insert_rows(MemoryVersion, _VERSION_COLUMNS, versions)
     for path, data in deleted.items():
-        sha = sha256_hex(data) if data is not None else known.get(path, "")
+        sha = gone[path] if data is not None else known.get(path, "")
         _trash(store, path, sha, data, via=via, user=user, note=note, line=index_lines.get(path))
 
 

@@ -8,7 +8,9 @@ gone. It never writes to the store's directory, and reads through the store's on
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,8 +20,9 @@ from django.utils import timezone
 from memapp.memdir.frontmatter import Memory, decode_bytes, parse_memory
 from memapp.memdir.index import INDEX_FILENAME, index_health
 from memapp.memdir.lint import link_targets, missing_why_how, relative_dates, unknown_links
-from memapp.memdir.scan import MemoryHeader, StoreScan, scan_store
-from memapp.memdir.store_files import CHECKSUM_PREFIX, checksum, read_file
+from memapp.memdir.scan import KnownFile, MemoryHeader, StoreScan, header_of, scan_store
+from memapp.memdir.store_files import CHECKSUM_PREFIX, FileKind, checksum, classify, read_file
+from memapp.stores.bulk import insert_rows
 from memapp.stores.history import record_found_on_disk
 from memapp.stores.models import MemoryFile, Store
 
@@ -33,9 +36,36 @@ class RescanResult(NamedTuple):
     unchanged: int
 
 
-def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> dict:
-    """Everything the mirror keeps about one file, from one full read of it (its bytes are
-    left in `contents`, for its history)."""
+# A mirror row's columns: the store, the path and the stamps, what `_fields` reads from the
+# file (in its order), then the two that depend on other files.
+_COLUMNS = (
+    "store_id", "path", "size", "mtime_ms", "name", "description", "type", "type_form", "sha256",
+    "links", "problem", "body", "missing_sections", "relative_dates", "in_index", "dangling_links",
+)  # fmt: skip
+
+
+class Parsed(NamedTuple):
+    """A topic file a writer is about to write, as the mirror reads it (see `parse_written`)."""
+
+    header: MemoryHeader  # mtime 0: set from the write's stat
+    fields: tuple
+
+
+def parse_written(store: Store, contents: Mapping[str, bytes]) -> dict[str, Parsed]:
+    """The topic files among `contents` (key -> the bytes a writer writes into `store`) as
+    a rescan would read them: parsed while the writes wait on the disk, so that the rescan
+    after them (`rescan_store(store, written=...)`) reads and parses none of them again."""
+    topics = [key for key in contents if classify(key, store.exclude) is FileKind.TOPIC]
+    parsed = {}
+    for key in topics:
+        header = header_of(key, contents[key])
+        parsed[key] = Parsed(header, _fields(header, contents[key], header.problem or ""))
+    return parsed
+
+
+def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -> tuple:
+    """`_fields` of one file, from one full read of it (its bytes are left in `contents`, for
+    its history)."""
     try:
         data = read_file(root / header.path)
     except OSError as exc:
@@ -43,24 +73,28 @@ def _read_fields(root: Path, header: MemoryHeader, contents: dict[str, bytes]) -
     else:
         problem = header.problem or ""
         contents[header.path] = data
+    return _fields(header, data, problem)
+
+
+def _fields(header: MemoryHeader, data: bytes, problem: str) -> tuple:
+    """What the mirror keeps of a file's content (`_COLUMNS` from name to relative_dates);
+    `problem`: why it could not be read, else the header's."""
     memory = _memory(header, data)
     body = "" if b"\0" in data[:8192] else memory.body[:MAX_BODY_CHARS]
     memory_type = memory.type or ""
-    return {
-        "name": memory.name or "",
-        "description": memory.description or "",
-        "type": memory_type,
-        "type_form": memory.type_form or "",
-        "size": header.size,
-        "mtime_ms": header.mtime_ms,
-        "sha256": checksum(data).removeprefix(CHECKSUM_PREFIX),
-        "links": list(memory.links),
+    return (
+        memory.name or "",
+        memory.description or "",
+        memory_type,
+        memory.type_form or "",
+        checksum(data).removeprefix(CHECKSUM_PREFIX),
+        list(memory.links),
         # The whole file's problems (the header's among them), else why it could not be read.
-        "problem": memory.problem or problem,
-        "body": body,
-        "missing_sections": missing_why_how(memory_type, body),
-        "relative_dates": relative_dates(body) if memory_type == "project" else [],
-    }
+        memory.problem or problem,
+        body,
+        missing_why_how(memory_type, body),
+        relative_dates(body) if memory_type == "project" else [],
+    )
 
 
 def _memory(header: MemoryHeader, data: bytes) -> Memory:
@@ -81,10 +115,19 @@ def _memory(header: MemoryHeader, data: bytes) -> Memory:
     return parse_memory(data, path=header.path)
 
 
-def rescan_store(store: Store) -> RescanResult:
-    """Bring the store's mirror rows and index stats up to date with its directory."""
+def rescan_store(
+    store: Store, written: Mapping[str, tuple[Parsed, os.stat_result]] | None = None
+) -> RescanResult:
+    """Bring the store's mirror rows and index stats up to date with its directory.
+
+    `written`: topic files a writer just wrote and recorded in the history itself, each as
+    `parse_written` read it and with the stat its write left. While a file still is as
+    written, it is neither read nor parsed again, nor looked for in its history; the rows
+    are those a rescan reading every file would leave."""
     root = Path(store.path)
-    scan = scan_store(root, exclude=tuple(store.exclude))
+    written = written or {}
+    known = {key: KnownFile.written(p.header, st) for key, (p, st) in written.items()}
+    scan = scan_store(root, exclude=tuple(store.exclude), known=known)
     headers = scan.ordered
     signature = _index_signature(root)
     seen = _last_rescan.get(store.pk)
@@ -104,26 +147,25 @@ def rescan_store(store: Store) -> RescanResult:
             "pk", "path", "mtime_ms", "size", "in_index", "dangling_links"
         )
     }
-    added, changed, unchanged = [], [], 0
+    added: list[tuple] = []
+    changed: list[tuple] = []
+    unchanged = 0
     contents: dict[str, bytes] = {}
     for header in headers:
         row = existing.pop(header.path, None)
-        if row is None:
-            fields = _read_fields(root, header, contents)
-            added.append(MemoryFile(store=store, path=header.path, **fields))
-        elif row["mtime_ms"] != header.mtime_ms or row["size"] != header.size:
-            changed.append(
-                MemoryFile(
-                    pk=row["pk"],
-                    store=store,
-                    path=header.path,
-                    in_index=row["in_index"],  # as they were: refreshed below with the rest
-                    dangling_links=row["dangling_links"],
-                    **_read_fields(root, header, contents),
-                )
-            )
-        else:
+        if row is not None and row["mtime_ms"] == header.mtime_ms and row["size"] == header.size:
             unchanged += 1
+            continue
+        path = header.path
+        if path in known and header is known[path].header:  # the scan found it as written
+            fields = written[path][0].fields
+        else:
+            fields = _read_fields(root, header, contents)
+        stamped = (store.pk, path, header.size, header.mtime_ms, *fields)
+        if row is None:
+            added.append((*stamped, False, []))
+        else:  # in_index and dangling_links as they were: refreshed below with the rest
+            changed.append((row["pk"], *stamped, row["in_index"], row["dangling_links"]))
     files_changed = bool(added or changed or existing)
     if not files_changed and store.index_stats.get("signature") == signature:
         # Nothing on disk moved: the index stats and cross-file flags still hold.
@@ -133,10 +175,11 @@ def rescan_store(store: Store) -> RescanResult:
     with transaction.atomic():
         # A changed row is replaced whole (same pk): bulk_update's CASE per field and row takes
         # seconds for a thousand rows, one DELETE and one INSERT milliseconds.
-        gone = [row["pk"] for row in existing.values()] + [file.pk for file in changed]
+        gone = [row["pk"] for row in existing.values()] + [row[0] for row in changed]
         if gone:
             MemoryFile.objects.filter(pk__in=gone).delete()
-        MemoryFile.objects.bulk_create(added + changed, batch_size=500)
+        insert_rows(MemoryFile, ("id", *_COLUMNS), changed)
+        insert_rows(MemoryFile, _COLUMNS, added)
         gone_paths = list(existing)
         if store.index_stats.get("signature") != signature:  # MEMORY.md changed: a version too
             index = _read_index(root)

@@ -237,13 +237,16 @@ def test_write_atomic_files_writes_every_file_and_syncs_each_directory_once(
     assert synced.count(False) == len(files) and synced.count(True) == 2
 
 
-def test_write_atomic_files_raises_and_leaves_no_torn_file(tmp_path):
+@pytest.mark.parametrize("others", [0, 40])  # one at a time, and in parallel
+def test_write_atomic_files_raises_and_leaves_no_torn_file(tmp_path, others):
     (tmp_path / "a.md").write_text("old a")
     files = {tmp_path / "a.md": b"new a", tmp_path / "missing" / "b.md": b"b"}
+    files.update({tmp_path / f"{i}.md": b"other" for i in range(others)})
     with pytest.raises(FileNotFoundError):
         write_atomic_files(files)
     assert (tmp_path / "a.md").read_text() in {"old a", "new a"}
-    assert _names(tmp_path) == ["a.md"]
+    assert {p.read_bytes() for p in tmp_path.glob("*.md") if p.name != "a.md"} <= {b"other"}
+    assert not [name for name in _names(tmp_path) if name.endswith(".tmp")]
 
 
 def test_delete_file_removes_the_file(tmp_path):

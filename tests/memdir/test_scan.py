@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -503,3 +504,41 @@ def test_files_in_subdirectories_do_not_count(tmp_path):
     write_at(tmp_path / "c.md", header_of("type: user"), 1000)
     assert detect_type_form(str(tmp_path)) == "top"
     assert detect_type_form(str(tmp_path / "team")) == "metadata"
+
+
+HEADS = {
+    "plain": memory("A", "one line", "user"),
+    "no header": "Just text.\n",
+    "thirty lines and more": "---\nname: N\n" + "x: y\n" * 40 + "---\nbody\n",
+    "not closed in 30 lines": "---\nname: N\n" + "\n" * 40,
+    "a long first line": "---\nname: " + "w" * 70_000 + "\n---\n",
+    "few lines past 8 KB": "---\nname: N\ndescription: " + "d" * 9_000 + "\n---\nbody\n",
+    "binary": b"\x00\x01---\nname: N\n",
+    "a character cut by the byte cap": "---\nname: " + "é" * 40_000 + "\n---\n",
+    "a BOM": "\ufeff" + memory("B", "bom"),
+}
+
+
+@pytest.mark.parametrize("case", HEADS)
+def test_a_writer_gets_the_header_a_scan_reads(tmp_path, case):
+    write(tmp_path, "m.md", HEADS[case])
+    [scanned] = scan_memory_files(tmp_path, limit=None, cache=ScanCache())
+    data = (tmp_path / "m.md").read_bytes()
+    known = scan_module.header_of("m.md", data)
+    assert dataclasses.replace(known, mtime_ms=scanned.mtime_ms) == scanned
+    assert known.body_start == scanned.body_start
+
+
+def test_a_known_file_is_not_read_while_it_is_as_written(tmp_path, monkeypatch):
+    path = write(tmp_path, "m.md", memory("Old"))
+    cache = ScanCache()
+    scan_module.scan_store(tmp_path, cache=cache)
+    data = memory("New").encode()
+    path.write_bytes(data)
+    known = {
+        "m.md": scan_module.KnownFile.written(scan_module.header_of("m.md", data), path.stat())
+    }
+    monkeypatch.setattr(scan_module, "_read_header", None)  # any read would fail
+    [header] = scan_module.scan_store(tmp_path, cache=cache, known=known).ordered
+    assert header is known["m.md"].header and header.name == "New"
+    assert header.mtime_ms == path.stat().st_mtime_ns // 1_000_000
