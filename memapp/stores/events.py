@@ -13,11 +13,11 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from functools import partial
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memapp.stores.bulk import insert_rows
 from memapp.stores.event_totals import add_rows_to_totals, add_to_totals, prune_totals
 from memapp.stores.models import Event
 
@@ -128,11 +128,10 @@ def _check(kind: str, fields: dict) -> None:
 # Events of hot API paths (recall, index loaded) are buffered and written in bulk, so a busy
 # agent's requests are not each a database write. The buffer is flushed when it is full, when it
 # is older than FLUSH_SECONDS (checked on the next event), and at process exit. It holds each
-# event's columns (`_COLUMNS`), written by one INSERT: a model instance per event, and
+# event's columns (`_ATTNAMES`), written by one INSERT: a model instance per event, and
 # bulk_create's compiler, cost a recall more than the rest of its bookkeeping.
 FLUSH_EVENTS = 50
 FLUSH_SECONDS = 5.0
-_COLUMNS = ("kind", "created_at", "project", "store", "user", "fields")
 _ATTNAMES = ("kind", "created_at", "project_id", "store_id", "user_id", "fields")
 _buffer: list[tuple] = []
 _buffer_lock = threading.Lock()
@@ -174,7 +173,7 @@ def flush_events() -> int:
         return 0
     try:
         with transaction.atomic():
-            _insert(buffered)
+            insert_rows(Event, _ATTNAMES, buffered)
             add_rows_to_totals(buffered)
     except IntegrityError:
         # A project, store or user was deleted while its events waited here: they keep no
@@ -185,21 +184,6 @@ def flush_events() -> int:
             Event.objects.bulk_create(pending)
             add_to_totals(pending)
     return len(buffered)
-
-
-def _insert(rows: list[tuple]) -> None:
-    """Events given by their `_COLUMNS`, in one statement run for each."""
-    fields = [Event._meta.get_field(name) for name in _COLUMNS]
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(Event._meta.db_table)} "
-        f"({', '.join(quote(field.column) for field in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
-    prepare = [partial(field.get_db_prep_save, connection=connection) for field in fields]
-    params = [[to_db(value) for to_db, value in zip(prepare, row, strict=True)] for row in rows]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
 
 
 def _forget_deleted(events: list[Event]) -> None:
