@@ -8,6 +8,8 @@ import re
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils.html import escape
 
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import RecallStat
@@ -170,3 +172,18 @@ def test_a_store_search_costs_the_same_queries_small_or_large(client, corpus, al
     large = counts()
     assert large == small
     assert len(titles(client.get(search))) == 50  # a full page, of the 600 that match
+
+
+def test_each_memory_links_to_its_page_with_its_key_quoted_as_reverse_quotes(client, corpus, alice):
+    """The rows' links are built from one reversal a store, quoted as `reverse` quotes."""
+    key = "notes/a b#c%d?e&f'g+ü日.md"
+    write_memory(root(corpus), key, "Odd key", "A flaky name for a file", "project")
+    rescan_store(corpus)
+    client.force_login(alice)
+    memory = escape(reverse("memory", kwargs={"store_id": corpus.pk, "path": key}))
+    store = escape(reverse("store", kwargs={"store_id": corpus.pk}))
+    assert "%23" in memory and "%C3%BC" in memory and "&amp;" in memory
+    for page in (url("store", corpus), "/search/"):
+        html = client.get(page + "?q=flaky").content.decode()
+        assert f'<a class="title" href="{memory}">' in html
+    assert f'<td data-label="Store"><a href="{store}">' in html  # the Search page's
