@@ -16,7 +16,7 @@ import itertools
 import operator
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memapp.memdir.offline_recall import RecallIndex
 from memapp.memdir.ranking import MAX_QUERY
@@ -75,9 +75,19 @@ class _Ranked:
     index: RecallIndex
     query: str
     scores: list[float]
+    count: int = field(init=False)  # of matches
 
-    def count(self) -> int:
-        return len(self.scores) - self.scores.count(0.0)
+    def __post_init__(self) -> None:
+        self.count = len(self.scores) - self.scores.count(0.0)
+
+    def keep(self, allowed: set[Key]) -> None:
+        """Only the matches `allowed` holds (the filters')."""
+        pk = self.store.pk
+        self.scores = [
+            s if s and (pk, h.path) in allowed else 0.0
+            for s, h in zip(self.scores, self.index.headers, strict=True)
+        ]
+        self.__post_init__()
 
     def best(self, stop: int) -> list[tuple[float, int]]:
         """The `stop` best matches as (score, -position), best first, as `heapq.nlargest`
@@ -87,11 +97,11 @@ class _Ranked:
         if stop <= 0:
             return []
         scores, every = self.scores, range(len(self.scores))
-        sample = sorted(itertools.islice(filter(None, scores), max(stop, _SAMPLE)), reverse=True)
-        if len(sample) < stop:  # fewer matches than asked for: all of them
+        if self.count <= stop:  # no more matches than asked for: all of them
             positions = itertools.compress(every, scores)
         else:
-            positions = itertools.compress(every, map(sample[stop - 1].__le__, scores))
+            sample = sorted(itertools.islice(filter(None, scores), max(stop, _SAMPLE)))
+            positions = itertools.compress(every, map(sample[-stop].__le__, scores))
         return sorted(((scores[i], -i) for i in positions), reverse=True)[:stop]
 
     def in_dict_order(self) -> list[int]:
@@ -125,7 +135,7 @@ class Found(Sequence):
         self, ranked: list[_Ranked], plain: Sequence[Key], stores: dict[int, Store]
     ) -> None:
         self.ranked, self.plain, self.stores = ranked, plain, stores
-        self._count = sum(r.count() for r in ranked)
+        self._count = sum(r.count for r in ranked)
         self._best: list[Key] = []
 
     def __len__(self) -> int:
@@ -281,7 +291,7 @@ def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> _Plai
         scores, headers = r.scores, r.index.headers
         # Only the texts the ranking left out are read (a broad query ranks most of a store),
         # and of those only the ones holding a word that holds the query, when that is fewer.
-        unranked = scores.count(0.0)
+        unranked = len(scores) - r.count
         narrowed = kept.candidates(r.index.key, needle, unranked) if kept is not None else None
         if narrowed is None:
             positions = itertools.compress(range(len(texts)), map(operator.not_, scores))
@@ -310,11 +320,7 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
         # The filters are the database's to apply; the ranking stays the index's.
         allowed = set(narrowed.order_by().values_list("store_id", "path"))
         for r in ranked:
-            pk = r.store.pk
-            r.scores = [
-                s if s and (pk, h.path) in allowed else 0.0
-                for s, h in zip(r.scores, r.index.headers, strict=True)
-            ]
+            r.keep(allowed)
     others = _plain(ranked, query, allowed)
     by_id = {r.store.pk: r.store for r in ranked}
     if sort := _SORTS.get(filters.get("sort") or ""):
