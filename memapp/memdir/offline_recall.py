@@ -32,7 +32,9 @@ disk; :func:`recall_offline` keeps one per directory, rebuilt only when the scan
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import operator
 import os
 import re
 import threading
@@ -507,6 +509,28 @@ class RecallIndex:
         weights = self._weights(time.time() * 1000 if now_ms is None else now_ms)
         return {i: score * weights[i] for i, score in self._score(query).items()}
 
+    def scored_list(self, query: str, now_ms: float | None = None) -> list[float]:
+        """:meth:`scored`'s scores as a list by position in :attr:`headers`, the same floats,
+        0.0 for a memory that does not match (every match scores above 0): for a query most
+        of a large store matches, where summing into a list and weighting it in C takes half
+        the time of a dict."""
+        scores = [0.0] * len(self.headers)
+        matched = []
+        for term, weight in self._term_weights(query).items():
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            matched.append(postings)
+            w = weight * self._idf[term]
+            for i, saturated in postings:
+                scores[i] += w * saturated  # 0.0 + x is x: the sums of _score, bit for bit
+        weights = self._weights(time.time() * 1000 if now_ms is None else now_ms)
+        if sum(map(len, matched)) * 8 < len(scores):  # a narrow query: only its matches
+            for i in {i for postings in matched for i, _ in postings}:
+                scores[i] *= weights[i]
+            return scores
+        return list(map(operator.mul, scores, weights))
+
     def _weights(self, now_ms: float) -> tuple[float, ...]:
         """Each memory's type prior times its recency boost, normalised, as of the hour of
         ``now_ms`` (a boost halving every 30 days moves by 0.01% in an hour): kept for the hour,
@@ -579,16 +603,9 @@ class RecallIndex:
 
     def _score(self, query: str) -> dict[int, float]:
         """BM25F score of every document matching a query term (unnormalised)."""
-        weights: dict[str, float] = {}
-        for token in _tokens(query):
-            scale = ACTION_WEIGHT if token.surface in ACTION_WORDS else 1.0
-            if token.stem:
-                weights[token.stem] = max(weights.get(token.stem, 0.0), scale)
-            for concept in token.concepts:
-                weights[concept] = max(weights.get(concept, 0.0), scale * CONCEPT_WEIGHT)
         scores: dict[int, float] = {}
         get = scores.get
-        for term, weight in weights.items():
+        for term, weight in self._term_weights(query).items():
             postings = self._postings.get(term)
             if postings is None:
                 continue
@@ -600,6 +617,18 @@ class RecallIndex:
             for i, saturated in postings:
                 scores[i] = get(i, 0.0) + w * saturated
         return scores
+
+    @staticmethod
+    def _term_weights(query: str) -> dict[str, float]:
+        """Each term of ``query`` (stems, synonym concepts) with its weight, in query order."""
+        weights: dict[str, float] = {}
+        for token in _tokens(query):
+            scale = ACTION_WEIGHT if token.surface in ACTION_WORDS else 1.0
+            if token.stem:
+                weights[token.stem] = max(weights.get(token.stem, 0.0), scale)
+            for concept in token.concepts:
+                weights[concept] = max(weights.get(concept, 0.0), scale * CONCEPT_WEIGHT)
+        return weights
 
     def reason(self, path: str, query: str) -> str:
         """:func:`select_reason` for the memory at ``path``, looking at its body too."""
@@ -638,78 +667,79 @@ def _tool_phrases(tools: Iterable[str]) -> tuple[str, ...]:
 _TEXT_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
+class _Verdicts(dict):
+    """A query's verdict on each word of a text, ``(stem, matches on its own, may start a
+    match)``, judged on first sight and remembered (up to :data:`_JUDGED_WORDS`), so a page of
+    results judges each distinct word once and looks the rest up in C (``map``)."""
+
+    def __init__(self, stems: set[str], concepts: frozenset[str]) -> None:
+        super().__init__()
+        self.stems, self.concepts = stems, concepts
+
+    def __missing__(self, word: str) -> tuple[str, bool, bool]:
+        stem = _stem(word.lower())
+        parts = [stem]
+        if _MIXED.fullmatch(word):
+            parts += [_stem(p.lower()) for p in _CAMEL_PART.findall(word)]
+        hit = any(
+            (p in self.stems and p not in STOP_WORDS)
+            or not self.concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
+            for p in parts
+        )
+        verdict = (stem, hit, hit or (bool(self.concepts) and stem in _PHRASE_STARTS))
+        if len(self) < _JUDGED_WORDS:
+            self[word] = verdict
+        return verdict
+
+
 @functools.lru_cache(maxsize=64)
-def _highlighter(
-    query: str,
-) -> tuple[frozenset[str], dict[str, tuple[str, bool]], Callable[[str], tuple[str, bool]] | None]:
-    """What ``query`` matches for highlighting: its synonym concepts (phrases of a text may
-    match them), the verdicts given so far, and a judge of a word of a text (its stem, and
-    whether the word matches on its own), None when nothing can match. The judge remembers
-    its verdicts, so a page of results judges each distinct word once."""
+def _highlighter(query: str) -> _Verdicts | None:
+    """What ``query`` matches for highlighting, None when nothing can."""
     stems: set[str] = set()
     concepts: set[str] = set()
     for token in _tokens(query):
         if token.stem:
             stems.add(token.stem)
         concepts.update(token.concepts)
-    judged: dict[str, tuple[str, bool]] = {}
     if not stems and not concepts:
-        return frozenset(), judged, None
-
-    def judge(word: str) -> tuple[str, bool]:
-        verdict = judged.get(word)
-        if verdict is None:
-            stem = _stem(word.lower())
-            parts = [stem]
-            if _MIXED.fullmatch(word):
-                parts += [_stem(p.lower()) for p in _CAMEL_PART.findall(word)]
-            verdict = (
-                stem,
-                any(
-                    (p in stems and p not in STOP_WORDS)
-                    or not concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
-                    for p in parts
-                ),
-            )
-            if len(judged) < _JUDGED_WORDS:
-                judged[word] = verdict
-        return verdict
-
-    return frozenset(concepts), judged, judge
+        return None
+    return _Verdicts(stems, frozenset(concepts))
 
 
-_JUDGED_WORDS = 100_000  # verdicts a query's judge remembers
+_JUDGED_WORDS = 100_000  # verdicts a query remembers
 
 
 def match_spans(query: str, text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds a word (or a synonym phrase) that a word of ``query`` matches, as
     ``(start, end)`` character spans in order: what the ranking counted, for marking it."""
-    concepts, judged, judge = _highlighter(query)
-    if judge is None:
+    verdicts = _highlighter(query)
+    if verdicts is None:
         return []
     words = list(_TEXT_WORD.finditer(text))
-    known = judged.get
-    verdicts = [known(word) or judge(word) for word in map(re.Match.group, words)]
-    if not concepts:  # no synonym phrase can match: single words only
-        return [m.span() for m, (_, hit) in zip(words, verdicts, strict=True) if hit]
-    word_stems = [stem for stem, _ in verdicts]
+    judged = list(map(verdicts.__getitem__, map(re.Match.group, words)))
+    # Only a word that matches or may start a synonym phrase starts a span: the rest, most of
+    # a text, are passed over without a step of Python each.
+    starts = itertools.compress(range(len(words)), map(operator.itemgetter(2), judged))
+    if not verdicts.concepts:  # no synonym phrase can match: single words only
+        return [words[i].span() for i in starts]
+    word_stems = [stem for stem, _, _ in judged]
     spans: list[tuple[int, int]] = []
-    i = 0
-    while i < len(words):
-        stem, taken = word_stems[i], 0
-        if stem in _PHRASE_STARTS:
+    after = 0
+    for i in starts:
+        if i < after:
+            continue
+        taken = 0
+        if word_stems[i] in _PHRASE_STARTS:
             for n in _PHRASE_LENGTHS:
                 phrase = _PHRASE_CONCEPTS.get(tuple(word_stems[i : i + n]))
-                if phrase and 1 < n <= len(words) - i and not concepts.isdisjoint(phrase):
+                if phrase and 1 < n <= len(words) - i and not verdicts.concepts.isdisjoint(phrase):
                     taken = n
                     break
-        if not taken and verdicts[i][1]:
+        if not taken and judged[i][1]:
             taken = 1
         if taken:
             spans.append((words[i].start(), words[i + taken - 1].end()))
-            i += taken
-        else:
-            i += 1
+            after = i + taken
     return spans
 
 

@@ -16,7 +16,7 @@ import itertools
 import operator
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memapp.memdir.offline_recall import RecallIndex
 from memapp.memdir.ranking import MAX_QUERY
@@ -63,13 +63,51 @@ def _positions_in(store: Store, index: RecallIndex) -> dict[str, int]:
     return positions
 
 
+_SAMPLE = 1000  # scores a bar for the best ones is taken from
+
+
 @dataclass
 class _Ranked:
-    """One store's matches by the ranking rule: scores by position in its index."""
+    """One store's matches by the ranking rule: scores by position in its index, 0.0 for a
+    file that does not match."""
 
     store: Store
     index: RecallIndex
-    scores: dict[int, float]
+    query: str
+    scores: list[float]
+    count: int = field(init=False)  # of matches
+
+    def __post_init__(self) -> None:
+        self.count = len(self.scores) - self.scores.count(0.0)
+
+    def keep(self, allowed: set[Key]) -> None:
+        """Only the matches `allowed` holds (the filters')."""
+        pk = self.store.pk
+        self.scores = [
+            s if s and (pk, h.path) in allowed else 0.0
+            for s, h in zip(self.scores, self.index.headers, strict=True)
+        ]
+        self.__post_init__()
+
+    def best(self, stop: int) -> list[tuple[float, int]]:
+        """The `stop` best matches as (score, -position), best first, as `heapq.nlargest`
+        gives them: only the scores at or above a bar that `stop` of the first matches reach
+        are put in order (a broad query matches most of a large store, and comparing each
+        in Python was a sixth of a search)."""
+        if stop <= 0:
+            return []
+        scores, every = self.scores, range(len(self.scores))
+        if self.count <= stop:  # no more matches than asked for: all of them
+            positions = itertools.compress(every, scores)
+        else:
+            sample = sorted(itertools.islice(filter(None, scores), max(stop, _SAMPLE)))
+            positions = itertools.compress(every, map(sample[-stop].__le__, scores))
+        return sorted(((scores[i], -i) for i in positions), reverse=True)[:stop]
+
+    def in_dict_order(self) -> list[int]:
+        """The matches in the order `RecallIndex.scored` lists them, which the other sorts'
+        ties keep."""
+        return [i for i in self.index.scored(self.query) if self.scores[i]]
 
     def key(self, i: int) -> Key:
         return (self.store.pk, self.index.headers[i].path)
@@ -84,7 +122,7 @@ def _ranked(stores: Iterable[Store], query: str) -> list[_Ranked]:
     rankings = []
     for store in stores:
         index = store_search_index(store)
-        rankings.append(_Ranked(store, index, index.scored(query)))
+        rankings.append(_Ranked(store, index, query, index.scored_list(query)))
     return rankings
 
 
@@ -97,7 +135,7 @@ class Found(Sequence):
         self, ranked: list[_Ranked], plain: Sequence[Key], stores: dict[int, Store]
     ) -> None:
         self.ranked, self.plain, self.stores = ranked, plain, stores
-        self._count = sum(len(r.scores) for r in ranked)
+        self._count = sum(r.count for r in ranked)
         self._best: list[Key] = []
 
     def __len__(self) -> int:
@@ -108,21 +146,15 @@ class Found(Sequence):
         for r in self.ranked:
             if r.store.pk == key[0]:
                 i = _positions_in(r.store, r.index).get(key[1])
-                return r.scores.get(i, 0.0) if i is not None else 0.0
+                return r.scores[i] if i is not None else 0.0
         return 0.0
 
     def keys(self, stop: int) -> list[Key]:
         """The first `stop` matches."""
         if len(self._best) < min(stop, self._count):
             # Equal scores: the newer memory (first in its index) first, as recall orders them.
-            # Each store's best `stop` (tuples made in C), then the best of those.
-            every = [
-                (score, i, n)
-                for n, r in enumerate(self.ranked)
-                for score, i in heapq.nlargest(
-                    stop, zip(r.scores.values(), map(operator.neg, r.scores), strict=True)
-                )
-            ]
+            # Each store's best `stop`, then the best of those.
+            every = [(score, i, n) for n, r in enumerate(self.ranked) for score, i in r.best(stop)]
             self._best = [self.ranked[n].key(-i) for _, i, n in heapq.nlargest(stop, every)]
         best = self._best[:stop]
         return best + self.plain[: max(0, stop - len(best))]
@@ -162,7 +194,7 @@ _SORTS = {  # over (key, mtime, name, type), as the database orders the other so
 
 def _sorted(ranked: list[_Ranked], plain, sort, stores: dict[int, Store]) -> Found:
     """Every match ordered by another sort than best match."""
-    rows = [r.row(i) for r in ranked for i in r.scores] + plain
+    rows = [r.row(i) for r in ranked for i in r.in_dict_order()] + plain
     rows.sort(key=sort)
     return Found([], [key for key, *_ in rows], stores)
 
@@ -259,10 +291,13 @@ def _plain(ranked: list[_Ranked], query: str, allowed: set[Key] | None) -> _Plai
         scores, headers = r.scores, r.index.headers
         # Only the texts the ranking left out are read (a broad query ranks most of a store),
         # and of those only the ones holding a word that holds the query, when that is fewer.
-        unranked = len(texts) - len(scores)
+        unranked = len(scores) - r.count
         narrowed = kept.candidates(r.index.key, needle, unranked) if kept is not None else None
-        positions = range(len(texts)) if narrowed is None else narrowed
-        matches = [i for i in positions if i not in scores and needle in texts[i]]
+        if narrowed is None:
+            positions = itertools.compress(range(len(texts)), map(operator.not_, scores))
+        else:
+            positions = (i for i in narrowed if not scores[i])
+        matches = [i for i in positions if needle in texts[i]]
         if allowed is not None:
             matches = [i for i in matches if r.key(i) in allowed]
         if not _newest_first(r.store, r.index):
@@ -285,8 +320,7 @@ def search_memories(stores, filters: dict, now_ms: int, stale_days: int):
         # The filters are the database's to apply; the ranking stays the index's.
         allowed = set(narrowed.order_by().values_list("store_id", "path"))
         for r in ranked:
-            paths = r.index.headers
-            r.scores = {i: s for i, s in r.scores.items() if (r.store.pk, paths[i].path) in allowed}
+            r.keep(allowed)
     others = _plain(ranked, query, allowed)
     by_id = {r.store.pk: r.store for r in ranked}
     if sort := _SORTS.get(filters.get("sort") or ""):

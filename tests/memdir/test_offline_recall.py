@@ -483,3 +483,30 @@ def test_match_spans_marks_what_the_ranking_counted(query, text, marked):
     from memapp.memdir.offline_recall import match_spans
 
     assert [text[a:b] for a, b in match_spans(query, text)] == marked
+
+
+def test_scored_list_gives_the_scores_of_scored_as_a_list():
+    """The same floats, bit for bit (the order of equal scores depends on it), 0.0 elsewhere,
+    for a query most files match and for one few do."""
+    from memapp.memdir.offline_recall import RecallIndex
+    from memapp.memdir.scan import MemoryHeader
+
+    headers = [
+        MemoryHeader(f"m{n}.md", n * 3_600_000, 1, name, "", kind, None, None, True)
+        for n, (name, kind) in enumerate(
+            [
+                ("Flaky CI job", "project"),
+                ("Deploy on Fridays", "feedback"),
+                ("Coffee", "user"),
+                ("Release train ships tests", "reference"),
+                ("Flaky deploy tests, again flaky", "project"),
+                *((f"Lunch {n}", "user") for n in range(40)),
+            ]
+        )
+    ]
+    index = RecallIndex.build(headers, {"m2.md": "the espresso machine is flaky"})
+    for query in ("flaky tests", "deploy", "ship a release", "espresso", "helm", "lunch"):
+        scored = index.scored(query, now_ms=10 * 3_600_000)
+        listed = index.scored_list(query, now_ms=10 * 3_600_000)
+        assert {i: s for i, s in enumerate(listed) if s} == scored
+        assert listed.count(0.0) == len(headers) - len(scored)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils.html import escape
 
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import RecallStat
@@ -170,3 +173,47 @@ def test_a_store_search_costs_the_same_queries_small_or_large(client, corpus, al
     large = counts()
     assert large == small
     assert len(titles(client.get(search))) == 50  # a full page, of the 600 that match
+
+
+def test_each_memory_links_to_its_page_with_its_key_quoted_as_reverse_quotes(client, corpus, alice):
+    """The rows' links are built from one reversal a store, quoted as `reverse` quotes."""
+    key = "notes/a b#c%d?e&f'g+ü日.md"
+    write_memory(root(corpus), key, "Odd key", "A flaky name for a file", "project")
+    rescan_store(corpus)
+    client.force_login(alice)
+    memory = escape(reverse("memory", kwargs={"store_id": corpus.pk, "path": key}))
+    store = escape(reverse("store", kwargs={"store_id": corpus.pk}))
+    assert "%23" in memory and "%C3%BC" in memory and "&amp;" in memory
+    for page in (url("store", corpus), "/search/"):
+        html = client.get(page + "?q=flaky").content.decode()
+        assert f'<a class="title" href="{memory}">' in html
+    assert f'<td data-label="Store"><a href="{store}">' in html  # the Search page's
+
+
+def test_a_broad_search_pages_through_the_ranking_in_order(client, corpus, alice, monkeypatch):
+    """Only the scores at or above a bar are put in order: every page still follows the
+    ranking, equal scores newest first, with the bar taken from a few scores or from all."""
+    from memapp.stores import memory_search
+
+    now = time.time()
+    for n in range(130):  # in threes of equal text and age: equal scores
+        path = write_memory(
+            root(corpus),
+            f"project_job_{n}.md",
+            f"Job {n // 3}",
+            "A flaky nightly test" + " again" * (n // 3 % 7),
+            "project",
+        )
+        os.utime(path, (now - n // 3 * 3600, now - n // 3 * 3600))
+    rescan_store(corpus)
+    corpus.refresh_from_db()
+    index = memory_search.store_search_index(corpus)
+    ranked = [h.path for h, _ in index.rank("flaky")]
+    client.force_login(alice)
+    for sample in (7, 1000):
+        monkeypatch.setattr(memory_search, "_SAMPLE", sample)
+        pages = [
+            memory_search.search_memories([corpus], {"q": "flaky"}, 0, 0)[start : start + 50]
+            for start in (0, 50, 100)
+        ]
+        assert [row.path for page in pages for row in page] == ranked

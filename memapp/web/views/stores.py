@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
@@ -12,6 +13,8 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import RFC3986_SUBDELIMS
 from django.views.decorators.http import require_POST
 
 from memapp.memdir.frontmatter import parse_memory
@@ -39,6 +42,7 @@ def _filtered(request: HttpRequest, stores):
     now_ms = int(time.time() * 1000)
     found = search_memories(stores, filters, now_ms, settings.MEMHUB_STALE_DAYS)
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    _link(page.object_list)
     if text := (filters.get("q") or "").strip():
         for memory in page.object_list:
             memory.marked_title = highlight(text, memory.title)
@@ -47,6 +51,19 @@ def _filtered(request: HttpRequest, stores):
     query = request.GET.copy()
     query.pop("page", None)
     return form, page, query.urlencode(), now_ms
+
+
+def _link(memories) -> None:
+    """Give each memory its page's link and its store's (`url`, `store_url`): reversed once a
+    store and quoted as `reverse` quotes, since a reversal a row was 1.3 ms of a page of 50."""
+    stores: dict[int, tuple[str, str]] = {}
+    for memory in memories:
+        if (links := stores.get(memory.store_id)) is None:
+            kwargs = {"store_id": memory.store_id}
+            page = reverse("memory", kwargs={**kwargs, "path": "-"}).removesuffix("-")
+            links = stores[memory.store_id] = (page, reverse("store", kwargs=kwargs))
+        memory.url = links[0] + quote(memory.path, safe=RFC3986_SUBDELIMS + "/~:@")
+        memory.store_url = links[1]
 
 
 @login_required
