@@ -1,9 +1,13 @@
+from pathlib import Path
+
 import pytest
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from rest_framework.test import APIClient
 
+from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
+from tests.conftest import write_memory
 
 
 def api_client(user) -> APIClient:
@@ -37,3 +41,23 @@ def in_process_requests():
     yield
     for signal in (request_started, request_finished):
         signal.connect(close_old_connections)
+
+
+@pytest.fixture
+def testing_memory(alice):
+    """Alice's private store of acme/app, holding one memory about integration tests."""
+    store = resolve_store(alice, "acme/app", "private")
+    write_memory(
+        Path(store.path),
+        "feedback_testing.md",
+        "Integration tests use a real database",
+        "Integration tests must hit a real database, not mocks",
+        "feedback",
+    )
+    return store
+
+
+@pytest.fixture
+def token(alice, testing_memory) -> str:
+    """A token of Alice's agent, whose memory of acme/app is `testing_memory`."""
+    return do_create_api_token(alice, "agent")[1]

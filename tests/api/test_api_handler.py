@@ -7,22 +7,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 from django.test import RequestFactory
 
 from memapp import wsgi
 from memapp.api.auth import throttle_key
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
-from tests.conftest import write_memory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_process_requests")]
 
 RECALL, PROMPT = "/api/v1/recall", "/api/v1/prompt"
 GOOD = {"project": "acme/app", "query": "which database do the integration tests use"}
@@ -31,29 +27,6 @@ GOOD = {"project": "acme/app", "query": "which database do the integration tests
 @pytest.fixture(autouse=True)
 def offline(settings):
     settings.ANTHROPIC_API_KEY = ""
-
-
-@pytest.fixture(autouse=True)
-def connection_kept():
-    """As Django's test client: the test's transaction must outlive each request."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
-@pytest.fixture
-def token(alice) -> str:
-    store = resolve_store(alice, "acme/app", "private")
-    write_memory(
-        Path(store.path),
-        "feedback_testing.md",
-        "Integration tests use a real database",
-        "Integration tests must hit a real database, not mocks",
-        "feedback",
-    )
-    return do_create_api_token(alice, "agent")[1]
 
 
 def environ(path: str, method: str = "POST", body=None, raw: bytes | None = None, **headers):

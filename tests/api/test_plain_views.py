@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -25,11 +24,9 @@ from memapp.api.auth import throttle_key
 from memapp.api.parsers import MAX_JSON_DEPTH
 from memapp.api.plain_views import plain_prompt, plain_recall
 from memapp.stores.models import ApiToken
-from memapp.stores.projects import resolve_store
 from memapp.stores.recall import session_key
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
 from memapp.stores.warm import request_scope
-from tests.conftest import write_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,24 +38,6 @@ GOOD = {"project": "acme/app", "query": "which database do the integration tests
 @pytest.fixture(autouse=True)
 def offline(settings):
     settings.ANTHROPIC_API_KEY = ""
-
-
-@pytest.fixture
-def private(alice):
-    store = resolve_store(alice, "acme/app", "private")
-    write_memory(
-        Path(store.path),
-        "feedback_testing.md",
-        "Integration tests use a real database",
-        "Integration tests must hit a real database, not mocks",
-        "feedback",
-    )
-    return store
-
-
-@pytest.fixture
-def token(alice, private) -> str:
-    return do_create_api_token(alice, "agent")[1]
 
 
 def request(endpoint: str, method: str = "POST", body=None, raw: bytes | None = None, **headers):
@@ -203,7 +182,7 @@ def refused_token(alice, how: str) -> str:
 
 @pytest.mark.parametrize("how", ["revoked", "expired", "deactivated", "unknown", "not memhub's"])
 @pytest.mark.parametrize("endpoint", ["recall", "prompt"])
-def test_a_refused_token_is_the_same_401(alice, private, how, endpoint):
+def test_a_refused_token_is_the_same_401(alice, testing_memory, how, endpoint):
     token = refused_token(alice, how)
     plain, by_drf = both(endpoint, **bearer(token))
     assert answered_here(plain) and plain.status_code == 401
@@ -211,13 +190,13 @@ def test_a_refused_token_is_the_same_401(alice, private, how, endpoint):
     assert_same(plain, by_drf)
 
 
-def test_an_expired_token_is_told_how_to_renew_it(alice, private):
+def test_an_expired_token_is_told_how_to_renew_it(alice, testing_memory):
     plain, _ = both("recall", **bearer(refused_token(alice, "expired")))
     assert "expired on" in json.loads(plain.content)["error"]["message"]
 
 
-def test_a_removed_member_gets_the_same_answer(alice, bob, private):
-    project = private.project
+def test_a_removed_member_gets_the_same_answer(alice, bob, testing_memory):
+    project = testing_memory.project
     project.members.add(bob)
     token = do_create_api_token(bob, "agent")[1]
     project.members.remove(bob)
