@@ -114,13 +114,15 @@ def _replace_in_threads(
         threading.Thread(target=write, args=(items[i::_WRITERS],), name="write-atomic")
         for i in range(_WRITERS)
     ]
-    for thread in threads:
-        thread.start()
+    started = []
     try:
+        for thread in threads:
+            thread.start()
+            started.append(thread)
         if meanwhile is not None:
             meanwhile()
     finally:
-        for thread in threads:
+        for thread in started:
             thread.join()
     if failures:
         raise failures[0]
@@ -130,7 +132,9 @@ def _replace(
     path: str | os.PathLike[str], data: bytes, *, fsync: bool, mode: int | None = None
 ) -> os.stat_result:
     """Write `data` to a temporary file beside `path` and rename it over `path` (the
-    directory's entry not yet synced); returns the file's stat after the rename."""
+    directory's entry not yet synced); returns the file's stat after the rename, or, when
+    another writer changed it in the meantime, its stat before the rename: one no later stat
+    of the file matches (the rename set a new ctime), so a scan trusting it reads it again."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"data must be bytes, not {type(data).__name__}")
     target = Path(path)
@@ -148,8 +152,12 @@ def _replace(
                 view = view[written:]
             if fsync:
                 os.fsync(fd)
+            before = os.fstat(fd)
             temp.replace(target)
-            return os.fstat(fd)  # the renamed file's (the rename sets its ctime)
+            after = os.fstat(fd)  # the rename sets its ctime
+            if (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size):
+                return before
+            return after
         finally:
             os.close(fd)
     except BaseException:

@@ -293,3 +293,27 @@ def test_a_mode_given_holds_for_a_new_file_and_an_existing_one_from_the_first_by
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o600
     assert seen == [0o600, 0o600]  # never readable by others, not even while being written
+
+
+def test_a_file_another_writer_changes_right_after_the_rename_is_not_vouched_for(
+    tmp_path, monkeypatch
+):
+    """The stat returned for it matches no later stat of the file, so a rescan trusting the
+    pull's stats reads it again instead of keeping the pulled text."""
+    target = tmp_path / "a.md"
+    rename = Path.replace
+
+    def rename_then_an_editor_writes(self, destination):
+        renamed = rename(self, destination)
+        with open(destination, "r+b") as file:  # in place, as an editor or agent tool does
+            file.truncate()
+            file.write(b"the editor's longer text")
+        return renamed
+
+    monkeypatch.setattr(Path, "replace", rename_then_an_editor_writes)
+    stats = write_atomic_files({target: b"pulled"})
+    now = target.stat()
+    stamp = (now.st_ino, now.st_mtime_ns, now.st_ctime_ns, now.st_size)
+    given = stats[target]
+    assert (given.st_ino, given.st_mtime_ns, given.st_ctime_ns, given.st_size) != stamp
+    assert target.read_bytes() == b"the editor's longer text"
