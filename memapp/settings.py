@@ -191,10 +191,11 @@ MIDDLEWARE = [
     # Last, as axes asks: it turns a refused login into the page that says how long to wait.
     "axes.middleware.AxesMiddleware",
 ]
-# What an agent's usual recall and prompt (memapp.api.plain_views) skip (memapp.wsgi): each
-# serves a browser (static files, form uploads, its session, CSRF, signed-in user, messages,
-# htmx, login lockouts) and changes nothing in those answers, as tests/api/test_api_handler.py
-# shows. A middleware added above passes them too unless it is named here.
+# What an agent's usual recall and prompt (memapp.api.plain_views) skip when they carry no
+# cookie (memapp.wsgi): each serves a browser (static files, form uploads, its session, CSRF,
+# signed-in user, messages, htmx, login lockouts) and changes nothing in those answers, as
+# tests/api/test_api_handler.py shows. A middleware added above passes them too unless it is
+# named here.
 PAGE_MIDDLEWARE = frozenset(
     {
         "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -21,6 +21,6 @@ handler404 = web_errors.page_not_found
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/api/"):
+    if request.path_info.startswith("/api/"):
         return api_errors.server_error(request)
     return web_errors.server_error(request)

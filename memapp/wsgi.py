@@ -37,13 +37,14 @@ class PlainApiHandler(WSGIHandler):
 
 
 def _plain_views() -> dict:
-    """Each plain view by the path it answers (the script prefix is not part of PATH_INFO)."""
-    from django.urls import reverse
+    """Each plain view by the path it answers, as PATH_INFO has it (without a script prefix)."""
+    from django.urls import get_script_prefix, reverse
 
     from memapp.api.plain_views import plain_prompt, plain_recall
 
+    prefix = len(get_script_prefix()) - 1
     return {
-        reverse(name): view
+        reverse(name)[prefix:]: view
         for name, view in (("api_recall", plain_recall), ("api_prompt", plain_prompt))
     }
 
@@ -52,11 +53,16 @@ plain_api = PlainApiHandler()
 _views = _plain_views()
 
 
-def application(environ, start_response):
-    """The plain API handler for a request its view answers itself, else the whole one."""
+def plain_request(environ) -> bool:
+    """Whether the plain API handler answers a request: its view answers it itself, and it
+    has no cookies (the session and CSRF middleware answer a stale one; an agent sends none)."""
     view = _views.get(environ.get("PATH_INFO"))
-    handler = plain_api if view is not None and view.answers_here(environ) else pages
-    return handler(environ, start_response)
+    return view is not None and not environ.get("HTTP_COOKIE") and view.answers_here(environ)
+
+
+def application(environ, start_response):
+    """The plain API handler for a plain request, else the whole one."""
+    return (plain_api if plain_request(environ) else pages)(environ, start_response)
 
 
 def _load_the_app() -> None:

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 
 def api_body_limit(get_response):
     def middleware(request):
-        if request.path.startswith("/api/"):
+        if request.path_info.startswith("/api/"):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

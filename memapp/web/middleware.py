@@ -38,7 +38,7 @@ def security_headers(get_response):
         response = get_response(request)
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         user = getattr(request, "user", None)
-        if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+        if request.path_info.startswith("/api/") or (user is not None and user.is_authenticated):
             response["Cache-Control"] = "no-store"
         return response
 
@@ -51,7 +51,7 @@ def upload_limit(get_response):
     API's own limit is memapp.api.middleware's."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith("/api/"):
+        if not request.path_info.startswith("/api/"):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

@@ -62,8 +62,7 @@ def both(path: str, *args, **kwargs):
     the latter took the plain API handler."""
     whole = answer(wsgi.pages, environ(path, *args, **kwargs))
     variables = environ(path, *args, **kwargs)
-    view = wsgi._views.get(variables["PATH_INFO"])
-    plain = view is not None and view.answers_here(variables)
+    plain = wsgi.plain_request(variables)
     return whole, answer(wsgi.application, variables), plain
 
 
@@ -150,11 +149,30 @@ def test_a_removed_member_gets_the_same_answer(alice, bob, token):
     assert json.loads(plain[2])["error"]["code"] == "not_a_member"
 
 
-def test_a_body_over_the_limit_is_the_same_413(token, settings):
+@pytest.mark.parametrize("script_name", ["", "/memhub"])
+def test_a_body_over_the_limit_is_the_same_413(token, settings, script_name):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
-    whole, plain, lean = both(RECALL, body={**GOOD, "query": "x" * 2000}, **bearer(token))
+    body = {**GOOD, "query": "x" * 2000}
+    whole, plain, lean = both(RECALL, body=body, **bearer(token), SCRIPT_NAME=script_name)
     assert lean and plain[0] == "413 Request Entity Too Large"
     assert json.loads(plain[2])["error"]["code"] == "too_large"
+    assert plain == whole
+
+
+def test_a_request_with_cookies_takes_every_middleware(token):
+    """The session middleware expires a stale session cookie: that answer is the whole
+    chain's to give."""
+    whole, plain, lean = both(RECALL, **bearer(token), HTTP_COOKIE="sessionid=stale")
+    assert not lean and plain[0] == "200 OK"
+    assert any(name == "Set-Cookie" for name, _ in plain[1])
+    assert plain == whole
+
+
+def test_a_query_django_refuses_is_the_same_400(token, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 10
+    query = {"project": "acme/app", **{f"f{n}": "x" for n in range(20)}}
+    whole, plain, lean = both(PROMPT, "GET", query, **bearer(token))
+    assert not lean and plain[0] == "400 Bad Request"
     assert plain == whole
 
 
