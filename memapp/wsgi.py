@@ -9,7 +9,7 @@ worker must not share.
 
 An agent's usual recall and prompt, which memapp.api.plain_views answers itself, pass through
 a second handler with only the middleware that changes an API answer (`settings.MIDDLEWARE`
-less `settings.PAGE_MIDDLEWARE`): the browser's eight cost each recall a sixth of its CPU.
+less `settings.PAGE_MIDDLEWARE`): the browser's eight were a sixth of a recall's instructions.
 """
 
 import contextlib
