@@ -296,6 +296,7 @@ class TeamClone:
         self.git_dir = self.clone_dir / ".git"
         self.remote = remote
         self.default_author = author
+        self._fetching: subprocess.Popen[bytes] | None = None  # see `fetching`
 
     # -- setup and locking ---------------------------------------------------------------------
 
@@ -760,17 +761,42 @@ class TeamClone:
 
     # -- remote changes --------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def fetching(self) -> Iterator[None]:
+        """Within it, a fetch of the remote branch runs in the background, which the next
+        `fetch()` waits for and answers with: a sync commits its stores' local changes while
+        the remote answers. Waited for on the way out, whatever happened."""
+        self._fetching = self._start_fetch()
+        try:
+            yield
+        finally:
+            if self._fetching is not None:
+                self._fetching.communicate()
+                self._fetching = None
+
+    def _start_fetch(self) -> subprocess.Popen[bytes]:
+        # In English, as GitPython runs git: an empty remote is told from its answer's words.
+        return subprocess.Popen(
+            ["git", "fetch", "origin", BRANCH],
+            cwd=self.git_dir,
+            env={**os.environ, "LANGUAGE": "C", "LC_ALL": "C"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
     def fetch(self) -> str | None:
-        """Fetch the remote branch; the error text when that failed."""
-        with self.repo() as repo:
-            try:
-                repo.git.fetch("origin", BRANCH)
-            except GitCommandError as exc:
-                text = f"{exc.stderr or exc}".strip()
-                if "couldn't find remote ref" in text:
-                    return None  # an empty remote: nothing to integrate yet
-                return text
-        return None
+        """Fetch the remote branch (or wait for the fetch `fetching` began); the error text
+        when that failed."""
+        process, self._fetching = self._fetching or self._start_fetch(), None
+        _, stderr = process.communicate()
+        if process.returncode == 0:
+            return None
+        error = GitCommandError(process.args, process.returncode, stderr.removesuffix(b"\n"))
+        text = f"{error.stderr or error}".strip()
+        if "couldn't find remote ref" in text:
+            return None  # an empty remote: nothing to integrate yet
+        return text
 
     def integrate(self) -> IntegrateResult:
         """Merge the fetched remote branch; overlapping edits come back as conflicts.

@@ -44,6 +44,7 @@ from teamsync.engine import (
     CommitResult,
     Conflict,
     IncomingResult,
+    IntegrateResult,
     StoreSpec,
     TeamClone,
     checksum,
@@ -327,8 +328,7 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
             if len(gone) > 1 and too_many_deletions(len(gone), total := _topic_count(store)):
                 _hold_deletions(store, gone, total, outgoing=False)
                 spec = _spec(store, state)
-            applied, written = _apply_incoming(clone, store, spec)
-            by_author = _record_incoming(clone, store, applied, report, merged.before)
+            applied, written, by_author = _apply_incoming(clone, store, spec, report, merged)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -343,15 +343,23 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
 
 
 def _apply_incoming(
-    clone: TeamClone, store: Store, spec: StoreSpec
-) -> tuple[IncomingResult, dict[str, tuple[Parsed, os.stat_result]]]:
-    """`apply_incoming`, the topic files it writes parsed for the mirror while their writes
-    wait on the disk; returns them with the stat each write left, for `rescan_store`."""
+    clone: TeamClone, store: Store, spec: StoreSpec, report: SyncReport, merged: IntegrateResult
+) -> tuple[IncomingResult, dict[str, tuple[Parsed, os.stat_result]], dict[str, tuple[dict, dict]]]:
+    """`apply_incoming`, and while its writes wait on the disk: the topic files it writes
+    parsed for the mirror, and what it changes recorded in the store's history (in one
+    transaction with the writes: a write that fails takes back the versions). Returns what it
+    did, the parsed files with the stat each write left (for `rescan_store`), and what
+    `_record_incoming` returns."""
     parsed: dict[str, Parsed] = {}
-    applied = clone.apply_incoming(
-        spec, lambda result: parsed.update(parse_written(store, result.contents))
-    )
-    return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}
+    by_author: dict[str, tuple[dict, dict]] = {}
+
+    def meanwhile(result: IncomingResult) -> None:
+        parsed.update(parse_written(store, result.contents))
+        by_author.update(_record_incoming(clone, store, result, report, merged.before))
+
+    with transaction.atomic():
+        applied = clone.apply_incoming(spec, meanwhile)
+    return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}, by_author
 
 
 # A sync that would delete more than this many files, or (two or more) over a quarter of a
@@ -487,11 +495,12 @@ def do_sync_team(*, push: bool = True) -> SyncReport:
     clone = team_clone()
     with clone.locked():
         clone.ensure()
-        for store in stores:
-            author = owner if store.origin == Store.Origin.DISCOVERED else None
-            result = _commit(clone, store, author, None, online=True)
-            report.committed += len(result.committed) + len(result.deleted)
-        _integrate(clone, stores, report)
+        with clone.fetching():  # the remote answers while the local changes are committed
+            for store in stores:
+                author = owner if store.origin == Store.Origin.DISCOVERED else None
+                result = _commit(clone, store, author, None, online=True)
+                report.committed += len(result.committed) + len(result.deleted)
+            _integrate(clone, stores, report)
         pull_error = report.error
         if push and not report.error and clone.unpushed():
             report.uploaded = clone.unpushed_files()

@@ -4,13 +4,14 @@ rows, the store's stats and the history must be what a rescan reading every file
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 from django.forms.models import model_to_dict
 
-from memapp.memdir import scan
+from memapp.memdir import atomic, scan
 from memapp.memdir.atomic import write_atomic_files
 from memapp.stores import mirror
 from memapp.stores.actions import do_restore_version
@@ -131,3 +132,37 @@ def test_a_file_changed_after_its_write_is_read_from_disk(store, how):
     after = rows(store)
     full_rescan(store)
     assert rows(store) == after
+
+
+def test_a_pull_whose_write_fails_records_no_version_and_the_next_one_does(
+    team_store, dora, remote, monkeypatch
+):
+    """The pull records its versions while its writes wait on the disk: a write that fails
+    (a full disk) takes them back, so the history never holds a version the store lacks; the
+    next sync records each file once."""
+    do_sync_team()
+    dora.pull()
+    texts = {f"project_{n}.md": memory(f"P{n}", f"Item {n} is due.\n") for n in range(20)}
+    for key, text in texts.items():
+        dora.write(key, text)
+    dora.sync()
+    replace = atomic._replace
+
+    def disk_full_for_one(path, data, **kwargs):
+        if Path(path).name == "project_7.md":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return replace(path, data, **kwargs)
+
+    monkeypatch.setattr(atomic, "_replace", disk_full_for_one)
+    with pytest.raises(OSError, match="No space left"):
+        do_sync_team()
+    assert not MemoryVersion.objects.filter(store=team_store, via="team_sync").exists()
+    assert not Path(team_store.path, "project_7.md").exists()
+
+    monkeypatch.setattr(atomic, "_replace", replace)
+    assert not do_sync_team().error
+    for key, text in texts.items():  # the files written before the failure: found on disk
+        assert Path(team_store.path, key).read_text() == text
+        (version,) = timeline(team_store, key)
+        assert version.sha256 == sha256_hex(text.encode())
+    assert timeline(team_store, "project_7.md").get().via == "team_sync"
