@@ -39,6 +39,7 @@ import os
 import re
 import threading
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -376,6 +377,12 @@ def _analyse(header: MemoryHeader, body: str) -> _Doc:
 BodySource = Callable[[str], "str | None"] | Mapping[str, str]
 
 
+# A term this share of the documents or more hold is summed from a column (`_column`), one per
+# term kept for this many terms an index at most (8 bytes a document each).
+_COLUMN_SHARE = 8
+_COLUMNS_KEPT = 16
+
+
 class RecallIndex:
     """Analysed candidates of one directory (or store), ready to answer queries.
 
@@ -387,6 +394,7 @@ class RecallIndex:
     """
 
     __slots__ = (
+        "_columns",
         "_docs",
         "_hourly",
         "_idf",
@@ -406,7 +414,8 @@ class RecallIndex:
         self.paths = frozenset(h.path for h in self.headers)
         self.bodies_read = bodies_read
         self._docs = tuple(docs)
-        self._hourly: tuple[int, tuple[float, ...]] | None = None
+        self._hourly: tuple[int, array[float]] | None = None
+        self._columns: dict[str, array[float]] = {}  # see `_column`
         self._priors = tuple(TYPE_PRIOR.get(h.type, 1.0) for h in self.headers)
         # The documents the tool rule may boost or skip (usage docs and gotchas): a few.
         self._tool_docs = frozenset(i for i, d in enumerate(docs) if d.usage_doc or d.gotcha)
@@ -522,6 +531,11 @@ class RecallIndex:
                 continue
             matched.append(postings)
             w = weight * self._idf[term]
+            if len(postings) * _COLUMN_SHARE >= len(scores):
+                # In C, down the term's column: adding its 0.0 where it is absent keeps a sum.
+                column = map(operator.mul, self._column(term, postings), itertools.repeat(w))
+                scores = list(map(operator.add, scores, column))
+                continue
             for i, saturated in postings:
                 scores[i] += w * saturated  # 0.0 + x is x: the sums of _score, bit for bit
         weights = self._weights(time.time() * 1000 if now_ms is None else now_ms)
@@ -531,7 +545,22 @@ class RecallIndex:
             return scores
         return list(map(operator.mul, scores, weights))
 
-    def _weights(self, now_ms: float) -> tuple[float, ...]:
+    def _column(self, term: str, postings: tuple[tuple[int, float], ...]) -> array[float]:
+        """The term's saturated tf in every document (0.0 where absent), built on first use
+        and kept with the index for its few broadest terms: a broad term's postings added
+        one by one in Python were most of a search of a large store (their tuples lie all
+        over memory), a column is summed in C."""
+        column = self._columns.get(term)
+        if column is None:
+            column = array("d", bytes(8 * len(self.headers)))
+            for i, saturated in postings:
+                column[i] = saturated
+            if len(self._columns) >= _COLUMNS_KEPT:
+                self._columns.clear()
+            self._columns[term] = column
+        return column
+
+    def _weights(self, now_ms: float) -> array[float]:
         """Each memory's type prior times its recency boost, normalised, as of the hour of
         ``now_ms`` (a boost halving every 30 days moves by 0.01% in an hour): kept for the hour,
         so a search of a large store does not compute them again for every match."""
@@ -540,15 +569,18 @@ class RecallIndex:
         if kept is not None and kept[0] == hour:
             return kept[1]
         at, norm = hour * 3_600_000, 1.0 / self.max_idf
-        weights = tuple(
-            norm
-            * TYPE_PRIOR.get(h.type, 1.0)
-            * (
-                1.0
-                + RECENCY_BOOST
-                * 0.5 ** (max(0.0, (at - h.mtime_ms) / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
-            )
-            for h in self.headers
+        weights = array(
+            "d",
+            (
+                norm
+                * TYPE_PRIOR.get(h.type, 1.0)
+                * (
+                    1.0
+                    + RECENCY_BOOST
+                    * 0.5 ** (max(0.0, (at - h.mtime_ms) / 86_400_000) / RECENCY_HALF_LIFE_DAYS)
+                )
+                for h in self.headers
+            ),
         )
         self._hourly = (hour, weights)
         return weights

@@ -487,7 +487,8 @@ def test_match_spans_marks_what_the_ranking_counted(query, text, marked):
 
 def test_scored_list_gives_the_scores_of_scored_as_a_list():
     """The same floats, bit for bit (the order of equal scores depends on it), 0.0 elsewhere,
-    for a query most files match and for one few do."""
+    for a query most files match (summed down a column), for one few do, and for both at once
+    in either order."""
     from memapp.memdir.offline_recall import RecallIndex
     from memapp.memdir.scan import MemoryHeader
 
@@ -505,7 +506,8 @@ def test_scored_list_gives_the_scores_of_scored_as_a_list():
         )
     ]
     index = RecallIndex.build(headers, {"m2.md": "the espresso machine is flaky"})
-    for query in ("flaky tests", "deploy", "ship a release", "espresso", "helm", "lunch"):
+    queries = ("flaky tests", "deploy", "ship a release", "espresso", "helm", "lunch")
+    for query in (*queries, "lunch flaky", "flaky tests lunch", "lunch"):
         scored = index.scored(query, now_ms=10 * 3_600_000)
         listed = index.scored_list(query, now_ms=10 * 3_600_000)
         assert {i: s for i, s in enumerate(listed) if s} == scored
