@@ -15,6 +15,7 @@ import heapq
 import itertools
 import operator
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -74,7 +75,7 @@ class _Ranked:
     store: Store
     index: RecallIndex
     query: str
-    scores: list[float]
+    scores: array[float]
     count: int = field(init=False)  # of matches
 
     def __post_init__(self) -> None:
@@ -83,10 +84,13 @@ class _Ranked:
     def keep(self, allowed: set[Key]) -> None:
         """Only the matches `allowed` holds (the filters')."""
         pk = self.store.pk
-        self.scores = [
-            s if s and (pk, h.path) in allowed else 0.0
-            for s, h in zip(self.scores, self.index.headers, strict=True)
-        ]
+        self.scores = array(
+            "d",
+            (
+                s if s and (pk, h.path) in allowed else 0.0
+                for s, h in zip(self.scores, self.index.headers, strict=True)
+            ),
+        )
         self.__post_init__()
 
     def best(self, stop: int) -> list[tuple[float, int]]:
