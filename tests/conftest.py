@@ -71,6 +71,32 @@ def pytest_unconfigure(config):
     discard_recall_counts()
 
 
+KEPT_BY_FLUSH = {"django_content_type", "auth_permission"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def flush_keeps_content_types():
+    """A test that commits ends with Django's flush of every table, after which the post_migrate
+    signal writes the content types and permissions again: a hundred queries, 0.1 s on SQLite
+    and 0.25 s on PostgreSQL for each of 400 tests. Only migrations write those two tables, so
+    the flush keeps them and sends no signal: the next test starts from the same rows."""
+    from django.core.management.commands import flush
+
+    def sql_flush(style, connection, reset_sequences=True, allow_cascade=False):
+        tables = connection.introspection.django_table_names(
+            only_existing=True, include_views=False
+        )
+        emptied = [table for table in tables if table not in KEPT_BY_FLUSH]
+        return connection.ops.sql_flush(
+            style, emptied, reset_sequences=reset_sequences, allow_cascade=allow_cascade
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flush, "sql_flush", sql_flush)
+        patch.setattr(flush, "emit_post_migrate_signal", lambda *args, **kwargs: None)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_buffered_events():
     """Events and recall counts buffered by one test never reach another test's database."""

@@ -172,7 +172,8 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def server(serve) -> Server:
-    """One memhub for the tests that need no settings of their own (each uses its own token)."""
+    """One memhub for the tests that need no settings of their own (each uses its own token;
+    the login throttle's test unlocks the admin it locked)."""
     return serve()
 
 
@@ -258,10 +259,9 @@ def log_in_over_http(server: Server, username: str, password: str) -> str:
     return "refused" if "didn't match" in page else "in"
 
 
-def test_the_login_throttle_holds_across_both_workers(serve):
+def test_the_login_throttle_holds_across_both_workers(server):
     """Failed logins sent two at a time (so both workers answer) add up to one count: the fifth
     locks the account for every worker, the right password included."""
-    server = serve()
     password = server.env["MEMHUB_ADMIN_PASSWORD"]
     with ThreadPoolExecutor(2) as pool:
         wrong = list(pool.map(lambda _: log_in_over_http(server, "admin", "nope"), range(4)))

@@ -35,9 +35,9 @@ def aged(store, filename: str, days: float) -> None:
 
 
 def back(event: Event, days: int, hour: int) -> None:
+    """Move an event back in time, behind the totals' back: `month` counts them again once."""
     moment = timezone.now() - datetime.timedelta(days=days)
     Event.objects.filter(pk=event.pk).update(created_at=moment.replace(hour=hour))
-    rebuild_event_totals()  # moved behind the totals' back: count again, as the migration does
 
 
 @pytest.fixture
@@ -101,6 +101,7 @@ def month(alice, bob):
                 "secret_skipped", store=team, file_count=rng.randint(1, 2), rule_ids=["github-pat"]
             )
             back(event, day, 15)
+    rebuild_event_totals()  # the events moved: count them again, as the migration does
     set_flag("recall_max", 4, user=alice, note="recalls were noisy")
     return private
 
