@@ -44,7 +44,6 @@ from teamsync.engine import (
     CommitResult,
     Conflict,
     IncomingResult,
-    IntegrateResult,
     StoreSpec,
     TeamClone,
     checksum,
@@ -328,7 +327,8 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
             if len(gone) > 1 and too_many_deletions(len(gone), total := _topic_count(store)):
                 _hold_deletions(store, gone, total, outgoing=False)
                 spec = _spec(store, state)
-            applied, written, by_author = _apply_incoming(clone, store, spec, report, merged)
+            applied, written = _apply_incoming(clone, store, spec)
+            by_author = _record_incoming(clone, store, applied, report, merged.before)
             if applied.base != state.base:
                 changed = bool(applied.written or applied.deleted)
                 state.base = applied.base
@@ -343,23 +343,15 @@ def _integrate(clone: TeamClone, stores: list[Store], report: SyncReport) -> Non
 
 
 def _apply_incoming(
-    clone: TeamClone, store: Store, spec: StoreSpec, report: SyncReport, merged: IntegrateResult
-) -> tuple[IncomingResult, dict[str, tuple[Parsed, os.stat_result]], dict[str, tuple[dict, dict]]]:
-    """`apply_incoming`, and while its writes wait on the disk: the topic files it writes
-    parsed for the mirror, and what it changes recorded in the store's history (in one
-    transaction with the writes: a write that fails takes back the versions). Returns what it
-    did, the parsed files with the stat each write left (for `rescan_store`), and what
-    `_record_incoming` returns."""
+    clone: TeamClone, store: Store, spec: StoreSpec
+) -> tuple[IncomingResult, dict[str, tuple[Parsed, os.stat_result]]]:
+    """`apply_incoming`, the topic files it writes parsed for the mirror while their writes
+    wait on the disk; returns them with the stat each write left, for `rescan_store`."""
     parsed: dict[str, Parsed] = {}
-    by_author: dict[str, tuple[dict, dict]] = {}
-
-    def meanwhile(result: IncomingResult) -> None:
-        parsed.update(parse_written(store, result.contents))
-        by_author.update(_record_incoming(clone, store, result, report, merged.before))
-
-    with transaction.atomic():
-        applied = clone.apply_incoming(spec, meanwhile)
-    return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}, by_author
+    applied = clone.apply_incoming(
+        spec, lambda result: parsed.update(parse_written(store, result.contents))
+    )
+    return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}
 
 
 # A sync that would delete more than this many files, or (two or more) over a quarter of a

@@ -137,9 +137,8 @@ def test_a_file_changed_after_its_write_is_read_from_disk(store, how):
 def test_a_pull_whose_write_fails_records_no_version_and_the_next_one_does(
     team_store, dora, remote, monkeypatch
 ):
-    """The pull records its versions while its writes wait on the disk: a write that fails
-    (a full disk) takes them back, so the history never holds a version the store lacks; the
-    next sync records each file once."""
+    """A pull whose write fails (a full disk) records no version, so the history never holds
+    a version the store lacks; the next sync records each file once."""
     do_sync_team()
     dora.pull()
     texts = {f"project_{n}.md": memory(f"P{n}", f"Item {n} is due.\n") for n in range(20)}
