@@ -1,13 +1,37 @@
+import json
 from pathlib import Path
 
 import pytest
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.http import HttpRequest
+from django.test import RequestFactory
 from rest_framework.test import APIClient
 
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.conftest import write_memory
+
+RECALL, PROMPT = "/api/v1/recall", "/api/v1/prompt"
+GOOD = {"project": "acme/app", "query": "which database do the integration tests use"}
+
+
+def agent_request(
+    path: str, method: str = "POST", body=None, raw: bytes | None = None, **headers
+) -> HttpRequest:
+    """A request to recall or the prompt as an agent sends it (JSON; the usual body unless
+    `body` or `raw` is given), built anew for each view or handler: a body is read once."""
+    factory = RequestFactory()
+    if method == "GET":
+        return factory.get(path, body or {}, **headers)
+    if raw is None:
+        if body is None:
+            body = GOOD if path.startswith(RECALL) else {"project": "acme/app"}
+        raw = json.dumps(body).encode()
+    content_type = headers.pop("content_type", "application/json")
+    # Set even for an empty body (RequestFactory leaves it out), as clients send it.
+    headers.setdefault("CONTENT_TYPE", content_type)
+    return factory.generic(method, path, raw, content_type=content_type, **headers)
 
 
 def api_client(user) -> APIClient:

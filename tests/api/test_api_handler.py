@@ -11,17 +11,14 @@ import time
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
-from django.test import RequestFactory
 
 from memapp import wsgi
 from memapp.api.auth import throttle_key
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
+from tests.api.conftest import GOOD, PROMPT, RECALL, agent_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_process_requests")]
-
-RECALL, PROMPT = "/api/v1/recall", "/api/v1/prompt"
-GOOD = {"project": "acme/app", "query": "which database do the integration tests use"}
 
 
 @pytest.fixture(autouse=True)
@@ -29,18 +26,9 @@ def offline(settings):
     settings.ANTHROPIC_API_KEY = ""
 
 
-def environ(path: str, method: str = "POST", body=None, raw: bytes | None = None, **headers):
-    """A request's WSGI variables, built anew for each handler (a body is read once)."""
-    factory = RequestFactory()
-    if method == "GET":
-        return factory.get(path, body or {}, **headers).environ
-    if raw is None:
-        if body is None:
-            body = GOOD if path.startswith(RECALL) else {"project": "acme/app"}
-        raw = json.dumps(body).encode()
-    content_type = headers.pop("content_type", "application/json")
-    headers.setdefault("CONTENT_TYPE", content_type)
-    return factory.generic(method, path, raw, content_type=content_type, **headers).environ
+def environ(path: str, *args, **kwargs) -> dict:
+    """A request's WSGI variables (`agent_request`'s)."""
+    return agent_request(path, *args, **kwargs).environ
 
 
 def answer(app, variables: dict) -> tuple[str, list[tuple[str, str]], bytes]:

@@ -12,7 +12,6 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpResponse
-from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.response import Response
@@ -27,12 +26,12 @@ from memapp.stores.models import ApiToken
 from memapp.stores.recall import session_key
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
 from memapp.stores.warm import request_scope
+from tests.api.conftest import GOOD, PROMPT, RECALL, agent_request
 
 pytestmark = pytest.mark.django_db
 
-URL = {"recall": "/api/v1/recall", "prompt": "/api/v1/prompt"}
+URL = {"recall": RECALL, "prompt": PROMPT}
 VIEWS = {"recall": (plain_recall, drf.recall), "prompt": (plain_prompt, drf.prompt)}
-GOOD = {"project": "acme/app", "query": "which database do the integration tests use"}
 
 
 @pytest.fixture(autouse=True)
@@ -40,26 +39,12 @@ def offline(settings):
     settings.ANTHROPIC_API_KEY = ""
 
 
-def request(endpoint: str, method: str = "POST", body=None, raw: bytes | None = None, **headers):
-    """The same request, built anew for each view (a body is read once)."""
-    factory = RequestFactory()
-    if method == "GET":
-        return factory.get(URL[endpoint], body or {}, **headers)
-    if body is None:
-        body = GOOD if endpoint == "recall" else {"project": "acme/app"}
-    data = raw if raw is not None else json.dumps(body).encode()
-    content_type = headers.pop("content_type", "application/json")
-    # Set even for an empty body (RequestFactory leaves it out), as clients send it.
-    headers.setdefault("CONTENT_TYPE", content_type)
-    return factory.generic(method, URL[endpoint], data, content_type=content_type, **headers)
-
-
 def both(endpoint: str, *args, **kwargs) -> tuple[HttpResponse, HttpResponse]:
     """The plain view's answer and the DRF view's to the same request, rendered."""
     answers = []
     for view in VIEWS[endpoint]:
         with request_scope():
-            response = view(request(endpoint, *args, **kwargs))
+            response = view(agent_request(URL[endpoint], *args, **kwargs))
         if isinstance(response, Response):
             response.render()
         answers.append(response)
