@@ -18,6 +18,9 @@ from memapp.api.plain_views import plain_prompt, plain_recall
 from memapp.api.team_memory import team_memory
 
 urlpatterns = [
+    # First: an agent sends these on every prompt, and each pattern before them is tried.
+    path("api/v1/prompt", plain_prompt, name="api_prompt"),
+    path("api/v1/recall", plain_recall, name="api_recall"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="api_schema"), name="api_docs"),
     path("api/v1/stores/", stores.store_list, name="api_stores"),
@@ -32,8 +35,6 @@ urlpatterns = [
     path("api/v1/stores/<int:store_id>/files/<path:key>", stores.file_detail, name="api_file"),
     path("api/v1/remember", memories.remember, name="api_remember"),
     path("api/v1/forget", memories.forget, name="api_forget"),
-    path("api/v1/prompt", plain_prompt, name="api_prompt"),
-    path("api/v1/recall", plain_recall, name="api_recall"),
     path("api/v1/recall/surfaced", recall.recall_surfaced, name="api_recall_surfaced"),
     path("api/v1/session-start", recall.session_start, name="api_session_start"),
     path("api/v1/me", account.me, name="api_me"),
