@@ -102,6 +102,29 @@ def flush_keeps_content_types():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def static_files_listed_once():
+    """Django's test client loads the middleware again for each client, and WhiteNoise lists
+    and stats the 219 static files each time: about 20 ms, nearly all of a load, and tests/web
+    alone makes 242 clients. The files and the settings that shape their headers stay the
+    same through a run, so the first list serves every later client."""
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    listed: dict[tuple, dict] = {}
+    list_files = WhiteNoiseMiddleware.add_files_from_finders
+
+    def add_files_from_finders(self):
+        key = (self.static_prefix, self.max_age, self.charset, self.allow_all_origins)
+        if key not in listed:
+            list_files(self)
+            listed[key] = dict(self.files)
+        self.files.update(listed[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WhiteNoiseMiddleware, "add_files_from_finders", add_files_from_finders)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_buffered_events():
     """Events and recall counts buffered by one test never reach another test's database."""
