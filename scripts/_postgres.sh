@@ -1,13 +1,16 @@
 # Sourced by scripts/test: a throwaway PostgreSQL cluster in a temp dir (Debian's postgresql,
-# installed with apt when missing), reachable only through a Unix socket in that dir. Sets
-# DATABASE_URL for the run and removes the cluster when the shell exits.
+# which scripts/test installs with apt when missing), reachable only through a Unix socket in
+# that dir. Sets DATABASE_URL for the run and removes the cluster when the shell exits.
+
+# The bin dir of the newest PostgreSQL installed; fails when there is none.
+postgres_bin() {
+  compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null \
+    && ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1
+}
+
 start_postgres() {
-  if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
-    echo "memhub: installing Debian's postgresql for the PostgreSQL test run …" >&2
-    apt_install postgresql
-  fi
   local bin
-  bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+  bin="$(postgres_bin)"
   PG_DIR="$(mktemp -d /tmp/memhub-pg.XXXXXX)"
   local run=()
   if [ "$(id -u)" = 0 ]; then  # initdb refuses to run as root

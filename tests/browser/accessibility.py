@@ -41,15 +41,18 @@ def accessibility_violations(
     impacts: tuple[str, ...] = BLOCKING,
     enforced: frozenset[str] = ALSO_ENFORCED,
     only: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
 ) -> list[dict]:
     """axe's violations on the current page of the given impacts, and of the `enforced` rules
     whatever their impact (WCAG 2.x A and AA rules plus axe's best practices); `only` those
-    rules when given."""
+    rules when given, and never the rules `without` names."""
     if page.evaluate("typeof window.axe === 'undefined'"):
         page.evaluate(AXE_SCRIPT)
     options: dict = {"resultTypes": ["violations"]}
     if only:
         options["runOnly"] = {"type": "rule", "values": list(only)}
+    if without:
+        options["rules"] = {rule: {"enabled": False} for rule in without}
     results = page.evaluate(f"axe.run(document, {json.dumps(options)})")
     return [v for v in results["violations"] if v["impact"] in impacts or v["id"] in enforced]
 
