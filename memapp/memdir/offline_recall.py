@@ -524,8 +524,9 @@ class RecallIndex:
         store, which a broad query matches most of. Summed and weighted by NumPy, a term at a
         time in :meth:`_score`'s order (adding a 0.0 keeps a sum; x * w is w * x), so bit for
         bit the floats of :meth:`scored`: in Python, the float made for each of 20,000 files
-        at each step was a sixth of such a search. An array of doubles, not a list: the
-        garbage collector walked a list of 20,000 floats at each collection."""
+        at each step was a fifth of such a search's CPU (35.6 -> 28.0 ms). An array of
+        doubles, not a list: the garbage collector walked a list of 20,000 floats at each
+        collection."""
         import numpy as np  # only a store search needs it: 0.1 s to import, for no other caller
 
         scores = np.zeros(len(self.headers))
