@@ -3,7 +3,10 @@
 "Consolidate now" followed on the store page while the worker runs, the whole-store review
 (meters, diffs, tick boxes, an edit of the index), one approval, and the store tidy after it;
 a risky proposal needing its explicit tick, without JavaScript; the daily-log timeline.
-Screenshots go to test-artifacts/, and axe checks every page."""
+Screenshots go to test-artifacts/, and axe checks every page.
+
+The flows click through on a desktop, and each page on the way is shot, axe-checked and
+measured at 390 px too: what a click does is the same at any width, so it runs once."""
 
 from __future__ import annotations
 
@@ -39,6 +42,17 @@ def fits(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+def at_both_widths(page, name: str, part: str = "", where: str = "") -> None:
+    """Shoot the page on the phone and on the desktop (back at the desktop's width for the
+    next click); with `where`, axe checks it and it must fit the screen at each width."""
+    for screen in ("phone", "desktop"):
+        page.set_viewport_size(SCREENS[screen])
+        shot(page, f"{screen}-{name}", part)
+        if where:
+            check_accessibility(page, f"{where} ({screen})")
+            assert fits(page), f"{where} is wider than the {screen} screen"
+
+
 @pytest.fixture
 def untidy(alice):
     store = resolve_store(alice, PROJECT, "private")
@@ -47,24 +61,22 @@ def untidy(alice):
     return store
 
 
-@pytest.mark.parametrize("screen", ["desktop", "phone"])
-def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, page, untidy, screen):
-    page.set_viewport_size(SCREENS[screen])
+def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, page, untidy):
+    page.set_viewport_size(SCREENS["desktop"])
     log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{untidy.pk}/")
     card = page.locator("#consolidation")
     assert "never" in card.inner_text()
-    shot(page, f"{screen}-1-store", "#consolidation")
-    check_accessibility(page, "the store page")
+    at_both_widths(page, "1-store", "#consolidation", where="the store page")
 
     card.get_by_role("button", name="Consolidate now").click()
     page.wait_for_selector("#consolidation .progress")  # htmx swapped the card in place
     assert page.url.endswith(f"/stores/{untidy.pk}/")  # no reload
     assert card.get_by_role("button", name="Consolidate now").is_disabled()
-    shot(page, f"{screen}-2-running", "#consolidation")
+    at_both_widths(page, "2-running", "#consolidation")
     run_worker()  # the task worker `serve` runs; the card follows it without a reload
     page.wait_for_selector("#consolidation >> text=waits for your review", timeout=20_000)
-    shot(page, f"{screen}-3-done", "#consolidation")
+    at_both_widths(page, "3-done", "#consolidation")
 
     page.click("#consolidation >> text=Consolidation #")
     page.wait_for_selector("#index-review")
@@ -73,10 +85,8 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     after = int(page.locator("#after-lines .value").inner_text().split(" / ")[0])
     assert after <= 200
     assert page.locator("#findings").inner_text().count("feedback_db") == 2
-    shot(page, f"{screen}-4-review")
-    shot(page, f"{screen}-4-review-index", "#index-review")
-    check_accessibility(page, "the review")
-    assert fits(page)
+    at_both_widths(page, "4-review", where="the review")
+    at_both_widths(page, "4-review-index", "#index-review")
 
     proposal = Proposal.objects.get(kind="consolidation")
     index = proposal.changes.get(key="MEMORY.md")
@@ -85,7 +95,7 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     body.fill(body.input_value() + "# Tidied by Alice\n")
     page.click("button[value=approve]")
     page.wait_for_selector("text=Applied 2 changes")
-    shot(page, f"{screen}-5-applied")
+    at_both_widths(page, "5-applied")
 
     root = Path(untidy.path)
     assert index_problems(root) == {
@@ -98,13 +108,10 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     assert (root / "MEMORY.md").read_text().endswith("# Tidied by Alice\n")
     page.goto(f"{live_server.url}/stores/{untidy.pk}/")
     assert "over" not in page.locator("#line-meter").get_attribute("class")
-    shot(page, f"{screen}-6-store-after", "#consolidation")
+    at_both_widths(page, "6-store-after", "#consolidation")
 
 
-@pytest.mark.parametrize("screen", ["desktop", "phone"])
-def test_a_risky_proposal_needs_its_tick_without_javascript(
-    live_server, browser, page, alice, screen
-):
+def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser, page, alice):
     store = resolve_store(alice, PROJECT, "private")
     root = Path(store.path)
     for name in ("alpha", "beta", "gamma"):
@@ -124,23 +131,22 @@ def test_a_risky_proposal_needs_its_tick_without_javascript(
             ProposedChange("delete", "private", "gamma.md", reason="merged into alpha.md"),
         ],
     )
-    page.set_viewport_size(SCREENS[screen])
     log_in(page, live_server)
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
-    check_accessibility(page, "a risky proposal")  # axe needs the page's JavaScript
+    at_both_widths(page, "risky-js", where="a risky proposal")  # axe needs the page's JavaScript
 
-    context = browser.new_context(viewport=SCREENS[screen], java_script_enabled=False)
+    context = browser.new_context(viewport=SCREENS["desktop"], java_script_enabled=False)
     page = context.new_page()
     try:
         log_in(page, live_server)
         page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
         risks = page.locator("#risks").inner_text()
         assert "deletes 2 of the store's 3 memories (67 %)" in risks
-        shot(page, f"{screen}-risky")
+        at_both_widths(page, "risky")
         page.click("button[value=approve]")
         page.wait_for_selector("text=tick the box to apply it anyway")
         assert (root / "beta.md").exists() and (root / "gamma.md").exists()
-        shot(page, f"{screen}-risky-refused")
+        at_both_widths(page, "risky-refused")
         page.check("input[name=confirm]")
         page.click("button[value=approve]")
         page.wait_for_selector("text=Applied 2 changes")
