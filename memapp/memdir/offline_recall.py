@@ -708,6 +708,14 @@ class _Verdicts(dict):
     def __init__(self, stems: set[str], concepts: frozenset[str]) -> None:
         super().__init__()
         self.stems, self.concepts = stems, concepts
+        # The first words of the synonym phrases that share a concept with the query: only
+        # these may start a phrase match. Every phrase's first word (as "on" or "test") was
+        # five times the words that matched, each a step of Python in match_spans.
+        self.phrase_starts = frozenset(
+            phrase[0]
+            for phrase, phrase_concepts in _PHRASE_CONCEPTS.items()
+            if not concepts.isdisjoint(phrase_concepts)
+        )
 
     def __missing__(self, word: str) -> tuple[str, bool, bool]:
         stem = _stem(word.lower())
@@ -719,7 +727,7 @@ class _Verdicts(dict):
             or not self.concepts.isdisjoint(_WORD_CONCEPTS.get(p, ()))
             for p in parts
         )
-        verdict = (stem, hit, hit or (bool(self.concepts) and stem in _PHRASE_STARTS))
+        verdict = (stem, hit, hit or stem in self.phrase_starts)
         if len(self) < _JUDGED_WORDS:
             self[word] = verdict
         return verdict
@@ -762,7 +770,7 @@ def match_spans(query: str, text: str) -> list[tuple[int, int]]:
         if i < after:
             continue
         taken = 0
-        if word_stems[i] in _PHRASE_STARTS:
+        if word_stems[i] in verdicts.phrase_starts:
             for n in _PHRASE_LENGTHS:
                 phrase = _PHRASE_CONCEPTS.get(tuple(word_stems[i : i + n]))
                 if phrase and 1 < n <= len(words) - i and not verdicts.concepts.isdisjoint(phrase):

@@ -477,6 +477,9 @@ def test_rank_lists_weak_matches_below_strong_ones_without_thresholds():
         ("invoice", "Rounding in InvoiceDTO lines", ["InvoiceDTO"]),
         ("the a of", "the cat of a neighbour", []),
         ("deploy", "Deployment on Fridays: deploys wait", ["Deployment", "deploys"]),
+        # "time" starts a phrase of each: only the query's own is marked as a phrase.
+        ("timeout", "Time zone drift, then the request timed out", ["timed out"]),
+        ("time zone", "Time zone drift, then the request timed out", ["Time zone", "timed"]),
     ],
 )
 def test_match_spans_marks_what_the_ranking_counted(query, text, marked):
