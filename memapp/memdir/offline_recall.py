@@ -709,8 +709,8 @@ class _Verdicts(dict):
         super().__init__()
         self.stems, self.concepts = stems, concepts
         # The first words of the synonym phrases that share a concept with the query: only
-        # these may start a phrase match. Every phrase's first word (as "on" or "test") was
-        # five times the words that matched, each a step of Python in match_spans.
+        # these may start a phrase match. Every phrase's first word (as "on" or "test") was,
+        # for `deploy`, five times the words that matched, each a step of Python in match_spans.
         self.phrase_starts = frozenset(
             phrase[0]
             for phrase, phrase_concepts in _PHRASE_CONCEPTS.items()

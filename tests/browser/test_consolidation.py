@@ -5,8 +5,10 @@
 a risky proposal needing its explicit tick, without JavaScript; the daily-log timeline.
 Screenshots go to test-artifacts/, and axe checks every page.
 
-The flows click through on a desktop, and each page on the way is shot, axe-checked and
-measured at 390 px too: what a click does is the same at any width, so it runs once."""
+The flows click through on a desktop, and each page on the way is shot at 390 px too; the
+store page, the review and the risky proposal are axe-checked and measured there, and each
+control the flow uses is tried there (Playwright's trial click: visible, enabled and not
+covered). What a click then does is the same at any width, so it runs once."""
 
 from __future__ import annotations
 
@@ -42,15 +44,20 @@ def fits(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
-def at_both_widths(page, name: str, part: str = "", where: str = "") -> None:
+def at_both_widths(page, name: str, part: str = "", where: str = "", controls=()) -> None:
     """Shoot the page on the phone and on the desktop (back at the desktop's width for the
-    next click); with `where`, axe checks it and it must fit the screen at each width."""
+    next click); with `where`, axe checks it and it must fit the screen at each width. Each
+    of `controls` (locators) must take a click on the phone: a trial click, which checks that
+    a person could click it there and clicks nothing."""
     for screen in ("phone", "desktop"):
         page.set_viewport_size(SCREENS[screen])
         shot(page, f"{screen}-{name}", part)
         if where:
             check_accessibility(page, f"{where} ({screen})")
             assert fits(page), f"{where} is wider than the {screen} screen"
+        if screen == "phone":
+            for control in controls:
+                control.click(trial=True, timeout=5_000)
 
 
 @pytest.fixture
@@ -67,33 +74,37 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     page.goto(f"{live_server.url}/stores/{untidy.pk}/")
     card = page.locator("#consolidation")
     assert "never" in card.inner_text()
-    at_both_widths(page, "1-store", "#consolidation", where="the store page")
+    consolidate = card.get_by_role("button", name="Consolidate now")
+    at_both_widths(page, "1-store", "#consolidation", where="the store", controls=[consolidate])
 
-    card.get_by_role("button", name="Consolidate now").click()
+    consolidate.click()
     page.wait_for_selector("#consolidation .progress")  # htmx swapped the card in place
     assert page.url.endswith(f"/stores/{untidy.pk}/")  # no reload
     assert card.get_by_role("button", name="Consolidate now").is_disabled()
     at_both_widths(page, "2-running", "#consolidation")
     run_worker()  # the task worker `serve` runs; the card follows it without a reload
     page.wait_for_selector("#consolidation >> text=waits for your review", timeout=20_000)
-    at_both_widths(page, "3-done", "#consolidation")
+    review_link = page.locator("#consolidation >> text=Consolidation #")
+    at_both_widths(page, "3-done", "#consolidation", controls=[review_link])
 
-    page.click("#consolidation >> text=Consolidation #")
+    review_link.click()
     page.wait_for_selector("#index-review")
     assert page.locator("#before-lines .value").inner_text().startswith("216 / 200")
     assert page.locator("#before-lines").get_attribute("class").endswith("over")
     after = int(page.locator("#after-lines .value").inner_text().split(" / ")[0])
     assert after <= 200
     assert page.locator("#findings").inner_text().count("feedback_db") == 2
-    at_both_widths(page, "4-review", where="the review")
-    at_both_widths(page, "4-review-index", "#index-review")
-
     proposal = Proposal.objects.get(kind="consolidation")
     index = proposal.changes.get(key="MEMORY.md")
-    page.click(f"#change-{index.pk} summary")
+    index_summary = page.locator(f"#change-{index.pk} summary")
+    approve = page.locator("button[value=approve]")
+    at_both_widths(page, "4-review", where="the review", controls=[index_summary, approve])
+    at_both_widths(page, "4-review-index", "#index-review")
+
+    index_summary.click()
     body = page.locator(f"#id_body-{index.pk}")
     body.fill(body.input_value() + "# Tidied by Alice\n")
-    page.click("button[value=approve]")
+    approve.click()
     page.wait_for_selector("text=Applied 2 changes")
     at_both_widths(page, "5-applied")
 
@@ -142,13 +153,15 @@ def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser
         page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
         risks = page.locator("#risks").inner_text()
         assert "deletes 2 of the store's 3 memories (67 %)" in risks
-        at_both_widths(page, "risky")
-        page.click("button[value=approve]")
+        approve = page.locator("button[value=approve]")
+        at_both_widths(page, "risky", controls=[approve])
+        approve.click()
         page.wait_for_selector("text=tick the box to apply it anyway")
         assert (root / "beta.md").exists() and (root / "gamma.md").exists()
-        at_both_widths(page, "risky-refused")
-        page.check("input[name=confirm]")
-        page.click("button[value=approve]")
+        confirm = page.locator("input[name=confirm]")
+        at_both_widths(page, "risky-refused", controls=[confirm, approve])
+        confirm.check()
+        approve.click()
         page.wait_for_selector("text=Applied 2 changes")
         assert not (root / "beta.md").exists() and not (root / "gamma.md").exists()
         assert (root / "MEMORY.md").read_text() == "- [Alpha](alpha.md) — a\n"

@@ -438,11 +438,7 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
             # desktop in both modes, and on the phone on home alone, for what only the phone
             # shows (its menu, on every page). The other rules run at both widths.
             colours = screen == "desktop" or name == "home"
-            # Redoc keeps its light colours in dark mode (api_docs_problems checks it), and
-            # the site's bar above it is checked in dark mode on every other page: the dark
-            # colour rules on the API docs, 8 s of axe over Redoc's 9,000 elements, would
-            # see the light page again.
-            if scheme == "dark" and (not colours or name == "api_docs"):
+            if scheme == "dark" and not colours:
                 continue
             without = () if colours else COLOUR_RULES
             if violations := accessibility_violations(

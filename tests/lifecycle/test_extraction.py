@@ -231,7 +231,7 @@ def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
     assert upload(alice_api, first)["extraction"] == "queued"
     second.turn("remember that staging is at staging.example.com", "Noted.")
     assert upload(alice_api, second)["extraction"] == "coalesced"  # served by the queued run
-    fake.propose([change()], delay=2.0)
+    fake.propose([change()], delay=5.0)  # room for the two uploads below while it runs
     first_run = ExtractionRun.objects.get()
 
     # The task itself, in a thread (the worker command needs the main thread for its signals).
@@ -244,11 +244,12 @@ def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
     busy = threading.Thread(target=run_first)
     busy.start()
     try:
-        # Running and past reading its windows: the model has the request (it answers 2 s later).
+        # Running and past reading its windows: the model has the request (it answers 5 s later).
         for _ in range(600):
             if fake.requests:
                 break
             threading.Event().wait(0.05)
+        assert len(fake.requests) == 1, "the first run never asked the model"
         assert ExtractionRun.objects.filter(status="running").exists()
         first.turn("and remember that the freeze starts 2026-03-20", "Noted.")
         assert upload(alice_api, first, entries=first.entries[2:])["extraction"] == "trailing"
