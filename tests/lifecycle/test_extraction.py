@@ -224,14 +224,17 @@ def test_turns_without_user_prose_are_skipped(alice_api, fake, private):
 
 
 def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
-    alice_api, fake, private
+    alice_api, fake, private, settings
 ):
     first, second = Transcript(), Transcript()
     first.turn("remember that we deploy on Fridays", "Noted.")
     assert upload(alice_api, first)["extraction"] == "queued"
     second.turn("remember that staging is at staging.example.com", "Noted.")
     assert upload(alice_api, second)["extraction"] == "coalesced"  # served by the queued run
-    fake.propose([change()], delay=5.0)  # room for the two uploads below while it runs
+    # The model answers after 5 s, room for the two uploads below while the run waits on it,
+    # well within the run's patience (a request it gives up on is asked again).
+    settings.MEMHUB_EXTRACTION_TIMEOUT = 15.0
+    fake.propose([change()], delay=5.0)
     first_run = ExtractionRun.objects.get()
 
     # The task itself, in a thread (the worker command needs the main thread for its signals).
