@@ -186,6 +186,7 @@ def test_the_daily_logs_timeline(live_server, page, alice, screen):
     log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{store.pk}/")
     page.click("#consolidation >> text=Daily logs")
+    page.wait_for_load_state()
     days = page.locator("ol.timeline > li h2").all_inner_texts()
     assert [d.split(" ")[0] for d in days] == ["Thursday", "Wednesday"]
     assert page.locator(".log-entry .flag.warn").count() == 4

@@ -136,6 +136,7 @@ def test_the_events_page_filters_as_you_choose(live_server, page, screenshot, mo
     log_in(page, live_server)
     page.click("nav summary:has-text('More')")
     page.click("nav >> text=Events")
+    page.wait_for_load_state()
     # A page of 50 events; runs of idle pulls are folded into one line each.
     lines = page.locator("table.events tbody tr")
     assert 1 < lines.count() < 50
@@ -166,6 +167,7 @@ def test_the_settings_page_changes_a_flag_with_a_note(live_server, page, screens
     log_in(page, live_server)
     page.click("nav summary:has-text('More')")
     page.click("nav >> text=Settings")
+    page.wait_for_load_state()
     dormant = page.locator("tr.dormant")
     assert dormant.count() == 1  # the frontmatter line count
     screenshot("settings-01-flags")

@@ -19,6 +19,7 @@ def test_a_new_user_logs_in_and_sees_their_memory_directories(
     page.wait_for_url(f"{live_server.url}/")
     assert page.locator("text=No memory directories yet.").is_visible()
     page.click("text=Rescan")
+    page.wait_for_load_state()
     assert page.locator(".message.success").inner_text() == (
         "Rescanned: 3 memory directories found."
     )
@@ -53,4 +54,5 @@ def test_too_many_failed_logins_get_a_sentence_saying_how_long_to_wait(
     page.fill("#id_username", "alice")
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
+    page.wait_for_load_state()
     assert page.get_by_role("alert").is_visible()  # the right password waits too

@@ -56,6 +56,7 @@ def test_the_index_line_is_edited_on_the_memory_s_page_and_undone_from_the_index
     # The store page leads to the index's history: who changed it, the diff, Restore.
     page.goto(f"{live_server.url}/stores/{store.pk}/")
     page.click("#index-history")
+    page.wait_for_load_state()
     assert page.locator("h1").inner_text() == "History of MEMORY.md"
     rows = page.locator("table.versions tbody tr")
     assert rows.count() == 2

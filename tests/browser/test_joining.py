@@ -56,6 +56,7 @@ def test_staff_invite_and_the_invitees_agent_syncs(live_server, browser, setting
         staff.fill("#id_email", "dana@example.com")
         staff.check("label:has-text('acme/widgets')")
         staff.click("button:has-text('Create invitation')")
+        staff.wait_for_load_state()
         link = staff.locator("#new-invitation pre").inner_text().strip()
         assert staff.locator("#new-invitation button.copy").is_visible()
         assert "dana@example.com" in staff.locator("#pending").inner_text()

@@ -42,6 +42,7 @@ def test_staff_name_a_project_and_merge_its_twin_on_its_page(
 
     page.fill("#id_slug", "payments")
     page.click("button:has-text('Save name')")
+    page.wait_for_load_state()
     main = page.locator("main").inner_text()
     assert "'payments' is not a repo slug: write it as owner/repo" in main
     assert not (found := accessibility_violations(page)), describe(found)
@@ -51,6 +52,7 @@ def test_staff_name_a_project_and_merge_its_twin_on_its_page(
     page.select_option("#id_source", label="acme/payments")
     page.check("#id_confirm")
     page.click("button:has-text('Merge')")
+    page.wait_for_load_state()
     main = page.locator("main").inner_text()
     assert "Merged acme/payments into" in main
     page.goto(url)

@@ -50,6 +50,7 @@ def test_a_person_reviews_the_diff_and_approves_a_merge(live_server, page, scree
     screenshot("snapshots-list")
 
     page.click("#pending a.button")
+    page.wait_for_load_state()
     assert page.locator("h1").inner_text() == "Agent reviewer · user scope"
     assert page.locator(".status.big").inner_text() == "update available"
     files = page.locator("section.file")
@@ -120,6 +121,7 @@ def test_the_checks_name_secrets_and_hostile_files_without_showing_them(
     log_in(page, live_server)
     page.goto(f"{live_server.url}/snapshots/")
     page.click("#pending a.button")
+    page.wait_for_load_state()
 
     checks = page.locator("#checks").inner_text()
     assert "deploy.md, line 6: GitHub personal access token (github-pat)" in checks

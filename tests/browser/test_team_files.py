@@ -43,6 +43,7 @@ def test_a_member_sees_the_memories_and_why_some_are_kept_back(
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(f"{live_server.url}/stores/{team_store.pk}/")
         page.click("button:has-text('Rescan')")
+        page.wait_for_load_state()
         assert "3 memories" in page.locator("main").inner_text()
         titles = page.locator("a.title").all_inner_texts()
         assert "Runbook" in titles

@@ -69,6 +69,7 @@ def test_home_and_events_say_what_team_sync_did_and_undo_it(
 
     page.goto(f"{live_server.url}/")
     page.locator("#happened").get_by_role("button", name="Restore Code owners").click()
+    page.wait_for_load_state()
     assert "Restored" in page.locator("main").inner_text()
     assert any(p.name.endswith("code_owners.md") for p in Path(team_store.path).iterdir())
     page.goto(f"{live_server.url}/")

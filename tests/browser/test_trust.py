@@ -96,6 +96,7 @@ def test_a_wrong_edit_is_undone_in_two_clicks(live_server, page, both, private_d
     both("trust-03-restored")
 
     page.click("a.button:has-text('History')")
+    page.wait_for_load_state()
     rows = page.locator("table.versions tbody tr")
     assert rows.count() == 3
     assert "restored the version of" in rows.first.inner_text()
@@ -113,6 +114,7 @@ def test_forgetting_goes_to_the_trash_and_comes_back(live_server, page, both, pr
     log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{store.pk}/m/user_role.md")
     page.click("a.button:has-text('Forget')")
+    page.wait_for_load_state()
     assert "trash for 30 days" in page.locator("main").inner_text()
     both("trust-05-forget-asks")
     page.click("button:has-text('Forget this memory')")
