@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,7 +26,7 @@ def test_the_api_docs_load_nothing_from_outside(live_server, page, alice):
             route.abort()  # never reach out, even if a page asked to
 
     page.route("**/*", record)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
     page.goto(f"{live_server.url}/api/docs/")
     recall = page.locator("h2", has_text="Recall the memories that fit a query")

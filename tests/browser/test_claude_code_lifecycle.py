@@ -24,14 +24,13 @@ from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.api.fake_anthropic import FakeAnthropic
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP, PHONE
 from tests.claude_code import ask_claude, install_hooks, needs_claude
 from tests.client.conftest import SLUG, Machine, git_checkout
 from tests.lifecycle.conftest import run_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), needs_claude]
 
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
 REMEMBER = "remember that we deploy on Fridays"
 ASK = "Which day do we deploy on?"
 MEMORY_FILE = "project_friday_deploys.md"  # typed by what it is, named from its substance

@@ -22,42 +22,12 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.projects import resolve_store
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
-from tests.conftest import ARTIFACTS, write_memory
+from tests.browser.screens import SCREENS, at_both_widths, fits, shoot
+from tests.conftest import write_memory
 from tests.lifecycle.conftest import PROJECT, run_worker
 from tests.lifecycle.untidy import index_problems, make_untidy
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
-
-
-def shot(page, name: str, part: str = "") -> None:
-    """The whole page, or the screen with `part` scrolled into view (the store page lists
-    hundreds of memories below its cards)."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    if part:
-        page.locator(part).scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / f"consolidation-{name}.png"), full_page=not part)
-
-
-def fits(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-
-def at_both_widths(page, name: str, part: str = "", where: str = "", controls=()) -> None:
-    """Shoot the page on the phone and on the desktop (back at the desktop's width for the
-    next click); with `where`, axe checks it and it must fit the screen at each width. Each
-    of `controls` (locators) must take a click on the phone: a trial click, which checks that
-    a person could click it there and clicks nothing."""
-    for screen in ("phone", "desktop"):
-        page.set_viewport_size(SCREENS[screen])
-        shot(page, f"{screen}-{name}", part)
-        if where:
-            check_accessibility(page, f"{where} ({screen})")
-            assert fits(page), f"{where} is wider than the {screen} screen"
-        if screen == "phone":
-            for control in controls:
-                control.click(trial=True, timeout=5_000)
 
 
 @pytest.fixture
@@ -75,17 +45,23 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     card = page.locator("#consolidation")
     assert "never" in card.inner_text()
     consolidate = card.get_by_role("button", name="Consolidate now")
-    at_both_widths(page, "1-store", "#consolidation", where="the store", controls=[consolidate])
+    at_both_widths(
+        page,
+        "consolidation-1-store",
+        part="#consolidation",
+        where="the store",
+        controls=[consolidate],
+    )
 
     consolidate.click()
     page.wait_for_selector("#consolidation .progress")  # htmx swapped the card in place
     assert page.url.endswith(f"/stores/{untidy.pk}/")  # no reload
     assert card.get_by_role("button", name="Consolidate now").is_disabled()
-    at_both_widths(page, "2-running", "#consolidation")
+    at_both_widths(page, "consolidation-2-running", part="#consolidation")
     run_worker()  # the task worker `serve` runs; the card follows it without a reload
     page.wait_for_selector("#consolidation >> text=waits for your review", timeout=20_000)
     review_link = page.locator("#consolidation >> text=Consolidation #")
-    at_both_widths(page, "3-done", "#consolidation", controls=[review_link])
+    at_both_widths(page, "consolidation-3-done", part="#consolidation", controls=[review_link])
 
     review_link.click()
     page.wait_for_selector("#index-review")
@@ -98,15 +74,17 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     index = proposal.changes.get(key="MEMORY.md")
     index_summary = page.locator(f"#change-{index.pk} summary")
     approve = page.locator("button[value=approve]")
-    at_both_widths(page, "4-review", where="the review", controls=[index_summary, approve])
-    at_both_widths(page, "4-review-index", "#index-review")
+    at_both_widths(
+        page, "consolidation-4-review", where="the review", controls=[index_summary, approve]
+    )
+    at_both_widths(page, "consolidation-4-review-index", part="#index-review")
 
     index_summary.click()
     body = page.locator(f"#id_body-{index.pk}")
     body.fill(body.input_value() + "# Tidied by Alice\n")
     approve.click()
     page.wait_for_selector("text=Applied 2 changes")
-    at_both_widths(page, "5-applied")
+    at_both_widths(page, "consolidation-5-applied")
 
     root = Path(untidy.path)
     assert index_problems(root) == {
@@ -119,7 +97,7 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     assert (root / "MEMORY.md").read_text().endswith("# Tidied by Alice\n")
     page.goto(f"{live_server.url}/stores/{untidy.pk}/")
     assert "over" not in page.locator("#line-meter").get_attribute("class")
-    at_both_widths(page, "6-store-after", "#consolidation")
+    at_both_widths(page, "consolidation-6-store-after", part="#consolidation")
 
 
 def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser, page, alice):
@@ -144,7 +122,9 @@ def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser
     )
     log_in(page, live_server)
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
-    at_both_widths(page, "risky-js", where="a risky proposal")  # axe needs the page's JavaScript
+    at_both_widths(
+        page, "consolidation-risky-js", where="a risky proposal"
+    )  # axe needs the page's JavaScript
 
     context = browser.new_context(viewport=SCREENS["desktop"], java_script_enabled=False)
     page = context.new_page()
@@ -154,12 +134,12 @@ def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser
         risks = page.locator("#risks").inner_text()
         assert "deletes 2 of the store's 3 memories (67 %)" in risks
         approve = page.locator("button[value=approve]")
-        at_both_widths(page, "risky", controls=[approve])
+        at_both_widths(page, "consolidation-risky", controls=[approve])
         approve.click()
         page.wait_for_selector("text=tick the box to apply it anyway")
         assert (root / "beta.md").exists() and (root / "gamma.md").exists()
         confirm = page.locator("input[name=confirm]")
-        at_both_widths(page, "risky-refused", controls=[confirm, approve])
+        at_both_widths(page, "consolidation-risky-refused", controls=[confirm, approve])
         confirm.check()
         approve.click()
         page.wait_for_selector("text=Applied 2 changes")
@@ -190,6 +170,6 @@ def test_the_daily_logs_timeline(live_server, page, alice, screen):
     days = page.locator("ol.timeline > li h2").all_inner_texts()
     assert [d.split(" ")[0] for d in days] == ["Thursday", "Wednesday"]
     assert page.locator(".log-entry .flag.warn").count() == 4
-    shot(page, f"{screen}-daily-logs")
+    shoot(page, f"consolidation-daily-logs-{screen}")
     check_accessibility(page, "the daily logs")
     assert fits(page)

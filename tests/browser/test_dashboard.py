@@ -20,6 +20,7 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP
 from tests.conftest import write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -107,7 +108,7 @@ def month(alice, bob):
 
 
 def test_the_dashboard_draws_a_month_of_memory_work(live_server, page, screenshot, month):
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
     page.click("nav >> text=Dashboard")
     page.wait_for_url(f"{live_server.url}/dashboard/")
@@ -132,7 +133,7 @@ def test_the_dashboard_draws_a_month_of_memory_work(live_server, page, screensho
 
 
 def test_the_events_page_filters_as_you_choose(live_server, page, screenshot, month):
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
     page.click("nav summary:has-text('More')")
     page.click("nav >> text=Events")
@@ -163,7 +164,7 @@ def test_bob_sees_neither_settings_nor_alices_private_figures(live_server, page,
 
 
 def test_the_settings_page_changes_a_flag_with_a_note(live_server, page, screenshot, month):
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
     page.click("nav summary:has-text('More')")
     page.click("nav >> text=Settings")

@@ -9,6 +9,7 @@ from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
+from tests.browser.screens import PHONE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,7 +19,7 @@ def test_the_preview_follows_the_body_as_you_type(
 ):
     discover_local_stores(memory_base)
     store = Store.objects.get(kind="private")
-    page.set_viewport_size({"width": 390, "height": 844})
+    page.set_viewport_size(PHONE)
     log_in(page, live_server)
     page.goto(f"{live_server.url}/stores/{store.pk}/m/user_role.md/edit/")
     page.evaluate("window.__sameDocument = true")

@@ -43,6 +43,7 @@ from tests.browser.accessibility import (
     preload_axe,
 )
 from tests.browser.login import log_in
+from tests.browser.screens import SCREENS, fits
 from tests.conftest import ARTIFACTS, write_memory
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, write_files, write_snapshot
 
@@ -83,7 +84,6 @@ DOWNLOADS = {"store_export"}
 REDIRECTS = {"sso_start", "sso_callback"}
 # URLs pip reads, not people: the site's package index of memhub-agent (tests/web).
 PACKAGE_INDEX = {"client_index", "client_project", "client_wheel"}
-SCREENS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture
@@ -394,10 +394,6 @@ def api_docs_problems(page) -> list[str]:
     return problems
 
 
-def fits_the_screen(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-
 @pytest.mark.parametrize("screen", ["desktop", "phone"])
 def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
     page.set_viewport_size(SCREENS[screen])
@@ -456,11 +452,11 @@ def test_every_page_is_accessible_and_fits(live_server, page, site, screen):
             refused = [text for text in refused if "cdn.redoc.ly" not in text]
         if refused:
             problems.append(f"{name} broke the Content-Security-Policy: {refused}")
-        if not fits_the_screen(page):
+        if not fits(page):
             problems.append(f"{name} is wider than the {screen} screen")
         if screen == "phone":  # the narrowest phones in use
             page.set_viewport_size({"width": 360, "height": 740})
-            if not fits_the_screen(page):
+            if not fits(page):
                 problems.append(f"{name} is wider than a 360 px screen")
             page.set_viewport_size(SCREENS[screen])
     assert not problems, "\n".join(problems)
@@ -486,7 +482,7 @@ def test_the_phone_menu_opens_with_or_without_javascript(live_server, browser, s
         )
         page.click(".nav-list a:has-text('Dashboard')")
         page.wait_for_url("**/dashboard/")
-        assert fits_the_screen(page)
+        assert fits(page)
     finally:
         context.close()
 

@@ -11,15 +11,11 @@ from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
+from tests.browser.screens import SCREENS, fits
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 CURATED = "- [Real DB](feedback_tests.md) — curated: never mock the DB (see #412)"
-
-
-def fits(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 @pytest.mark.parametrize("screen", ["desktop", "phone"])

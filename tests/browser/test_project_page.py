@@ -8,10 +8,9 @@ import pytest
 from memapp.stores.models import Project
 from tests.browser.accessibility import accessibility_violations, describe, preload_axe
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP, SCREENS, fits
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-WIDTHS = {"desktop": 1280, "phone": 390}
 
 
 @pytest.fixture
@@ -22,21 +21,17 @@ def projects(alice, bob):
     return discovered
 
 
-def _fits(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-
 def test_staff_name_a_project_and_merge_its_twin_on_its_page(
     live_server, page, screenshot, projects
 ):
     preload_axe(page.context)
     log_in(page, live_server)
     url = f"{live_server.url}/projects/{projects.pk}/members/"
-    for label, width in WIDTHS.items():
-        page.set_viewport_size({"width": width, "height": 900})
+    for label, screen in SCREENS.items():
+        page.set_viewport_size(screen)
         page.goto(url)
         assert "This project has no repo slug yet" in page.locator("main").inner_text()
-        assert _fits(page)
+        assert fits(page)
         assert not (found := accessibility_violations(page)), describe(found)
         screenshot(f"project-page-{label}")
 
@@ -63,5 +58,5 @@ def test_staff_name_a_project_and_merge_its_twin_on_its_page(
     assert page.input_value("#id_slug") == "acme/payments"
     assert page.input_value("#id_aliases") == "-tmp-ux-demo"
     assert Project.objects.count() == 1
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     screenshot("project-page-merged-desktop")

@@ -25,15 +25,13 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP, PHONE, fits
 from tests.client.conftest import Machine, git_checkout
 from tests.conftest import write_memory
 from tests.lifecycle.conftest import run_worker
 from tests.transcripts import Transcript
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture
@@ -307,7 +305,7 @@ def test_the_review_after_unticking_and_editing_is_what_approving_writes(
     assert shown == REVIEW_INDEX + "- [Zeta rule](project_zeta_rule.md) — Zeta is how we deploy\n"
     screenshot(f"proposal-review-{screen}-2-edited")
     check_accessibility(page, "the proposal review after an edit")
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert fits(page)
 
     page.click("button[value=approve]")
     page.wait_for_selector("text=Applied 3 changes")

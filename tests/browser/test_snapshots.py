@@ -12,6 +12,7 @@ from memapp.memdir.agent_snapshots import MARKER_FILENAME
 from snapshots.actions import do_register_checkout
 from snapshots.models import SnapshotDecision
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP
 from tests.client.test_sync import fake_github_token
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, topic, write_files, write_snapshot
 
@@ -38,7 +39,7 @@ def setup(tmp_path, monkeypatch, alice):
 
 def test_a_person_reviews_the_diff_and_approves_a_merge(live_server, page, screenshot, setup):
     repo, memory = setup
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
 
     page.click("text=Snapshot updates")
@@ -117,7 +118,7 @@ def test_the_checks_name_secrets_and_hostile_files_without_showing_them(
     (snapshot / "%2e%2e%2fescape.md").write_text(topic("Escape", "escape"))
     (snapshot / "broken.md").write_text('---\nname: "unclosed\n---\nBody\n')
     do_register_checkout(alice, repo)
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     log_in(page, live_server)
     page.goto(f"{live_server.url}/snapshots/")
     page.click("#pending a.button")

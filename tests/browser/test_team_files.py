@@ -12,11 +12,10 @@ from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
 from teamsync.service import do_sync_team
 from tests.browser.login import log_in
+from tests.browser.screens import SCREENS
 from tests.teamsync.gitutil import make_bare, memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-WIDTHS = {"desktop": 1280, "phone": 390}
 
 
 @pytest.fixture
@@ -39,8 +38,8 @@ def test_a_member_sees_the_memories_and_why_some_are_kept_back(
     live_server, page, screenshot, team_store, alice
 ):
     log_in(page, live_server)
-    for label, width in WIDTHS.items():
-        page.set_viewport_size({"width": width, "height": 900})
+    for label, screen in SCREENS.items():
+        page.set_viewport_size(screen)
         page.goto(f"{live_server.url}/stores/{team_store.pk}/")
         page.click("button:has-text('Rescan')")
         page.wait_for_load_state()

@@ -14,12 +14,12 @@ from memapp.stores.projects import resolve_store
 from teamsync.service import do_sync_team
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
+from tests.browser.screens import SCREENS
 from tests.teamsync.gitutil import Member, make_bare
 from tests.teamsync.test_service import save
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-WIDTHS = {"desktop": 1280, "phone": 390}
 SENTENCE = "Team sync moved 2 memories to the Trash in acme/app: Code owners and On-call rota"
 
 
@@ -50,8 +50,8 @@ def test_home_and_events_say_what_team_sync_did_and_undo_it(
     live_server, page, screenshot, team_store, alice
 ):
     log_in(page, live_server)
-    for label, width in WIDTHS.items():
-        page.set_viewport_size({"width": width, "height": 900})
+    for label, screen in SCREENS.items():
+        page.set_viewport_size(screen)
         page.goto(f"{live_server.url}/")
         happened = page.locator("#happened")
         assert SENTENCE in happened.inner_text()

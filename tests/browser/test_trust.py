@@ -19,12 +19,10 @@ from memapp.stores.models import Project, Store
 from memapp.stores.tokens import do_create_api_token
 from teamsync.models import BlockedFile, TeamConflict
 from tests.browser.login import log_in
+from tests.browser.screens import DESKTOP, PHONE
 from tests.conftest import PASSWORD, write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 800}
 
 
 @pytest.fixture
