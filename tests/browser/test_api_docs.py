@@ -9,8 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.login import log_in
-from tests.browser.screens import DESKTOP
-from tests.conftest import ARTIFACTS
+from tests.browser.screens import DESKTOP, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -36,5 +35,4 @@ def test_the_api_docs_load_nothing_from_outside(live_server, page, alice):
     assert page.locator("h1").first.inner_text().startswith("memhub agent API")
     recall.scroll_into_view_if_needed()
     assert "why are the integration tests slow?" in page.content()  # the request example
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "api-docs-recall.png"))  # the page is 19,000 px tall
+    shoot(page, "api-docs-recall", part="h2:has-text('Recall the memories that fit a query')")

@@ -64,6 +64,7 @@ def test_consolidate_now_review_and_one_approval_tidy_the_store(live_server, pag
     at_both_widths(page, "consolidation-3-done", part="#consolidation", controls=[review_link])
 
     review_link.click()
+    page.wait_for_load_state()
     page.wait_for_selector("#index-review")
     assert page.locator("#before-lines .value").inner_text().startswith("216 / 200")
     assert page.locator("#before-lines").get_attribute("class").endswith("over")
@@ -122,9 +123,8 @@ def test_a_risky_proposal_needs_its_tick_without_javascript(live_server, browser
     )
     log_in(page, live_server)
     page.goto(f"{live_server.url}/proposals/{proposal.pk}/")
-    at_both_widths(
-        page, "consolidation-risky-js", where="a risky proposal"
-    )  # axe needs the page's JavaScript
+    # axe needs the page's JavaScript: it checks the proposal here, before the no-script flow.
+    at_both_widths(page, "consolidation-risky-js", where="a risky proposal")
 
     context = browser.new_context(viewport=SCREENS["desktop"], java_script_enabled=False)
     page = context.new_page()

@@ -58,6 +58,7 @@ def test_the_index_line_is_edited_on_the_memory_s_page_and_undone_from_the_index
     assert rows.count() == 2
     assert "alice · the web UI · the line of feedback_tests.md" in rows.first.inner_text()
     rows.first.get_by_role("link", name="Changes").click()
+    page.wait_for_load_state()
     page.wait_for_selector("#compare")
     assert "1 line added · 1 line removed" in page.locator("#compare").inner_text()
     assert fits(page)

@@ -31,6 +31,7 @@ def test_staff_invite_and_the_invitees_agent_syncs(live_server, browser, setting
     dana_context = browser.new_context(viewport=SCREENS["desktop"])
     for context in (staff_context, dana_context):
         preload_axe(context)
+    agent = None  # `memhub-agent login`, waiting for the browser's approval
     try:
         staff = staff_context.new_page()
         log_in(staff, live_server)
@@ -104,6 +105,9 @@ def test_staff_invite_and_the_invitees_agent_syncs(live_server, browser, setting
         assert str(settings.MEMHUB_DATA_DIR) not in approver.content()
         at_both_widths(approver, "joining-home", where="the home page")
     finally:
+        if agent is not None and agent.poll() is None:
+            agent.kill()  # a check failed while the login waited
+            agent.communicate()
         staff_context.close()
         dana_context.close()
 

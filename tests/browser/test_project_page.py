@@ -8,7 +8,7 @@ import pytest
 from memapp.stores.models import Project
 from tests.browser.accessibility import accessibility_violations, describe, preload_axe
 from tests.browser.login import log_in
-from tests.browser.screens import DESKTOP, SCREENS, fits
+from tests.browser.screens import DESKTOP, PHONE, SCREENS, fits
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -35,6 +35,7 @@ def test_staff_name_a_project_and_merge_its_twin_on_its_page(
         assert not (found := accessibility_violations(page)), describe(found)
         screenshot(f"project-page-{label}")
 
+    page.set_viewport_size(PHONE)  # a wrong slug's error, on the narrow screen
     page.fill("#id_slug", "payments")
     page.click("button:has-text('Save name')")
     page.wait_for_load_state()

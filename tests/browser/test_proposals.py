@@ -88,6 +88,7 @@ def test_remember_that_we_deploy_on_fridays_reaches_the_next_session(
     screenshot("lifecycle-02-proposal-390")
     page.set_viewport_size(DESKTOP)
     page.click("button[value=approve]")
+    page.wait_for_load_state()
     page.wait_for_selector(".message.success")
     assert "Applied: project_friday_deploys.md." in page.inner_text(".messages")
     assert page.locator("nav a[href='/proposals/'] .nav-badge").count() == 0
@@ -187,6 +188,7 @@ def test_the_queue_edit_before_approving_and_a_conflict(live_server, page, scree
     )
     screenshot("lifecycle-06-editing")
     page.click("button[value=approve]")
+    page.wait_for_load_state()
     page.wait_for_selector(".message.error")
     assert "Changed since proposed" in page.inner_text(".messages")
     written = (Path(store.path) / "project_release.md").read_text()

@@ -13,7 +13,8 @@ from playwright.sync_api import expect
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
 from tests.browser.login import log_in
-from tests.conftest import ARTIFACTS, write_memory
+from tests.browser.screens import shoot
+from tests.conftest import write_memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -264,6 +265,7 @@ def test_a_conflict_shows_what_differs(live_server, page, screenshot, private_di
     (private_dir / "feedback_small_prs.md").write_text(theirs)
     page.fill("#id_description", "Keep pull requests under 300 lines")
     page.click("button:has-text('Save')")
+    page.wait_for_load_state()
     page.wait_for_selector("text=This memory changed while you were editing")
     # What saving mine would change on disk: the agent's line goes, 400 becomes 300.
     assert page.locator("table.diff tr.del mark").all_inner_texts() == ["400"]
@@ -282,11 +284,6 @@ def test_the_review_works_without_javascript(live_server, browser, private_dir, 
     store = Store.objects.get(kind="private")
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
-    ARTIFACTS.mkdir(exist_ok=True)
-
-    def shot(name: str) -> None:
-        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
     try:
         log_in(page, live_server)
         page.goto(f"{live_server.url}/stores/{store.pk}/")
@@ -299,7 +296,7 @@ def test_the_review_works_without_javascript(live_server, browser, private_dir, 
         page.click("form.filters button:has-text('Filter')")
         page.wait_for_url("**q=reviews+stall**")
         assert listed(page) == ["Small pull requests"]
-        shot("review-nojs-01-filtered")
+        shoot(page, "review-nojs-01-filtered")
 
         page.click("#memory-list a.title")
         page.click("a.button:has-text('Edit')")
@@ -310,13 +307,13 @@ def test_the_review_works_without_javascript(live_server, browser, private_dir, 
         assert "description: Keep pull requests under 200 lines\n" in (
             (private_dir / "feedback_small_prs.md").read_text()
         )
-        shot("review-nojs-02-saved")
+        shoot(page, "review-nojs-02-saved")
 
         page.click("a.button:has-text('Forget')")
         page.click("button:has-text('Forget this memory')")
         page.wait_for_url(f"{live_server.url}/stores/{store.pk}/")
         assert not (private_dir / "feedback_small_prs.md").exists()
         assert page.locator("#memory-list .summary").inner_text() == "4 memories"
-        shot("review-nojs-03-forgotten")
+        shoot(page, "review-nojs-03-forgotten")
     finally:
         context.close()

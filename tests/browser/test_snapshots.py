@@ -43,6 +43,7 @@ def test_a_person_reviews_the_diff_and_approves_a_merge(live_server, page, scree
     log_in(page, live_server)
 
     page.click("text=Snapshot updates")
+    page.wait_for_load_state()
     assert page.locator("#pending h2").inner_text() == "Waiting for your decision (0)"
     page.fill("#id_path", str(repo))
     page.click("form.register button[type=submit]")
@@ -76,6 +77,7 @@ def test_a_person_reviews_the_diff_and_approves_a_merge(live_server, page, scree
     # Take the new memory, keep our own tests.md.
     tests_md.locator("input[type=checkbox]").uncheck()
     page.click("button[value=merge]")
+    page.wait_for_load_state()
 
     message = page.locator(".message.success").inner_text()
     assert message.startswith(

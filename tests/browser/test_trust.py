@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def both(page, screenshot):
-    """Photograph the page at desktop width and at 390 px."""
+    """Photograph the page at desktop width and at 390 px, and check that one part of it
+    (`main` unless told) fits the phone; unlike `at_both_widths`, not the whole document."""
 
     def take(name: str, part: str = "main") -> None:
         screenshot(f"{name}-desktop")
@@ -178,6 +179,7 @@ def test_what_waits_for_you_and_a_conflict_as_a_diff(live_server, page, both, pr
     both("trust-09-waiting", "#waiting")
     page.click("#waiting-conflicts")
     page.click("#conflicts a")
+    page.wait_for_load_state()
     page.wait_for_selector("#between table.diff")
     assert page.locator("#between tr.del mark").all_inner_texts() == ["2026-03-06"]
     assert page.locator("#between tr.add mark").all_inner_texts() == ["2026-03-12"]
