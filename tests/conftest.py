@@ -11,7 +11,6 @@ import pytest
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API in tests
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 # Chromium's headless shell (Debian's chromium-headless-shell; Playwright's default build when
 # headless): the same Blink and V8 as the full browser, without its UI. The full browser took
 # 60 % more CPU for tests/browser (513 s against 320 s: a WebUI renderer of its own, twice as
@@ -180,19 +179,6 @@ def data_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
-
-
-@pytest.fixture
-def screenshot(page):
-    """Save a full-page screenshot under test-artifacts/ (CI keeps them for a person to look at)."""
-
-    def take(name: str) -> Path:
-        ARTIFACTS.mkdir(exist_ok=True)
-        path = ARTIFACTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        return path
-
-    return take
 
 
 def _user(django_user_model, username: str, **extra):

@@ -43,8 +43,8 @@ from tests.browser.accessibility import (
     preload_axe,
 )
 from tests.browser.login import log_in
-from tests.browser.screens import SCREENS, fits
-from tests.conftest import ARTIFACTS, write_memory
+from tests.browser.screens import ARTIFACTS, SCREENS, fits
+from tests.conftest import write_memory
 from tests.snapshots.conftest import LOCAL, SNAPSHOT, T1, T2, write_files, write_snapshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -3,6 +3,7 @@
 import pytest
 
 from tests.browser.accessibility import accessibility_violations, preload_axe
+from tests.browser.screens import SCREENS
 from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,11 +33,11 @@ def test_a_new_user_logs_in_and_sees_their_memory_directories(
     screenshot("first-page-home")
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
 def test_too_many_failed_logins_get_a_sentence_saying_how_long_to_wait(
-    live_server, page, screenshot, alice, width
+    live_server, page, screenshot, alice, screen
 ):
-    page.set_viewport_size({"width": width, "height": 800})
+    page.set_viewport_size(SCREENS[screen])
     preload_axe(page.context)
     page.goto(f"{live_server.url}/login/")
     for attempt in range(5):
@@ -50,7 +51,7 @@ def test_too_many_failed_logins_get_a_sentence_saying_how_long_to_wait(
         "try again, or ask a staff member to unlock it."
     )
     assert not accessibility_violations(page)
-    screenshot(f"login-locked-{width}")
+    screenshot(f"login-locked-{screen}")
     page.fill("#id_username", "alice")
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
