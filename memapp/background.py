@@ -1,4 +1,4 @@
-"""The background process `manage.py serve` starts beside gunicorn and the task worker.
+"""The background process `manage.py serve` starts beside the HTTP server and the task worker.
 
 It runs the live mirror (:mod:`memapp.stores.live`: discovery at start, then the watcher and its
 fallback rescans) and a clock that enqueues the periodic tasks when they are due: team sync (by

@@ -253,7 +253,7 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared state of the API (throttles, each session's recall budget and surfaced memories) lives
-# in Django's cache: by default a table in the database, so every gunicorn worker (and every
+# in Django's cache: by default a table in the database, so every server worker (and every
 # machine that shares the database) sees the same counts. docs/scaling.md says when to use Redis.
 MEMHUB_CACHE_URL = env_str("MEMHUB_CACHE_URL", "db://")
 CACHES = {"default": env_cache("MEMHUB_CACHE_URL", "db://")}

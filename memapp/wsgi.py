@@ -1,10 +1,10 @@
-"""WSGI entry point (gunicorn serves `memapp.wsgi:application`).
+"""WSGI entry point (memapp.http_server serves `memapp.wsgi:application`).
 
 The whole app is loaded here, before any request. Django would otherwise, on the first request
 to each worker, import the URL patterns with every view, DRF and (with an API key) the
 Anthropic SDK, and compile the URL patterns: that request took over a second, longer than an
-agent's hook waits (docs/design.md §21). `manage.py serve` runs gunicorn with `--preload`, so
-this happens once, before the workers fork; it opens no database connection, which a forked
+agent's hook waits (docs/design.md §21). memapp.http_server imports this module before its
+workers fork, so this happens once; it opens no database connection, which a forked
 worker must not share.
 
 An agent's usual recall and prompt, which memapp.api.plain_views answers itself, pass through

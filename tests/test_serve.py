@@ -1,4 +1,4 @@
-"""`manage.py serve` as a person runs it: gunicorn with two workers, the task worker and the
+"""`manage.py serve` as a person runs it: the HTTP server with two workers, the task worker and the
 background process, on a fresh data dir and a Claude Code memory base in temp dirs.
 
 What it must do: discover at start; show a project Claude Code starts later by itself; hold a
@@ -152,7 +152,7 @@ def stop_serve(process: subprocess.Popen) -> int:
     left no process running; its exit status."""
     os.killpg(process.pid, signal.SIGTERM)
     code = process.wait(timeout=30)
-    # serve waits for its own children; their children (gunicorn's workers) may take a moment
+    # serve waits for its own children; their children (the HTTP server's workers) may take a moment
     # longer on a loaded machine, but none may stay.
     try:
         wait_until(lambda: not running_in_group(process.pid), 10)

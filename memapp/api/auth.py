@@ -130,7 +130,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 class TokenRateThrottle(SimpleRateThrottle):
     """Rate limit per API token, kept in the shared cache and changed under its lock, so N
-    gunicorn workers together allow the rate, not N times it.
+    server workers together allow the rate, not N times it.
 
     A rate of n per period is a bucket of n requests refilled evenly over the period (the
     generic cell rate algorithm): a token may spend its n at once, then one each period / n.

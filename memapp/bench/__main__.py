@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--load-seconds",
         type=float,
         default=10.0,
-        help="--web: seconds of recall load against gunicorn (0: skip the load test)",
+        help="--web: seconds of recall load against the HTTP server (0: skip the load test)",
     )
     parser.add_argument(
         "--clients", type=int, default=4, help="--web: concurrent connections of the load test"
@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             legends.append(hooks.LEGEND)
         if args.lifecycle:
-            from memapp.bench import lifecycle  # gunicorn and the client
+            from memapp.bench import lifecycle  # the HTTP server and the client
 
             rows += lifecycle.run(max(args.runs, 1), sessions=args.sessions)
             legends.append(lifecycle.LEGEND)
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # A stopped run (kill, a CI timeout) unwinds like an interrupted one: its gunicorn stopped,
+    # A stopped run (kill, a CI timeout) unwinds like an interrupted one: its HTTP server stopped,
     # its data dirs removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     sys.exit(main())

@@ -5,10 +5,10 @@ afterwards), and each section measures some operations on it: the median of ``--
 next to a floor (the plainest Python doing the same I/O) measured in the same run, the ratio, and
 a target where one is set. A section is a function ``(corpus, runs) -> list[Row]`` listed in
 :data:`SECTIONS`. ``--web`` adds the sections of :mod:`memapp.bench.web` after these (the store
-page, the mirror rescan, recall and prompt through the API, recall throughput under gunicorn),
-whose targets are absolute (a latency, a rate) rather than ratios to a floor. ``--team`` adds
-those of :mod:`memapp.bench.team` (a push and a pull of ``--team-files`` memories through a bare
-repository, the secret gate, the team memory protocol).
+page, the mirror rescan, recall and prompt through the API, recall throughput through the HTTP
+server), whose targets are absolute (a latency, a rate) rather than ratios to a floor. ``--team``
+adds those of :mod:`memapp.bench.team` (a push and a pull of ``--team-files`` memories through a
+bare repository, the secret gate, the team memory protocol).
 
 Floors:
 

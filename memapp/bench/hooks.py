@@ -4,7 +4,7 @@ for on every prompt of an agent that uses memhub.
 - :func:`bench_start_up`: each hook run as Claude Code runs it (a new process, its JSON on
   stdin) against a stand-in server that answers at once, beside a bare ``python -c pass``:
   the difference is the hook's own start-up and work, ≤ 100 ms.
-- :func:`bench_model_budget`: gunicorn serving the corpus as a private store, with the model
+- :func:`bench_model_budget`: the HTTP server serving the corpus as a private store, with the model
   selector on a fake Messages API that answers in 400 ms (``tests/api/fake_anthropic.py``, so
   this section runs from a checkout). ``user-prompt-submit`` with its default 0.7 s budget for
   ``--hook-prompts`` different questions, each asked twice (new sessions): how often the
@@ -15,7 +15,7 @@ for on every prompt of an agent that uses memhub.
 - :func:`bench_warm_workers`: ``manage.py serve --workers 2 --no-background``; the first prompt
   request to each worker (two at once, as soon as the port accepts connections) beside later
   ones: ≤ 200 ms, well inside a hook's budget.
-- :func:`bench_resumed_session_start`: SessionStart with ``source: resume`` against gunicorn,
+- :func:`bench_resumed_session_start`: SessionStart with ``source: resume`` against the HTTP server,
   for a session whose summary memhub keeps (the offline summary of a 5,000-entry session): the
   whole hook, summary handed over, within the hook's 0.7 s budget.
 """
@@ -60,13 +60,13 @@ hooks (--hooks): wall times of real hook processes as Claude Code starts them (J
 default 0.7 s budget). start-up = the hook's median minus a bare `python -c pass`'s, against a
 stand-in server that answers at once (targets: Claude Code's prompt hook ≤ 40 ms, issue 29; the
 others ≤ 100 ms, issues 16 and 27); beside it the CPU time (user + system) the hook spends over
-the bare interpreter's, steadier than wall time on a shared machine. "model within the
-budget": gunicorn with the model selector on a fake Messages API answering in 400 ms; "in time"
-counts prompts whose hook output holds the model's pick, "answered" those with any memory. warm
-workers: the first prompt request to each of 2 gunicorn workers right after `manage.py serve`
-starts, beside the median of later ones (target ≤ 200 ms). resumed session: SessionStart with
-`source: resume` against gunicorn, the session's summary (offline, of 5,000 entries) handed
-over; target: within the hook's budget (0.7 s)."""
+the bare interpreter's, steadier than wall time on a shared machine. "model within the budget": the
+HTTP server with the model selector on a fake Messages API answering in 400 ms; "in time" counts
+prompts whose hook output holds the model's pick, "answered" those with any memory. warm workers:
+the first prompt request to each of 2 HTTP server workers right after `manage.py serve` starts,
+beside the median of later ones (target ≤ 200 ms). resumed session: SessionStart with `source:
+resume` against the HTTP server, the session's summary (offline, of 5,000 entries) handed over;
+target: within the hook's budget (0.7 s)."""
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -272,9 +272,9 @@ def bench_model_budget(corpus: Corpus, runs: int, hook: Sequence[str], prompts: 
             "MEMHUB_RECALL_TIMEOUT": "5",
         }
         before = {name: os.environ.get(name) for name in model_env}
-        os.environ.update(model_env)  # gunicorn's, and only for this section
+        os.environ.update(model_env)  # the server's, and only for this section
         try:
-            with web.run_gunicorn() as server:
+            with web.run_server() as server:
                 env = _hook_env(home, f"http://127.0.0.1:{server.port}", store.token)
                 results = {"first ask": [], "asked again": []}
                 for ask in results:
@@ -401,7 +401,7 @@ def bench_warm_workers(corpus: Corpus, runs: int) -> list[Row]:
 
 def bench_resumed_session_start(corpus: Corpus, runs: int, hook: Sequence[str]) -> list[Row]:
     """SessionStart with `source: resume` for a session whose summary memhub keeps (the offline
-    summary of a 5,000-entry session, docs/design.md §14.10), against gunicorn serving the
+    summary of a 5,000-entry session, docs/design.md §14.10), against the HTTP server serving the
     corpus: the whole hook, the summary handed over, beside the hook's budget."""
     from memapp.bench import web
     from memapp.bench.summary import SUMMARY_ENTRIES, coding_transcript, summarize
@@ -430,7 +430,7 @@ def bench_resumed_session_start(corpus: Corpus, runs: int, hook: Sequence[str]) 
         )
         SessionSummary.objects.create(session=session, text=text, selector="offline")
         times, bare, handed = [], [], 0
-        with web.run_gunicorn(start_timeout=120) as server:
+        with web.run_server(start_timeout=120) as server:
             env = _hook_env(home, f"http://127.0.0.1:{server.port}", store.token)
             payload = json.loads(_payload("session-start", checkout, home, "bench-resumed"))
             stdin = json.dumps({**payload, "source": "resume"})

@@ -2,7 +2,7 @@
 
 - Stop hook: the real `memhub-agent hook claude-code stop` (a fresh process, as Claude Code
   starts it) on a 5,000-entry transcript whose earlier entries were uploaded by the previous
-  hook, after one more turn was appended; against gunicorn on loopback. Its floor is the
+  hook, after one more turn was appended; against the HTTP server on loopback. Its floor is the
   Python interpreter's own start-up (`python -c pass`).
 - Ingest: the server's time for one upload of 1,000 entries (the API view in process: parsing,
   redaction, storing, indexing).
@@ -38,7 +38,7 @@ INGEST_ENTRIES = 1_000
 
 LEGEND = """\
 lifecycle: stop hook = wall time of the real `memhub-agent hook claude-code stop` process on a
-5,000-entry transcript after one new turn (floor: `python -c pass`), against gunicorn on
+5,000-entry transcript after one new turn (floor: `python -c pass`), against the HTTP server on
 loopback; ingest = server time of POST /api/v1/sessions/<id>/entries with 1,000 entries (in
 process); search = past-context search over 1,000 sessions / 200,000 messages (two-word queries).
 Targets: stop hook p50 ≤ 60 ms (issue 29), ingest ≤ 1 s, search p50 ≤ 50 ms (issue 13); the
@@ -101,13 +101,13 @@ def _children_cpu() -> float:
 
 
 def bench_stop_hook(runs: int, user, token: str) -> list[Row]:
-    from memapp.bench.web import run_gunicorn
+    from memapp.bench.web import run_server
     from memapp.lifecycle.models import Session
 
     agent = str(Path(sys.executable).parent / "memhub-agent")
     floor = statistics.median(_wall([sys.executable, "-c", "pass"]) for _ in range(runs))
     times, cpu = [], []
-    with run_gunicorn(workers=1) as server, tempfile.TemporaryDirectory() as tmp:
+    with run_server(workers=1) as server, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         checkout = home / "src" / "app"
         checkout.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """The MCP endpoint (``--mcp``): ``tools/list`` and a ``recall`` call POSTed to ``/mcp/<project>/``
 as one 2026-07-28 request each, median server time (Django's test client, no network), and
-``memhub-agent mcp`` from its start to its answer to ``initialize`` (relayed to gunicorn).
+``memhub-agent mcp`` from its start to its answer to ``initialize`` (relayed to the HTTP server).
 Targets (issue 26): each request ≤ 15 ms up to 2,000 files, the relay ready ≤ 300 ms."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 from memapp.bench.common import Corpus, Row
-from memapp.bench.web import _latency_limit, _no_target_note, run_gunicorn, web_store
+from memapp.bench.web import _latency_limit, _no_target_note, run_server, web_store
 
 LEGEND = """\
 MCP (--mcp): tools/list and tools/call recall POSTed to /mcp/<project>/ (the SDK's stateless
 handler behind memhub's token check), one self-contained 2026-07-28 request each, median of
 20 × runs requests, server time in-process; target ≤ 15 ms up to 2,000 files. memhub-agent mcp:
-from its start to its answer to initialize, relayed to gunicorn (1 worker), median of 5 × runs
-starts, beside `memhub-agent --version` (Python's start and the client's imports); ≤ 300 ms.
+from its start to its answer to initialize, relayed to the HTTP server (1 worker), median of 5 ×
+runs starts, beside `memhub-agent --version` (Python's start and the client's imports); ≤ 300 ms.
 Each beside its figure before (issue 26, load average 8–9)."""
 
 MCP_LIMIT = 0.015
@@ -113,7 +113,7 @@ def bench_stdio_ready(corpus: Corpus, runs: int) -> Row:
             "clientInfo": {"name": "memhub-bench", "version": "1"},
         },
     }
-    with tempfile.TemporaryDirectory() as home, run_gunicorn(1, start_timeout=120) as server:
+    with tempfile.TemporaryDirectory() as home, run_server(1, start_timeout=120) as server:
         env = {
             **os.environ,
             "HOME": home,

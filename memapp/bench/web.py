@@ -29,12 +29,11 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
 - :func:`bench_prompt_api`: ``GET /api/v1/prompt``: median ≤ 5 ms. An agent asks for the same
   prompt at every session start, and the cut index is remembered while MEMORY.md is unchanged
   (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
-- :func:`bench_recall_load`: ``gunicorn memapp.wsgi:application --workers 2`` with the settings
-  of ``manage.py serve`` (:mod:`memapp.gunicorn_conf`: 4 threads a worker, keep-alive) on a free
-  loopback port, driven for ``--load-seconds`` by ``--clients`` threads of this process
-  (:func:`drive_load`): ≥ 500 answered recalls/s (≥ 300 on PostgreSQL), no errors, ≤ 2 ms of
-  server CPU per request (issue 29; before it, 210–228/s, 111/s on PostgreSQL, and 6.7–7.0 ms);
-  client-side p50 and p99 shown.
+- :func:`bench_recall_load`: ``python -m memapp.http_server --workers 2``, the server of ``manage.py
+  serve`` (4 threads a worker, keep-alive), on a free loopback port, driven for ``--load-seconds``
+  by ``--clients`` threads of this process (:func:`drive_load`): ≥ 500 answered recalls/s (≥ 300 on
+  PostgreSQL), no errors, ≤ 2 ms of server CPU per request (issue 29; before it, 210–228/s, 111/s on
+  PostgreSQL, and 6.7–7.0 ms); client-side p50 and p99 shown.
 """
 
 from __future__ import annotations
@@ -83,19 +82,19 @@ LATENCY_TARGET_MAX_FILES = 2_000  # the issues' store; a bigger one is shown wit
 RESCAN_TARGET_MIN_FILES = 20_000  # below this the mirror's fixed cost dwarfs the stat walk
 QUERIES = 200
 MAX_CLIENTS = 16
-GUNICORN_WORKERS = 2
+SERVER_WORKERS = 2
 # Where Claude Code keeps a project's memory: agents send it so that paths read as theirs.
 AGENT_MEMORY_DIR = "/home/alice/.claude/projects/-home-alice-app/memory"
 
 LEGEND = """\
 web: server times are measured in-process through Django's test client (real SQLite in WAL mode,
 no network, no new database connection per request); the load test is client-side over loopback
-against gunicorn's threaded workers (which keep each connection open), with the load generator's
+against the HTTP server's 2 workers (which keep each connection open), with the load generator's
 threads on the same machine. Targets (issues 3 and 4): store page ≤ 150 ms, recall p50 ≤ 10 ms and
 p99 ≤ 50 ms, prompt ≤ 5 ms, up to 2,000 files; store page search ≤ 30 ms and mirror rescan of
 unchanged files ≤ 1.3× a scandir + stat walk, from 20,000 files (issue 29). Recall under load
 with 2 workers (issue 29): ≥ 500/s (≥ 300/s on PostgreSQL) and ≤ 2 ms of server CPU per request
-(gunicorn's processes, from /proc), each beside its figure before."""
+(the server's processes, from /proc), each beside its figure before."""
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -241,7 +240,7 @@ def _setup_django(data_dir: Path) -> None:
             "the web benchmark sets Django up on a data dir of its own: run it as "
             "`python -m memapp.bench --web`, not in a process where Django is configured"
         )
-    # Read by memapp.settings at setup, and inherited by gunicorn.
+    # Read by memapp.settings at setup, and inherited by the HTTP server.
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "memapp.settings",
@@ -532,7 +531,7 @@ def bench_prompt_api(corpus: Corpus, runs: int) -> list[Row]:
     ]
 
 
-# -- recall under load: gunicorn and a load generator --------------------------------------------
+# -- recall under load: the HTTP server and a load generator --------------------------------------
 
 
 @dataclass
@@ -610,7 +609,7 @@ def _free_port() -> int:
 
 @dataclass
 class Server:
-    """A running gunicorn: where it listens, its master's pid, and what it printed."""
+    """A running HTTP server: where it listens, its master's pid, and what it printed."""
 
     port: int
     pid: int
@@ -623,17 +622,16 @@ class Server:
 
 
 @contextlib.contextmanager
-def run_gunicorn(workers: int = GUNICORN_WORKERS, start_timeout: float = 120.0) -> Iterator[Server]:
-    """Start gunicorn on a free loopback port with this process' environment (the data dir set
-    up by :func:`web_sections`); yield it once it answers; stop it on exit.
+def run_server(workers: int = SERVER_WORKERS, start_timeout: float = 120.0) -> Iterator[Server]:
+    """Start the HTTP server on a free loopback port with this process' environment (the data
+    dir set up by :func:`web_sections`); yield it once it answers; stop it on exit.
 
-    Raises RuntimeError, with gunicorn's output, when it exits or does not answer in time (a
+    Raises RuntimeError, with the server's output, when it exits or does not answer in time (a
     worker's boot loads the MCP SDK, seconds of CPU: tens of seconds on a loaded machine).
     """
     port = _free_port()
-    command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]
-    command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
-    command += ["--config", "python:memapp.gunicorn_conf"]  # as `manage.py serve` runs it
+    command = [sys.executable, "-m", "memapp.http_server"]  # as `manage.py serve` runs it
+    command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}"]
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT
@@ -655,7 +653,8 @@ def _wait_until_up(process: subprocess.Popen, server: Server, timeout: float) ->
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{server.output()}")
+            code = process.returncode
+            raise RuntimeError(f"the HTTP server exited with {code}:\n{server.output()}")
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=2)
         try:
             connection.request("GET", "/login/")
@@ -666,7 +665,7 @@ def _wait_until_up(process: subprocess.Popen, server: Server, timeout: float) ->
         finally:
             connection.close()
     raise RuntimeError(
-        f"gunicorn did not answer on 127.0.0.1:{server.port} within {timeout:.0f} s:\n"
+        f"the HTTP server did not answer on 127.0.0.1:{server.port} within {timeout:.0f} s:\n"
         f"{server.output()}"
     )
 
@@ -689,9 +688,10 @@ def process_tree_cpu(pid: int) -> float | None:
 
 
 def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int) -> list[Row]:
-    """Recall requests per second that 2 gunicorn workers answer, with client-side latency."""
+    """Recall requests per second that the HTTP server's 2 workers answer, with client-side
+    latency."""
     clients = max(1, min(clients, MAX_CLIENTS))
-    measure = f"recall throughput (gunicorn × {GUNICORN_WORKERS}, {clients} clients)"
+    measure = f"recall throughput ({SERVER_WORKERS} workers, {clients} clients)"
     if seconds <= 0:
         return [Row(corpus.size, measure, None, note="skipped (--load-seconds 0)")]
     web = web_store(corpus)
@@ -703,7 +703,7 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
         payload = {**payloads[n % len(payloads)], "session_id": f"load-{n}"}
         return json.dumps(payload).encode()
 
-    with run_gunicorn() as server:
+    with run_server() as server:
         # Each worker builds its recall index on its first requests: not part of the figure.
         warm = drive_load(server.port, bodies, headers, 10.0, clients, max_requests=8 * clients)
         server_before, client_before = process_tree_cpu(server.pid), time.process_time()
@@ -712,7 +712,8 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
         client_cpu = time.process_time() - client_before
         errors = warm.errors + load.errors
         if errors:  # the table has room for a count, not for the traceback that explains it
-            print(f"gunicorn's output ({len(errors)} errors):\n{server.output()}", file=sys.stderr)
+            output = server.output()
+            print(f"the HTTP server's output ({len(errors)} errors):\n{output}", file=sys.stderr)
     answered = max(len(load.latencies), 1)
     note = f"{len(load.latencies):,} in {load.seconds:.1f} s, {len(errors)} errors"
     server_cpu = None

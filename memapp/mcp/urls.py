@@ -8,7 +8,7 @@ from memapp.mcp.metadata import protected_resource_metadata
 @csrf_exempt  # a token, never a cookie, authenticates it
 def mcp_endpoint(request: HttpRequest, **kwargs: str) -> HttpResponse:
     """`/mcp`, its SDK imported by the first MCP request instead of with the URLconf: that
-    import is most of a second of every process that loads the URLconf (each gunicorn worker,
+    import is most of a second of every process that loads the URLconf (each server worker,
     every `manage.py` command's checks)."""
     from memapp.mcp.views import mcp_endpoint as endpoint
 

@@ -3,7 +3,7 @@ and the RFC 9728 metadata that tells a client which token to bring (docs/design.
 
 memhub runs under a WSGI server, so the view hands the request to the SDK's stateless session
 manager as one ASGI call under `async_to_sync` and returns what it answered: each request is
-self-contained (any gunicorn worker answers any request), and the tools' work comes back to
+self-contained (any server worker answers any request), and the tools' work comes back to
 this thread through `sync_to_async`.
 """
 

@@ -2,7 +2,7 @@
 in Django's cache and changed one writer at a time.
 
 The cache is shared (`MEMHUB_CACHE_URL`: a database table by default, or Redis), but a
-read-modify-write from two gunicorn workers at once would lose one of the writes. In the
+read-modify-write from two server workers at once would lose one of the writes. In the
 table, an update is a compare-and-set: read the value, write the new one only if the stored
 one is still what was read, and start again otherwise (two statements, on every request of the
 API). In other caches each update holds a lock taken with `cache.add`, which is atomic in every

@@ -1,6 +1,6 @@
 """Login throttling with django-axes (docs/design.md §25): after MEMHUB_LOGIN_FAILURES failed
 logins for one username, or from one address, the login page asks for a wait it names. Attempts
-are rows in the database, so every gunicorn worker and machine sharing it counts the same."""
+are rows in the database, so every server worker and machine sharing it counts the same."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""What a warm worker keeps per process (memapp.stores.warm) never outlives a change: two
-gunicorn processes share this test's database and cache, each is warmed with requests, then a
-change is made here, and the very next request to each of them sees it. Each test fails when a
-worker answers from what it kept before the change."""
+"""What a warm worker keeps per process (memapp.stores.warm) never outlives a change: two HTTP
+servers (memapp.http_server) share this test's database and cache, each is warmed with
+requests, then a change is made here, and the very next request to each of them sees it. Each
+test fails when a worker answers from what it kept before the change."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _database_url() -> str:
 
 
 class Worker:
-    """One gunicorn process of one worker, on this test database."""
+    """One HTTP server of one worker, as `manage.py serve` runs it, on this test database."""
 
     def __init__(self, database_url: str, data_dir: Path) -> None:
         self.port = _free_port()
@@ -58,10 +58,9 @@ class Worker:
             "MEMHUB_CACHE_URL": "db://",
             "MEMHUB_API_RATE": "100000/min",
         }
-        command = [sys.executable, "-m", "gunicorn", "memapp.wsgi:application"]
+        command = [sys.executable, "-m", "memapp.http_server"]
         command += ["--workers", "1", "--bind", f"127.0.0.1:{self.port}"]
-        command += ["--config", "python:memapp.gunicorn_conf"]  # threads, as serve runs it
-        self.log = data_dir / f"gunicorn-{self.port}.log"
+        self.log = data_dir / f"server-{self.port}.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
                 command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -70,13 +69,13 @@ class Worker:
     def wait(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, "gunicorn exited"
+            assert self.process.poll() is None, "the HTTP server exited"
             try:
                 self.post("/api/v1/recall", "", {})
                 return
             except OSError:
                 time.sleep(0.1)
-        raise AssertionError("gunicorn did not answer")
+        raise AssertionError("the HTTP server did not answer")
 
     def post(self, path: str, token: str, body: dict) -> tuple[int, dict]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)

@@ -185,7 +185,7 @@ def test_a_combined_run_measures_every_section_and_ends_cleanly():
     """Sections that set Django up (web, MCP, team, consolidation) in one run share one data
     dir, and the recall counts the web section buffers are written before that dir goes: the
     run exits 0 with every row and no traceback. Small sizes: this is about the runner and
-    every row it prints, gunicorn's load test included."""
+    every row it prints, the HTTP server's load test included."""
     out = _bench_in_own_process(
         "--sizes", "50", "--runs", "1", "--quiet", "--web", "--load-seconds", "1",
         "--clients", "2", "--mcp", "--team", "--team-files", "40", "--consolidation",
@@ -201,7 +201,7 @@ def test_a_combined_run_measures_every_section_and_ends_cleanly():
         "recall API p99",
         "prompt API GET /api/v1/prompt",
         "prompt API, MEMORY.md just edited",
-        "recall throughput (gunicorn × 2, 2 clients)",
+        "recall throughput (2 workers, 2 clients)",
         "recall under load, server CPU per request",
         "recall under load p50 (client)",
         "recall under load p99 (client)",

@@ -1,5 +1,5 @@
 """Login throttling (docs/design.md §25): on by default, per username and per address, a wait the
-login page names, and staff who can unlock. tests/test_serve.py shows it across two gunicorn
+login page names, and staff who can unlock. tests/test_serve.py shows it across two server
 workers."""
 
 from __future__ import annotations

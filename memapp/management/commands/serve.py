@@ -1,17 +1,16 @@
-"""Run memhub: gunicorn on MEMHUB_BIND (127.0.0.1:8000 unless told otherwise), the task worker
-and the background process (live mirror and task clock), stopped together.
+"""Run memhub: the HTTP server (memapp.http_server) on MEMHUB_BIND (127.0.0.1:8000 unless told
+otherwise), the task worker and the background process (live mirror and task clock), stopped
+together.
 
 What they print goes to log files in `<data dir>/logs/`, so the terminal ends with one box: the
 address, how to log in and where the logs are (docs/design.md §22)."""
 
 from __future__ import annotations
 
-import hashlib
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,20 +19,7 @@ from django.core.management.base import BaseCommand
 
 from memapp.stores.first_admin import FirstAdmin, do_ensure_admin
 
-# A Unix socket's path must fit in sun_path (108 bytes on Linux, 104 on macOS).
-MAX_SOCKET_PATH = 100
 START_SECONDS = 60
-
-
-def control_socket_path(data_dir: Path) -> Path:
-    """gunicorn's control socket: one per data dir, so two memhub instances never share one.
-    In the data dir when the path is short enough for a socket, else in the temp dir under a
-    name made from the data dir's path."""
-    path = data_dir / "gunicorn.ctl"
-    if len(str(path).encode()) <= MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"memhub-{digest}.ctl"
 
 
 def banner(url: str, logs: Path, admin: FirstAdmin | None) -> str:
@@ -74,7 +60,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 class Command(BaseCommand):
-    help = "Serve memhub with gunicorn on MEMHUB_BIND, with the task worker and the live mirror."
+    help = "Serve memhub on MEMHUB_BIND, with the task worker and the live mirror."
 
     def add_arguments(self, parser):
         parser.add_argument("--workers", type=int, default=2)
@@ -113,27 +99,15 @@ class Command(BaseCommand):
         self.stdout.flush()
         server = spawn(
             [
-                str(Path(sys.executable).parent / "gunicorn"),
-                "memapp.wsgi:application",
+                sys.executable,
+                "-m",
+                "memapp.http_server",
                 "--bind",
                 f"{host}:{port}",
                 "--workers",
                 str(workers),
-                # Load the app before forking (memapp.wsgi loads all of it), and let each
-                # worker open its connection before it takes a request: a worker answers its
-                # first request about as fast as its hundredth (a hook waiting 0.7 s for the
-                # first prompt gets its memory; python -m memapp.bench --hooks measures it).
-                "--preload",
-                "--config",
-                "python:memapp.gunicorn_conf",
-                "--access-logfile",
+                "--access-log",
                 str(logs / "access.log"),
-                "--error-logfile",
-                str(logs / "server.log"),
-                "--control-socket",
-                str(control_socket_path(settings.MEMHUB_DATA_DIR)),
-                "--chdir",
-                str(settings.BASE_DIR),
             ],
             "server.log",
         )

@@ -1,0 +1,100 @@
+"""The HTTP server `manage.py serve`, the benchmark and the tests run: granian's WSGI server
+around `memapp.wsgi` (docs/design.md §21).
+
+`python -m memapp.http_server --bind HOST:PORT [--workers N] [--access-log FILE]`
+
+granian parses HTTP in Rust and hands each request to one of a worker's Python threads; gunicorn's
+threaded worker did that in Python, about a quarter of a recall's CPU. The app is loaded and its
+query machinery built here, before the workers fork, so a worker answers its first request about
+as fast as its hundredth; each thread opens its own database connection on its first request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from pathlib import Path
+
+from granian.constants import HTTPModes, Interfaces
+from granian.server import Server
+
+THREADS = 4  # a request waiting for the recall model holds one thread, not the whole worker
+IDLE_THREAD_SECONDS = 600  # a thread (and its database connection) kept this long unused
+
+
+def _warm_queries() -> None:
+    """One query per model of memhub's, which finds nothing but builds each model's query
+    machinery; the connection it opened is closed, since forked workers must not share it."""
+    from django.apps import apps
+    from django.db import DatabaseError, connections
+
+    for model in apps.get_models():
+        if model._meta.app_label in ("auth", "memapp", "teamsync", "snapshots", "lifecycle"):
+            with contextlib.suppress(DatabaseError):  # e.g. before the first migrate
+                model.objects.filter(pk__isnull=True).first()
+    connections.close_all()
+
+
+def _application(target: str):
+    """What each worker serves: the app loaded before the fork."""
+    from memapp.wsgi import application
+
+    return application
+
+
+def _logging(access_log: Path | None) -> dict:
+    """granian's lines to standard error; each request's line to `access_log`, if given."""
+    formatters = {
+        "generic": {"format": "[%(asctime)s] [%(levelname)s] %(message)s"},
+        "access": {"format": "%(message)s"},
+    }
+    handlers: dict = {"console": {"class": "logging.StreamHandler", "formatter": "generic"}}
+    loggers = {"_granian": {"handlers": ["console"], "level": "INFO", "propagate": False}}
+    if access_log is not None:
+        handlers["access"] = {
+            "class": "logging.FileHandler",
+            "formatter": "access",
+            "filename": str(access_log),
+        }
+        loggers["granian.access"] = {"handlers": ["access"], "level": "INFO", "propagate": False}
+    return {"formatters": formatters, "handlers": handlers, "loggers": loggers}
+
+
+def _bind(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m memapp.http_server", description=__doc__)
+    parser.add_argument("--bind", type=_bind, required=True, metavar="HOST:PORT")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--access-log", type=Path, metavar="FILE")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memapp.settings")
+    import memapp.wsgi  # noqa: F401 (the whole app, loaded before the workers fork)
+
+    _warm_queries()
+    host, port = args.bind
+    server = Server(
+        "memapp.wsgi:application",
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI,
+        http=HTTPModes.http1,
+        websockets=False,
+        workers=args.workers,
+        blocking_threads=THREADS,
+        blocking_threads_idle_timeout=IDLE_THREAD_SECONDS,
+        respawn_failed_workers=True,  # a worker that died is replaced, not the end of the site
+        log_dictconfig=_logging(args.access_log),
+        log_access=args.access_log is not None,
+    )
+    server.serve(target_loader=_application)
+
+
+if __name__ == "__main__":
+    main()
