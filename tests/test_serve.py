@@ -271,3 +271,33 @@ def test_the_login_throttle_holds_across_both_workers(server):
     assert right == ["wait"] * 6
     server.manage("axes_reset")  # what staff run to unlock at once
     assert log_in_over_http(server, "admin", password) == "in"
+
+
+def http_workers(server: Server) -> set[int]:
+    """The HTTP server's worker processes: the children of the one `serve` started."""
+    listing = subprocess.run(
+        ["ps", "-o", "pid=,ppid=,stat=,args=", "-g", str(server.process.pid)],
+        capture_output=True,
+        text=True,
+    ).stdout
+    rows = [line.split(None, 3) for line in listing.splitlines()]
+    live = [(int(pid), int(ppid), args) for pid, ppid, stat, args in rows if stat[0] != "Z"]
+    master = next(
+        pid for pid, ppid, args in live if ppid == server.process.pid and "http_server" in args
+    )
+    return {pid for pid, ppid, _ in live if ppid == master}
+
+
+def test_a_worker_that_dies_is_replaced_and_the_site_keeps_answering(server):
+    """A worker killed outright (out of memory, a crash) is replaced by a new one."""
+    workers = http_workers(server)
+    assert len(workers) == 2
+    victim = min(workers)
+    os.kill(victim, signal.SIGKILL)
+    wait_until(lambda: len(http_workers(server) - {victim}) == 2, 30, server)
+    token = server.token()
+    statuses = [server.get("/api/v1/stores/", token)[0] for _ in range(10)]
+    assert statuses == [200] * 10
+    assert (
+        "Respawning worker" in (Path(server.env["MEMHUB_DATA_DIR"]) / "logs/server.log").read_text()
+    )
