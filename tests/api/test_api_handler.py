@@ -11,6 +11,8 @@ import time
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
+from django.core.signals import request_finished
+from django.test import RequestFactory
 
 from memapp import wsgi
 from memapp.api.auth import throttle_key
@@ -41,7 +43,8 @@ def answer(app, variables: dict) -> tuple[str, list[tuple[str, str]], bytes]:
     try:
         body = b"".join(result)
     finally:
-        result.close()
+        if hasattr(result, "close"):  # as a WSGI server does (a list has nothing to close)
+            result.close()
     return started["status"], sorted(started["headers"]), body
 
 
@@ -191,3 +194,29 @@ def test_without_a_well_formed_bearer_token_every_middleware_runs(authorization)
     whole, plain, lean = both(RECALL, **headers)
     assert not lean and plain[0] == "401 Unauthorized"
     assert plain == whole
+
+
+def test_a_whole_answer_goes_back_as_its_bytes_and_a_file_is_streamed(token):
+    """The server sends a whole answer in one call, and Django's end of the request (its
+    database connections checked, the request's state dropped) has run by then; a file is
+    left to the server to stream and close."""
+    finished = []
+
+    def ended(sender, **kwargs):
+        finished.append(sender)
+
+    request_finished.connect(ended, weak=False, dispatch_uid="test-finished")
+    try:
+        for variables in (environ(RECALL, **bearer(token)), environ("/login/", "GET")):
+            result = wsgi.application(variables, lambda status, headers, exc_info=None: None)
+            assert type(result) is list and len(result) == 1 and result[0]
+            assert len(finished) == 1
+            finished.clear()
+        stylesheet = RequestFactory().get("/static/memapp/memhub.css").environ
+        streamed = wsgi.application(stylesheet, lambda status, headers, exc_info=None: None)
+        assert not isinstance(streamed, list) and not finished
+        assert b"".join(streamed).startswith(b"/* memhub: plain, readable")
+        streamed.close()
+        assert len(finished) == 1
+    finally:
+        request_finished.disconnect(dispatch_uid="test-finished")
