@@ -59,11 +59,11 @@ LEGEND = """\
 team: a generated corpus pushed as new files into a bare repository on the same disk. git work =
 commit_local + push (no secret scan) against plain `git add -A`, `git commit`, `git push` of the
 same files; whole push = do_sync_team() with the secret gate on cold caches; pull =
-do_sync_team(push=False) after a teammate's plain git clone changed every file; view=hashes =
-server time of the team memory protocol; transcript redaction = a 5,000-entry session by the
-fast rules, then by both layers. Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules
-≥ 1,000 files/s, push gate ≥ 800 files/s, redaction by the fast rules ≤ 1 s, pull ≤ 1 s (issue 29),
-view=hashes ≤ 20 ms."""
+do_sync_team(push=False) after a teammate's plain git clone changed every file, against `git
+pull` of the same change into a plain clone; view=hashes = server time of the team memory
+protocol; transcript redaction = a 5,000-entry session by the fast rules, then by both layers.
+Targets (issue 5, 23): git work ≤ 3×, push ≤ 10 s, fast rules ≥ 1,000 files/s, push gate ≥ 800
+files/s, redaction by the fast rules ≤ 1 s, pull ≤ 1 s (issue 29), view=hashes ≤ 20 ms."""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -353,13 +353,23 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
         nonlocal pulled
         pulled = do_sync_team(push=False)
 
-    pulls = []  # one pull is a few fsync-bound seconds at most: the median of `runs` of them
-    for _ in range(max(1, runs)):
-        with tempfile.TemporaryDirectory(prefix="memhub-bench-teammate-") as tmp:
-            changed = _teammate_changes_everything(team_remote(), Path(tmp))
-        pulls.append(_settled_timed(pull))
-        if pulled.error or pulled.written != changed:
-            raise AssertionError(f"the pull wrote {pulled.written} of {changed} files: {pulled}")
+    # The floor: `git pull` of the same change into a plain clone on the same disk, which
+    # writes the same files (on some disks creating a file is most of a pull's time).
+    plain = Path(tempfile.mkdtemp(prefix="memhub-bench-plain-"))
+    _git(plain, "clone", "--quiet", team_remote(), "clone")
+    pulls, git_pulls = [], []  # each a few seconds at most: the median of `runs` of them
+    try:
+        for _ in range(max(1, runs)):
+            with tempfile.TemporaryDirectory(prefix="memhub-bench-teammate-") as tmp:
+                changed = _teammate_changes_everything(team_remote(), Path(tmp))
+            pulls.append(_settled_timed(pull))
+            if pulled.error or pulled.written != changed:
+                raise AssertionError(
+                    f"the pull wrote {pulled.written} of {changed} files: {pulled}"
+                )
+            git_pulls.append(_settled_timed(lambda: _git(plain / "clone", "pull", "--quiet")))
+    finally:
+        shutil.rmtree(plain, ignore_errors=True)
     pull_seconds = statistics.median(pulls)
 
     client = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -386,6 +396,7 @@ def bench_sync(corpus: Corpus, runs: int) -> list[Row]:
             corpus.size,
             "team pull, do_sync_team(push=False)",
             pull_seconds,
+            floor=statistics.median(git_pulls),
             limit=PULL_LIMIT,
             note=f"{pulled.written:,} files changed by a teammate, {len(pulls)} pulls; {PULL_WAS}",
         ),
