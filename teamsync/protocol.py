@@ -41,6 +41,7 @@ from memapp.stores.projects import (
     may_create_project,
     no_project_message,
 )
+from memapp.stores.warm import remembered
 from teamsync.models import StoreSyncState, TeamConflict, Tombstone
 
 ORGANIZATION_ID = "memhub"
@@ -74,18 +75,22 @@ class NoTeamMemory(Http404):
 def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
     """The project's team store; None when a PUT may create it. Raises `NoTeamMemory` for an
     unknown repo, a repo the user is no member of (alike, so nothing leaks), team memory
-    switched off, and (GET) a repo without a team store or one the user's first push creates."""
+    switched off, and (GET) a repo without a team store or one the user's first push creates.
+    A warm worker answers the membership, the flags and the store from what it kept
+    (memapp.stores.warm: each changes the stamp)."""
     project = find_project(slug)
     if project is None:
         if not (may_create_project(user, slug) and get_flag("team_memory")):
             raise NoTeamMemory("no_project", no_project_message(slug))
         if not for_put:  # the first push creates it
             raise NoTeamMemory("empty", f"memhub has no team memory for {slug} yet.")
-    elif not project.members.filter(pk=user.pk).exists():
+    elif not remembered(
+        ("member", project.pk, user.pk), lambda: project.members.filter(pk=user.pk).exists()
+    ):
         raise NoTeamMemory("no_project", no_project_message(slug))
-    elif not get_flag("team_memory", project):
+    elif not get_flags(project)["team_memory"]:
         raise NoTeamMemory("team_memory_off", f"Team memory is switched off for {project}.")
-    if for_put and not get_flag("auto_memory", project):
+    if for_put and not get_flags(project)["auto_memory"]:
         raise FileRejected(
             "auto_memory_off",
             "Auto memory is turned off for this project: memhub takes no team memory writes "
@@ -93,7 +98,10 @@ def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
         )
     if project is None:
         return None
-    store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
+    store = remembered(
+        ("team store", project.pk),
+        lambda: project.stores.filter(kind=Store.Kind.TEAM, mount="").first(),
+    )
     if store is None and not for_put:
         raise NoTeamMemory("empty", f"{project} has no team memory yet.")
     return store

@@ -89,6 +89,17 @@ class Worker:
         finally:
             conn.close()
 
+    def get(self, path: str, token: str) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+            response = conn.getresponse()
+            response.read()
+            assert response.status < 500, self.log.read_text()[-3000:]
+            return response.status
+        finally:
+            conn.close()
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=15)
@@ -238,3 +249,25 @@ def test_a_deleted_store_is_not_recalled_by_any_worker(workers, alice, project):
     for worker in workers:
         status, answer = recall(worker, token, "database tests")
         assert status == 200 and answer["memories"] == []
+
+
+def test_the_team_memory_protocol_follows_membership_flags_and_the_store_at_once(
+    workers, alice, sam, project, tmp_path
+):
+    """Claude Code's team memory sync asks for the checksums on every session: a worker that
+    kept the answer to who may read which store must not outlive a change of it."""
+    _row, token = do_create_api_token(alice, "agent")
+    hashes = "/api/claude_code/team_memory?repo=acme/app&view=hashes"
+    for worker in workers:
+        assert [worker.get(hashes, token) for _ in range(2)] == [200, 200]
+    set_flag("team_memory", False, project=project)
+    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
+    set_flag("team_memory", True, project=project)
+    assert [worker.get(hashes, token) for worker in workers] == [200, 200]
+    Store.objects.filter(project=project, kind=Store.Kind.TEAM).delete()
+    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
+    write_memory(tmp_path / "new", "project_ci.md", "CI", "CI runs on every push", "project")
+    Store.objects.create(kind=Store.Kind.TEAM, path=str(tmp_path / "new"), project=project)
+    assert [worker.get(hashes, token) for worker in workers] == [200, 200]
+    do_remove_member(project, alice, by=sam)
+    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
