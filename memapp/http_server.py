@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import socket
 from pathlib import Path
 
 from granian.constants import HTTPModes, Interfaces
 from granian.server import Server
 
 THREADS = 4  # a request waiting for the recall model holds one thread, not the whole worker
-IDLE_THREAD_SECONDS = 600  # a thread (and its database connection) kept this long unused
+IDLE_THREAD_SECONDS = 600  # an unused thread is kept this long (granian's longest)
 
 
 def _warm_queries() -> None:
@@ -36,11 +37,22 @@ def _warm_queries() -> None:
     connections.close_all()
 
 
-def _application(target: str):
-    """What each worker serves: the app loaded before the fork."""
+def _application():
+    """What each worker serves: the app loaded before the fork, given each request without the
+    variables of the server's own environment, which granian adds to every request's (a
+    password in DATABASE_URL would be in `request.META`; an `HTTP_PROXY` would pass for a
+    header the client sent)."""
     from memapp.wsgi import application
 
-    return application
+    inherited = tuple(os.environ.items())
+
+    def served(environ, start_response):
+        for name, value in inherited:
+            if environ.get(name) == value:  # a header the client sent has its own value
+                del environ[name]
+        return application(environ, start_response)
+
+    return served
 
 
 def _logging(access_log: Path | None) -> dict:
@@ -61,16 +73,22 @@ def _logging(access_log: Path | None) -> dict:
     return {"formatters": formatters, "handlers": handlers, "loggers": loggers}
 
 
-def _bind(value: str) -> tuple[str, int]:
+def bind_address(value: str) -> tuple[str, int]:
+    """`HOST:PORT` as the IP address and port to listen on: granian takes addresses only, so
+    a name (`localhost`) is looked up as gunicorn did."""
     host, _, port = value.rpartition(":")
     if not host or not port.isdigit():
         raise argparse.ArgumentTypeError(f"{value!r} is not host:port")
-    return host.strip("[]"), int(port)
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise argparse.ArgumentTypeError(f"{host!r}: {exc.strerror}") from None
+    return found[0][4][0], int(port)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m memapp.http_server", description=__doc__)
-    parser.add_argument("--bind", type=_bind, required=True, metavar="HOST:PORT")
+    parser.add_argument("--bind", type=bind_address, required=True, metavar="HOST:PORT")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--access-log", type=Path, metavar="FILE")
     args = parser.parse_args(argv)
@@ -93,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         log_dictconfig=_logging(args.access_log),
         log_access=args.access_log is not None,
     )
-    server.serve(target_loader=_application)
+    server.serve(target_loader=_application, wrap_loader=False)
 
 
 if __name__ == "__main__":

@@ -76,8 +76,8 @@ def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
     """The project's team store; None when a PUT may create it. Raises `NoTeamMemory` for an
     unknown repo, a repo the user is no member of (alike, so nothing leaks), team memory
     switched off, and (GET) a repo without a team store or one the user's first push creates.
-    A warm worker answers the membership, the flags and the store from what it kept
-    (memapp.stores.warm: each changes the stamp)."""
+    A warm worker answers the membership, the flags and a read's store from what it kept
+    (memapp.stores.warm: a change of any of them changes the stamp)."""
     project = find_project(slug)
     if project is None:
         if not (may_create_project(user, slug) and get_flag("team_memory")):
@@ -98,9 +98,10 @@ def find_team_store(user, slug: str, *, for_put: bool) -> Store | None:
         )
     if project is None:
         return None
-    store = remembered(
-        ("team store", project.pk),
-        lambda: project.stores.filter(kind=Store.Kind.TEAM, mount="").first(),
+    team_store = project.stores.filter(kind=Store.Kind.TEAM, mount="")
+    # A write's store is its own (the rescan after it saves the row): never a kept one.
+    store = (
+        team_store.first() if for_put else remembered(("team store", project.pk), team_store.first)
     )
     if store is None and not for_put:
         raise NoTeamMemory("empty", f"{project} has no team memory yet.")

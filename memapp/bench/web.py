@@ -630,9 +630,10 @@ def run_server(workers: int = SERVER_WORKERS, start_timeout: float = 120.0) -> I
     worker's boot loads the MCP SDK, seconds of CPU: tens of seconds on a loaded machine).
     """
     port = _free_port()
-    command = [sys.executable, "-m", "memapp.http_server"]  # as `manage.py serve` runs it
-    command += ["--workers", str(workers), "--bind", f"127.0.0.1:{port}"]
-    with tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as logs:
+        # As `manage.py serve` runs it, its access log included (a line per request).
+        command = [sys.executable, "-m", "memapp.http_server", "--bind", f"127.0.0.1:{port}"]
+        command += ["--workers", str(workers), "--access-log", f"{logs}/access.log"]
         process = subprocess.Popen(
             command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT
         )

@@ -89,14 +89,15 @@ class Worker:
         finally:
             conn.close()
 
-    def get(self, path: str, token: str) -> int:
+    def get(self, path: str, token: str) -> str:
+        """The answer's status, or the error's code when there is one."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
             response = conn.getresponse()
-            response.read()
+            raw = response.read()
             assert response.status < 500, self.log.read_text()[-3000:]
-            return response.status
+            return json.loads(raw)["error"]["code"] if response.status >= 400 else "200"
         finally:
             conn.close()
 
@@ -259,15 +260,15 @@ def test_the_team_memory_protocol_follows_membership_flags_and_the_store_at_once
     _row, token = do_create_api_token(alice, "agent")
     hashes = "/api/claude_code/team_memory?repo=acme/app&view=hashes"
     for worker in workers:
-        assert [worker.get(hashes, token) for _ in range(2)] == [200, 200]
+        assert [worker.get(hashes, token) for _ in range(2)] == ["200", "200"]
     set_flag("team_memory", False, project=project)
-    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
+    assert [worker.get(hashes, token) for worker in workers] == ["team_memory_off"] * 2
     set_flag("team_memory", True, project=project)
-    assert [worker.get(hashes, token) for worker in workers] == [200, 200]
+    assert [worker.get(hashes, token) for worker in workers] == ["200", "200"]
     Store.objects.filter(project=project, kind=Store.Kind.TEAM).delete()
-    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
+    assert [worker.get(hashes, token) for worker in workers] == ["empty", "empty"]
     write_memory(tmp_path / "new", "project_ci.md", "CI", "CI runs on every push", "project")
     Store.objects.create(kind=Store.Kind.TEAM, path=str(tmp_path / "new"), project=project)
-    assert [worker.get(hashes, token) for worker in workers] == [200, 200]
+    assert [worker.get(hashes, token) for worker in workers] == ["200", "200"]
     do_remove_member(project, alice, by=sam)
-    assert [worker.get(hashes, token) for worker in workers] == [404, 404]
+    assert [worker.get(hashes, token) for worker in workers] == ["no_project", "no_project"]

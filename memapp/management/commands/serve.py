@@ -83,9 +83,9 @@ class Command(BaseCommand):
         manage = str(settings.BASE_DIR / "manage.py")
         children: list[subprocess.Popen] = []
 
-        def spawn(command: list[str], log_name: str) -> subprocess.Popen:
+        def spawn(command: list[str], log_name: str, **options) -> subprocess.Popen:
             with (logs / log_name).open("ab") as log:
-                child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **options)
             children.append(child)
             return child
 
@@ -110,12 +110,15 @@ class Command(BaseCommand):
                 str(logs / "access.log"),
             ],
             "server.log",
+            # Its own process group, and Ctrl-C or SIGTERM passed on: only its master is told
+            # to stop, and it stops its workers. A worker signalled itself may exit before the
+            # master knows, which it reports as a crash (exit 1).
+            process_group=0,
         )
-        signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, lambda *_: server.terminate())
         try:
             self._announce(server, host, port, logs, admin)
-            code = server.wait()
-        except KeyboardInterrupt:
             code = server.wait()
         finally:
             for child in children:
