@@ -21,7 +21,7 @@ def test_a_name_is_listened_on_at_its_address():
     assert bind_address("0.0.0.0:80") == ("0.0.0.0", 80)
 
 
-@pytest.mark.parametrize("value", ["8000", "nowhere.invalid:8000", "localhost:http"])
+@pytest.mark.parametrize("value", ["8000", ":8000", "localhost:http"])
 def test_an_address_that_is_not_one_is_refused_with_its_reason(value):
     with pytest.raises(argparse.ArgumentTypeError):
         bind_address(value)
