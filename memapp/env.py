@@ -87,18 +87,26 @@ def env_path(name: str, default: Path, env: Mapping[str, str] | None = None) -> 
 _BIND = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+):(?P<port>\d{1,5})$")
 
 
+def parse_bind(value: str) -> tuple[str, int]:
+    """`host:port` (an IPv6 address in brackets) as its host and port; ValueError otherwise."""
+    match = _BIND.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not host:port (e.g. 127.0.0.1:8000)")
+    port = int(match["port"])
+    if not 0 < port < 65536:
+        raise ValueError(f"{value!r}: port must be 1-65535")
+    return match["host"], port
+
+
 def env_bind(name: str, default: str, env: Mapping[str, str] | None = None) -> tuple[str, int]:
     """Read a `host:port` address; a bare port means 127.0.0.1 so nothing is exposed by accident."""
     value = env_str(name, default, env)
     if value.isdigit():
         value = f"127.0.0.1:{value}"
-    match = _BIND.match(value)
-    if not match:
-        raise ImproperlyConfigured(f"{name}={value!r} is not host:port (e.g. 127.0.0.1:8000)")
-    port = int(match["port"])
-    if not 0 < port < 65536:
-        raise ImproperlyConfigured(f"{name}={value!r}: port must be 1-65535")
-    return match["host"], port
+    try:
+        return parse_bind(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={exc}") from None
 
 
 def env_cache(name: str, default: str, env: Mapping[str, str] | None = None) -> dict:

@@ -20,6 +20,8 @@ from pathlib import Path
 from granian.constants import HTTPModes, Interfaces
 from granian.server import Server
 
+from memapp.env import parse_bind
+
 THREADS = 4  # a request waiting for the recall model holds one thread, not the whole worker
 IDLE_THREAD_SECONDS = 600  # an unused thread is kept this long (granian's longest)
 
@@ -74,16 +76,16 @@ def _logging(access_log: Path | None) -> dict:
 
 
 def bind_address(value: str) -> tuple[str, int]:
-    """`HOST:PORT` as the IP address and port to listen on: granian takes addresses only, so
-    a name (`localhost`) is looked up as gunicorn did."""
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"{value!r} is not host:port")
+    """`HOST:PORT` (as MEMHUB_BIND takes it) as the IP address and port to listen on: granian
+    takes addresses only, so a name (`localhost`) is looked up as gunicorn did."""
     try:
-        found = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+        host, port = parse_bind(value)
+        found = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except socket.gaierror as exc:
         raise argparse.ArgumentTypeError(f"{host!r}: {exc.strerror}") from None
-    return found[0][4][0], int(port)
+    return found[0][4][0], port
 
 
 def main(argv: list[str] | None = None) -> None:
