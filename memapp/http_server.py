@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import socket
+import sys
 from pathlib import Path
 
 from granian.constants import HTTPModes, Interfaces
@@ -86,6 +87,13 @@ def bind_address(value: str) -> tuple[str, int]:
     except socket.gaierror as exc:
         raise argparse.ArgumentTypeError(f"{host!r}: {exc.strerror}") from None
     return found[0][4][0], port
+
+
+def command(bind: str, workers: int, access_log: Path | None = None) -> list[str]:
+    """The command that starts this server, as `manage.py serve`, the benchmark and the tests
+    run it."""
+    line = [sys.executable, "-m", "memapp.http_server", "--bind", bind, "--workers", str(workers)]
+    return line + (["--access-log", str(access_log)] if access_log is not None else [])
 
 
 def main(argv: list[str] | None = None) -> None:

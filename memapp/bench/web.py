@@ -629,11 +629,12 @@ def run_server(workers: int = SERVER_WORKERS, start_timeout: float = 120.0) -> I
     Raises RuntimeError, with the server's output, when it exits or does not answer in time (a
     worker's boot loads the MCP SDK, seconds of CPU: tens of seconds on a loaded machine).
     """
+    from memapp import http_server
+
     port = _free_port()
     with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as logs:
         # As `manage.py serve` runs it, its access log included (a line per request).
-        command = [sys.executable, "-m", "memapp.http_server", "--bind", f"127.0.0.1:{port}"]
-        command += ["--workers", str(workers), "--access-log", f"{logs}/access.log"]
+        command = http_server.command(f"127.0.0.1:{port}", workers, Path(logs) / "access.log")
         process = subprocess.Popen(
             command, cwd=PROJECT_ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT
         )

@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -20,6 +19,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memapp import http_server
 from memapp.bench.web import _free_port
 from memapp.stores.actions import do_save_memory
 from memapp.stores.flags import set_flag
@@ -58,8 +58,7 @@ class Worker:
             "MEMHUB_CACHE_URL": "db://",
             "MEMHUB_API_RATE": "100000/min",
         }
-        command = [sys.executable, "-m", "memapp.http_server"]
-        command += ["--workers", "1", "--bind", f"127.0.0.1:{self.port}"]
+        command = http_server.command(f"127.0.0.1:{self.port}", workers=1)
         self.log = data_dir / f"server-{self.port}.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(

@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from memapp import http_server
 from memapp.stores.first_admin import FirstAdmin, do_ensure_admin
 
 START_SECONDS = 60
@@ -98,17 +99,7 @@ class Command(BaseCommand):
         self.stdout.write(f"memhub: starting on http://{host}:{port}/ …")
         self.stdout.flush()
         server = spawn(
-            [
-                sys.executable,
-                "-m",
-                "memapp.http_server",
-                "--bind",
-                f"{host}:{port}",
-                "--workers",
-                str(workers),
-                "--access-log",
-                str(logs / "access.log"),
-            ],
+            http_server.command(f"{host}:{port}", workers, logs / "access.log"),
             "server.log",
             # Its own process group, and Ctrl-C or SIGTERM passed on: only its master is told
             # to stop, and it stops its workers. A worker signalled itself may exit before the
