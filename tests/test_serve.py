@@ -139,12 +139,13 @@ def serve(tmp_path_factory) -> Iterator:
 
 
 def running_in_group(pgid: int) -> list[str]:
-    """Live processes of the process group (zombies waiting to be reaped are gone already: git,
-    killed in the middle of a team sync, may leave one to an init that does not reap it)."""
+    """Live processes of the process group, each `pid ppid stat args` (zombies waiting to be
+    reaped are gone already: git, killed in the middle of a team sync, may leave one to an init
+    that does not reap it)."""
     listing = subprocess.run(
-        ["ps", "-o", "pid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
+        ["ps", "-o", "pid=,ppid=,stat=,args=", "-g", str(pgid)], capture_output=True, text=True
     ).stdout
-    return [line for line in listing.splitlines() if line.split()[1:2] != ["Z"]]
+    return [line for line in listing.splitlines() if line.split()[2:3] != ["Z"]]
 
 
 def stop_serve(process: subprocess.Popen) -> int:
@@ -275,13 +276,8 @@ def test_the_login_throttle_holds_across_both_workers(server):
 
 def http_workers(server: Server) -> set[int]:
     """The HTTP server's worker processes: the children of the one `serve` started."""
-    listing = subprocess.run(
-        ["ps", "-o", "pid=,ppid=,stat=,args=", "-g", str(server.process.pid)],
-        capture_output=True,
-        text=True,
-    ).stdout
-    rows = [line.split(None, 3) for line in listing.splitlines()]
-    live = [(int(pid), int(ppid), args) for pid, ppid, stat, args in rows if stat[0] != "Z"]
+    rows = [line.split(None, 3) for line in running_in_group(server.process.pid)]
+    live = [(int(pid), int(ppid), args) for pid, ppid, _stat, args in rows]
     master = next(
         pid for pid, ppid, args in live if ppid == server.process.pid and "http_server" in args
     )

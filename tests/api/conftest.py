@@ -34,6 +34,22 @@ def agent_request(
     return factory.generic(method, path, raw, content_type=content_type, **headers)
 
 
+def answer(app, variables: dict) -> tuple[str, list[tuple[str, str]], bytes]:
+    """A WSGI app's answer to `variables`, read as a server reads it: status, headers, body."""
+    started = {}
+
+    def start_response(status, headers, exc_info=None):
+        started["status"], started["headers"] = status, headers
+
+    result = app(variables, start_response)
+    try:
+        body = b"".join(result)
+    finally:
+        if hasattr(result, "close"):  # as a WSGI server does (a list has nothing to close)
+            result.close()
+    return started["status"], sorted(started["headers"]), body
+
+
 def api_client(user) -> APIClient:
     _, token = do_create_api_token(user, "test")
     client = APIClient()

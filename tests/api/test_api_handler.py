@@ -18,7 +18,7 @@ from memapp import wsgi
 from memapp.api.auth import throttle_key
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
-from tests.api.conftest import GOOD, PROMPT, RECALL, agent_request
+from tests.api.conftest import GOOD, PROMPT, RECALL, agent_request, answer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_process_requests")]
 
@@ -31,21 +31,6 @@ def offline(settings):
 def environ(path: str, *args, **kwargs) -> dict:
     """A request's WSGI variables (`agent_request`'s)."""
     return agent_request(path, *args, **kwargs).environ
-
-
-def answer(app, variables: dict) -> tuple[str, list[tuple[str, str]], bytes]:
-    started = {}
-
-    def start_response(status, headers, exc_info=None):
-        started["status"], started["headers"] = status, headers
-
-    result = app(variables, start_response)
-    try:
-        body = b"".join(result)
-    finally:
-        if hasattr(result, "close"):  # as a WSGI server does (a list has nothing to close)
-            result.close()
-    return started["status"], sorted(started["headers"]), body
 
 
 def both(path: str, *args, **kwargs):

@@ -11,7 +11,7 @@ import pytest
 
 from memapp.http_server import _application, bind_address
 from memapp.stores.tokens import do_create_api_token
-from tests.api.conftest import GOOD, RECALL, agent_request
+from tests.api.conftest import GOOD, RECALL, agent_request, answer
 
 
 def test_a_name_is_listened_on_at_its_address():
@@ -39,21 +39,16 @@ def test_a_token_in_the_servers_environment_authenticates_nothing(alice, monkeyp
     monkeypatch.setenv("HTTP_AUTHORIZATION", f"Bearer {token}")
     served = _application()
 
-    def answer(authorization: str | None) -> tuple[str, dict]:
+    def recall(authorization: str | None) -> tuple[str, dict]:
         variables = agent_request(RECALL, body=GOOD).environ
         # What granian hands the app: the server's environment, the request's own over it.
         variables = {"HTTP_AUTHORIZATION": f"Bearer {token}", **variables}
         if authorization:
             variables["HTTP_AUTHORIZATION"] = authorization
-        answered = {}
+        status, _headers, body = answer(served, variables)
+        return status, json.loads(body)
 
-        def start_response(status, headers, exc_info=None):
-            answered["status"] = status
-
-        body = json.loads(b"".join(served(variables, start_response)))
-        return answered["status"], body
-
-    status, body = answer(None)
+    status, body = recall(None)
     assert status.startswith("401") and body["error"]["code"] == "unauthorized"
-    status, body = answer(f"Bearer {other}")
+    status, body = recall(f"Bearer {other}")
     assert status.startswith("200") and "memories" in body
