@@ -115,7 +115,28 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         f"environment:\n{LOGIN_ENVIRONMENT}\n\n{EXIT_STATUSES}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+
+    class Version(argparse.Action):
+        """argparse's `version` action, the version looked up only when asked for (the lookup
+        loads importlib.metadata: a third of a command's start without it)."""
+
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            option_string: str | None = None,
+        ) -> NoReturn:
+            print(f"{PROG} {version()}")
+            parser.exit()
+
+    parser.add_argument(
+        "--version",
+        action=Version,
+        nargs=0,
+        default=argparse.SUPPRESS,
+        help="show program's version number and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     groups = [entry for entry, names in COMMANDS.items() if command in names] or COMMANDS
     for entry in groups:
