@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from memapp.stores.actions import do_forget_memory
@@ -552,8 +553,11 @@ def test_a_put_racing_another_waits_for_it_and_then_gets_412(alice, bob, project
     results: dict[str, int] = {}
 
     def send(name: str, client) -> None:
-        response = put(client, {f"{name}.md": "text\n"}, HTTP_IF_MATCH=f'"{current}"')
-        results[name] = response.status_code
+        try:
+            response = put(client, {f"{name}.md": "text\n"}, HTTP_IF_MATCH=f'"{current}"')
+            results[name] = response.status_code
+        finally:
+            connection.close()  # the thread's own; left open it would outlive the test database
 
     one = threading.Thread(target=send, args=("first", first))
     one.start()
