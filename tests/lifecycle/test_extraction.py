@@ -242,7 +242,7 @@ def test_requests_while_a_run_waits_or_runs_coalesce_into_one_trailing_run(
         try:
             run_extraction_task.call(first_run.pk)
         finally:
-            connection.close()  # the thread's own; left open it would outlive the test database
+            connection.close()  # the thread's own: left open, PostgreSQL could not drop the test db
 
     busy = threading.Thread(target=run_first)
     busy.start()

@@ -557,7 +557,7 @@ def test_a_put_racing_another_waits_for_it_and_then_gets_412(alice, bob, project
             response = put(client, {f"{name}.md": "text\n"}, HTTP_IF_MATCH=f'"{current}"')
             results[name] = response.status_code
         finally:
-            connection.close()  # the thread's own; left open it would outlive the test database
+            connection.close()  # the thread's own: left open, PostgreSQL could not drop the test db
 
     one = threading.Thread(target=send, args=("first", first))
     one.start()
