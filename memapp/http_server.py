@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import socket
 import sys
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     import memapp.wsgi  # noqa: F401 (the whole app, loaded before the workers fork)
 
     _warm_queries()
+    # Frozen, what the workers inherit is never walked by their garbage collector, nor copied
+    # into each worker's memory when it would be (docs/design.md §21).
+    gc.freeze()
     host, port = args.bind
     server = Server(
         "memapp.wsgi:application",

@@ -79,6 +79,7 @@ def _load_the_app() -> None:
     from django.urls import Resolver404, get_resolver
     from django.utils.module_loading import import_string
 
+    from memapp.memdir import detect_secrets_scan  # noqa: F401 (a team write's scan)
     from memapp.stores.recall import load_model_client
 
     with contextlib.suppress(Resolver404):

@@ -145,17 +145,17 @@ def test_good_settings_pass_the_check(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-def test_starting_the_site_leaves_the_anthropic_sdk_and_numpy_unloaded(tmp_path):
-    """The SDK takes most of a second to import and NumPy a tenth; every command, worker and
-    test subprocess would pay them at start, though only a model call needs the one and only
-    a store search the other."""
+def test_starting_the_site_leaves_the_anthropic_sdk_numpy_and_detect_secrets_unloaded(tmp_path):
+    """The SDK takes most of a second to import, NumPy and detect-secrets a tenth each; every
+    command, worker and test subprocess would pay them at start, though only a model call
+    needs the first, a store search the second and a secret scan the third."""
     code = (
         "from django.urls import get_resolver; get_resolver().url_patterns; import sys; "
-        "print('anthropic' in sys.modules, 'numpy' in sys.modules)"
+        "print(*(m in sys.modules for m in ('anthropic', 'numpy', 'detect_secrets')))"
     )
     result = manage(tmp_path, "shell", "-v", "0", "-c", code)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "False"]
+    assert result.stdout.split() == ["False", "False", "False"]
 
 
 @pytest.mark.parametrize("command", [["discover"], ["teamsync", "push"], ["ensure_admin"]])

@@ -20,6 +20,7 @@ from detect_secrets.settings import get_settings, transient_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memapp.memdir import detect_secrets_scan as engine
 from memapp.memdir import secret_gate as secretgate
 from memapp.memdir.secret_rules import RULES, SecretHit
 from tests.memdir.test_secret_rules import (
@@ -138,13 +139,13 @@ def test_clean_memory_files_give_no_false_positives_with_the_default_config(caps
 
 def test_the_entropy_plugins_are_off_unless_an_admin_turns_them_on():
     names = set(get_settings().plugins)
-    assert not names & set(secretgate.ENTROPY_PLUGINS)
+    assert not names & set(engine.ENTROPY_PLUGINS)
     assert {"KeywordDetector", "AWSKeyDetector", "JwtTokenDetector", "PrivateKeyDetector"} <= names
     checksum = 'checksum = "' + random.Random(1).randbytes(32).hex() + '"'
     assert secretgate.scan_for_push({"a.md": checksum}) == {}
 
     secretgate.configure(entropy=True)
-    assert set(secretgate.ENTROPY_PLUGINS) <= set(get_settings().plugins)
+    assert set(engine.ENTROPY_PLUGINS) <= set(get_settings().plugins)
     hits = secretgate.scan_for_push({"a.md": checksum})["a.md"]
     assert [hit.rule_id for hit in hits] == [DS + "Hex High Entropy String"]
 
@@ -154,10 +155,10 @@ def test_the_entropy_plugins_are_off_unless_an_admin_turns_them_on():
 
 def test_it_configures_detect_secrets_once_for_many_threads(fresh_gate, monkeypatch):
     calls = []
-    apply_settings = secretgate._apply_settings
+    apply_settings = engine.apply_settings
     monkeypatch.setattr(
-        secretgate,
-        "_apply_settings",
+        engine,
+        "apply_settings",
         lambda entropy: calls.append(entropy) or apply_settings(entropy),
     )
     line = detect_secrets_kinds()["JSON Web Token"]
@@ -181,7 +182,7 @@ def test_it_configures_detect_secrets_once_for_many_threads(fresh_gate, monkeypa
 
 def test_configuring_again_with_the_same_flag_changes_nothing(monkeypatch):
     calls = []
-    monkeypatch.setattr(secretgate, "_apply_settings", calls.append)
+    monkeypatch.setattr(engine, "apply_settings", calls.append)
     secretgate.configure(entropy=False)
     secretgate.configure()
     assert calls == []
@@ -197,10 +198,10 @@ def test_it_restores_its_configuration_when_something_swapped_the_global(fresh_g
 
 def test_the_cache_avoids_a_rescan(fresh_gate, monkeypatch):
     calls = []
-    scan = secretgate._scan_like_scan_file
+    scan = engine.scan
     monkeypatch.setattr(
-        secretgate,
-        "_scan_like_scan_file",
+        engine,
+        "scan",
         lambda text, filename: calls.append(filename) or scan(text, filename),
     )
     files = {f"{i}.md": clean_memory_file(random.Random(i)) for i in range(5)}
@@ -259,7 +260,7 @@ def test_it_agrees_with_detect_secrets_scan_file(tmp_path):
             expected = {
                 (secret.line_number, DS + secret.type)
                 for secret in ds_scan.scan_file(str(path))
-                if not secretgate._is_documentation_example(secret)
+                if not engine.is_documentation_example(secret)
             }
         hits = secretgate._detect_secrets_hits(text, f"note{i}.md")
         assert {(hit.line, hit.rule_id) for hit in hits} == expected, text
@@ -276,9 +277,9 @@ def test_skipping_the_filters_of_a_file_no_plugin_flags_changes_no_answer():
         for text in texts:
             lines = list(enumerate(text.splitlines(keepends=True), 1))
             expected = list(ds_scan._process_line_based_plugins(lines, name))
-            assert secretgate._scan_lines(lines, name) == expected, (name, text)
+            assert engine.scan_lines(lines, name) == expected, (name, text)
     clean = [list(enumerate(text.splitlines(keepends=True), 1)) for text in texts[:150]]
-    shortcut = sum(not secretgate._any_plugin_flags(lines, "memory.md") for lines in clean)
+    shortcut = sum(not engine.any_plugin_flags(lines, "memory.md") for lines in clean)
     assert shortcut > len(clean) // 2, shortcut  # files made to look like secrets, even so
 
 

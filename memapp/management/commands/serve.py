@@ -91,11 +91,11 @@ class Command(BaseCommand):
             return child
 
         if not no_background:
-            spawn(
-                [sys.executable, manage, "db_worker", "--no-reload", "--interval", "0.5"],
-                "worker.log",
-            )
-            spawn([sys.executable, manage, "background"], "background.log")
+            # Without the system checks this command has just run: each imports every URL
+            # and view, nearly a second of CPU, which neither process serves.
+            worker = ["db_worker", "--no-reload", "--interval", "0.5", "--skip-checks"]
+            spawn([sys.executable, manage, *worker], "worker.log")
+            spawn([sys.executable, manage, "background", "--skip-checks"], "background.log")
         self.stdout.write(f"memhub: starting on http://{host}:{port}/ …")
         self.stdout.flush()
         server = spawn(
