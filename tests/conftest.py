@@ -4,6 +4,7 @@ browser tests."""
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -35,6 +36,19 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session):
+    """Collection imports every test module and builds 3,000 items that live through the run:
+    the cyclic garbage collector's passes over them were a third of a worker's collection
+    (15.5 s of CPU, 9.8 s without them). Frozen, the run's collections never walk them."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 TESTS = Path(__file__).resolve().parent
