@@ -9,9 +9,16 @@ from importlib import import_module
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memapp.settings")
-    import django
     from django.core.exceptions import ImproperlyConfigured
-    from django.core.management import execute_from_command_line
+    from django.core.management import ManagementUtility
+
+    class Utility(ManagementUtility):
+        def fetch_command(self, subcommand):
+            # Django is set up by now, and what its start made lives as long as the command:
+            # frozen, the cyclic garbage collector never walks it again, in a collection during
+            # the command nor in the one at exit (docs/design.md §21).
+            gc.freeze()
+            return super().fetch_command(subcommand)
 
     try:
         # The settings check every variable (README) as they load.
@@ -19,12 +26,7 @@ def main() -> None:
     except ImproperlyConfigured as exc:
         # One line naming the variable and what it accepts; a traceback would bury it.
         sys.exit(f"memhub: {exc}")
-    django.setup()
-    # What the start made lives as long as the command: frozen, the cyclic garbage collector
-    # never walks it again, in a collection during the command nor in the one at exit
-    # (docs/design.md §21).
-    gc.freeze()
-    execute_from_command_line(sys.argv)
+    Utility(sys.argv).execute()
 
 
 if __name__ == "__main__":

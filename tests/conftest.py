@@ -39,7 +39,7 @@ def pytest_configure(config):
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_collection(session):
+def pytest_collection():
     """Collection imports every test module and builds 3,000 items that live through the run:
     the cyclic garbage collector's passes over them were a third of a worker's collection
     (15.5 s of CPU, 9.8 s without them). Frozen, the run's collections never walk them."""

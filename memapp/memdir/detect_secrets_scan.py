@@ -2,16 +2,17 @@
 and provider plugins, and a text scanned as its ``scan_file`` scans a file of that name.
 
 detect-secrets keeps its settings in one process-wide object that its own helpers
-(``transient_settings``, ``default_settings``) swap in and out: every function here is called
-under :mod:`memapp.memdir.secret_gate`'s lock, and nothing else in memhub touches those
-settings. The entropy plugins (``Base64HighEntropyString``, ``HexHighEntropyString``) and the
-public-IP plugin flag every quoted checksum in ordinary prose, so they only run when an admin
-turns them on. Two default filters are dropped: the ``pragma: allowlist secret`` comment
-(anyone writing a memory could add it) and secret verification (which would send a found
-secret to its provider to test it).
+(``transient_settings``, ``default_settings``) swap in and out: every function here that reads
+or changes them is called under :mod:`memapp.memdir.secret_gate`'s lock, and nothing else in
+memhub touches them. The entropy plugins (``Base64HighEntropyString``,
+``HexHighEntropyString``) and the public-IP plugin flag every quoted checksum in ordinary prose,
+so they only run when an admin turns them on. Two default filters are dropped: the
+``pragma: allowlist secret`` comment (anyone writing a memory could add it) and secret
+verification (which would send a found secret to its provider to test it).
 
-The gate imports this module at its first scan: detect-secrets and the ``requests`` it imports
-are a tenth of a second of every process's start, and most memhub processes never scan.
+The gate imports this module at its first scan: importing detect-secrets (and the
+``requests`` it imports, where nothing else has) is a tenth of a second, which the task worker,
+the background process and the one-shot commands would pay at every start and most never scan.
 """
 
 from __future__ import annotations
@@ -32,15 +33,15 @@ from detect_secrets.settings import get_plugins, get_settings
 from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
 from detect_secrets.util.code_snippet import get_code_snippet
-from detect_secrets.util.filetype import FileType, determine_file_type
 
 __all__ = [
     "ENTROPY_PLUGINS",
+    "any_plugin_flags",
     "apply_settings",
-    "file_type",
     "is_documentation_example",
     "may_flag",
     "scan",
+    "scan_lines",
     "settings_intact",
 ]
 
@@ -73,11 +74,6 @@ def settings_intact(entropy: bool) -> bool:
     return set(settings.plugins) == _plugin_names(entropy) and not any(
         path in settings.filters for path in _DROPPED_FILTERS
     )
-
-
-def file_type(filename: str) -> FileType:
-    """The type detect-secrets gives a file of this name (its rules choose by it)."""
-    return determine_file_type(filename)
 
 
 def may_flag(text: str) -> bool:

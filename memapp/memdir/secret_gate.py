@@ -22,7 +22,6 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections.abc import Hashable, Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
 from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_text
@@ -43,14 +42,7 @@ DETECT_SECRETS_PREFIX = "detect-secrets:"
 
 _lock = threading.Lock()
 _entropy: bool | None = None  # None until configured
-_caches: dict[object, SecretScanCache] = {}  # by detect-secrets' file type
-
-
-def _engine() -> ModuleType:
-    # Imported at the first scan, not with this module (see its docstring for why).
-    from memapp.memdir import detect_secrets_scan
-
-    return detect_secrets_scan
+_caches: dict[str, SecretScanCache] = {}  # by file name extension
 
 
 def configure(*, entropy: bool = False) -> None:
@@ -61,7 +53,8 @@ def configure(*, entropy: bool = False) -> None:
     The first scan configures with the default (no entropy plugins) if this was never called.
     """
     global _entropy
-    engine = _engine()
+    from memapp.memdir import detect_secrets_scan as engine  # at the first use: see its doc
+
     with _lock:
         if _entropy == entropy and engine.settings_intact(entropy):
             return
@@ -72,8 +65,11 @@ def configure(*, entropy: bool = False) -> None:
 
 
 def _detect_secrets(text: str, filename: str) -> list[PotentialSecret]:
+    """What detect-secrets finds in `text` as a file of that name, less AWS's documentation
+    key (AKIAIOSFODNN7EXAMPLE), which notes quote and the fast rule skips too."""
     global _entropy
-    engine = _engine()
+    from memapp.memdir import detect_secrets_scan as engine  # at the first use: see its doc
+
     with _lock:
         if _entropy is None:
             engine.apply_settings(False)
@@ -82,16 +78,12 @@ def _detect_secrets(text: str, filename: str) -> list[PotentialSecret]:
             engine.apply_settings(_entropy)
         if not engine.may_flag(text):
             return []
-        return engine.scan(text, filename)
+        secrets = engine.scan(text, filename)
+    return [secret for secret in secrets if not engine.is_documentation_example(secret)]
 
 
 def _detect_secrets_hits(text: str, filename: str) -> list[SecretHit]:
-    secrets = _detect_secrets(text, filename)
-    found = {
-        (secret.line_number, secret.type)
-        for secret in secrets
-        if not _engine().is_documentation_example(secret)
-    }
+    found = {(secret.line_number, secret.type) for secret in _detect_secrets(text, filename)}
     return [SecretHit(DETECT_SECRETS_PREFIX + type_, type_, line) for line, type_ in sorted(found)]
 
 
@@ -103,14 +95,14 @@ def _scan_entry(text: str, filename: str) -> list[SecretHit]:
 
 
 def _cache_for(key: object) -> SecretScanCache:
-    # detect-secrets' results depend on the file's type (its keyword rules and transformers
-    # choose by extension), so the content-hash cache is kept per file type.
-    filename = "memory" + posixpath.splitext(str(key))[1].lower()
-    filetype = _engine().file_type(filename)
+    # detect-secrets' results depend on the file's extension (its keyword rules and
+    # transformers choose by it), so the content-hash cache is kept per extension.
+    extension = posixpath.splitext(str(key))[1].lower()
+    filename = "memory" + extension
     with _lock:
-        cache = _caches.get(filetype)
+        cache = _caches.get(extension)
         if cache is None:
-            cache = _caches[filetype] = SecretScanCache(lambda text: _scan_entry(text, filename))
+            cache = _caches[extension] = SecretScanCache(lambda text: _scan_entry(text, filename))
         return cache
 
 
@@ -138,13 +130,11 @@ def redact_with_gate(text: str, filename: str = "transcript.md") -> tuple[str, l
     the result until it finds nothing more: every value on a line goes, not the first.
     Hits are reported as :func:`scan_for_push` reports them.
     """
-    example = _engine().is_documentation_example
     redacted, hits = redact_text(text)
     lines = redacted.split("\n")
     for _ in range(_MAX_PASSES):
         current = "\n".join(lines)
-        found = [s for s in _detect_secrets(current, filename) if not example(s)]
-        for secret in found:
+        for secret in _detect_secrets(current, filename):
             number = secret.line_number
             if not 1 <= number <= len(lines):
                 continue
