@@ -33,11 +33,13 @@ from detect_secrets.settings import get_plugins, get_settings
 from detect_secrets.transformers import get_transformed_file
 from detect_secrets.types import NamedIO
 from detect_secrets.util.code_snippet import get_code_snippet
+from detect_secrets.util.filetype import FileType, determine_file_type
 
 __all__ = [
     "ENTROPY_PLUGINS",
     "any_plugin_flags",
     "apply_settings",
+    "file_type",
     "is_documentation_example",
     "may_flag",
     "scan",
@@ -74,6 +76,11 @@ def settings_intact(entropy: bool) -> bool:
     return set(settings.plugins) == _plugin_names(entropy) and not any(
         path in settings.filters for path in _DROPPED_FILTERS
     )
+
+
+def file_type(filename: str) -> FileType:
+    """The type detect-secrets gives a file of this name: its rules choose by it."""
+    return determine_file_type(filename)
 
 
 def may_flag(text: str) -> bool:

@@ -28,6 +28,7 @@ from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, 
 
 if TYPE_CHECKING:
     from detect_secrets.core.potential_secret import PotentialSecret
+    from detect_secrets.util.filetype import FileType
 
 __all__ = [
     "DETECT_SECRETS_PREFIX",
@@ -42,7 +43,7 @@ DETECT_SECRETS_PREFIX = "detect-secrets:"
 
 _lock = threading.Lock()
 _entropy: bool | None = None  # None until configured
-_caches: dict[str, SecretScanCache] = {}  # by file name extension
+_caches: dict[FileType, SecretScanCache] = {}
 
 
 def configure(*, entropy: bool = False) -> None:
@@ -95,14 +96,17 @@ def _scan_entry(text: str, filename: str) -> list[SecretHit]:
 
 
 def _cache_for(key: object) -> SecretScanCache:
-    # detect-secrets' results depend on the file's extension (its keyword rules and
-    # transformers choose by it), so the content-hash cache is kept per extension.
-    extension = posixpath.splitext(str(key))[1].lower()
-    filename = "memory" + extension
+    # detect-secrets' results depend on the file's type (its keyword rules and transformers
+    # choose by extension), so the content-hash cache is kept per file type: a few, whatever
+    # names the keys have.
+    from memapp.memdir import detect_secrets_scan as engine  # at the first use: see its doc
+
+    filename = "memory" + posixpath.splitext(str(key))[1].lower()
+    filetype = engine.file_type(filename)
     with _lock:
-        cache = _caches.get(extension)
+        cache = _caches.get(filetype)
         if cache is None:
-            cache = _caches[extension] = SecretScanCache(lambda text: _scan_entry(text, filename))
+            cache = _caches[filetype] = SecretScanCache(lambda text: _scan_entry(text, filename))
         return cache
 
 
