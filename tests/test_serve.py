@@ -284,6 +284,17 @@ def http_workers(server: Server) -> set[int]:
     return {pid for pid, ppid, _ in live if ppid == master}
 
 
+def test_the_task_worker_and_the_background_process_skip_the_checks_serve_ran(server):
+    """Each run of the checks imports every URL and view: a second of CPU at their start."""
+    rows = [line.split(None, 3) for line in running_in_group(server.process.pid)]
+    pids = [pid for pid, ppid, _stat, _args in rows if int(ppid) == server.process.pid]
+    # Each whole command line (ps cuts them to its width).
+    children = [Path(f"/proc/{pid}/cmdline").read_text().split("\0")[:-1] for pid in pids]
+    commands = {args[2]: args[3:] for args in children if args[1] == MANAGE}
+    assert set(commands) == {"db_worker", "background"}, children
+    assert all("--skip-checks" in options for options in commands.values()), commands
+
+
 def test_a_worker_that_dies_is_replaced_and_the_site_keeps_answering(server):
     """A worker killed outright (out of memory, a crash) is replaced by a new one."""
     workers = http_workers(server)
