@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--load-seconds",
         type=float,
         default=10.0,
-        help="--web: seconds of recall load against the HTTP server (0: skip the load test)",
+        help="--web: seconds of each run of recall load against the HTTP server (0: skip it)",
     )
     parser.add_argument(
         "--clients", type=int, default=4, help="--web: concurrent connections of the load test"

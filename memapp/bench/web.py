@@ -31,9 +31,10 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
   (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
 - :func:`bench_recall_load`: ``python -m memapp.http_server --workers 2``, the server of ``manage.py
   serve`` (4 threads a worker, keep-alive), on a free loopback port, driven for ``--load-seconds``
-  by ``--clients`` threads of this process (:func:`drive_load`): ≥ 500 answered recalls/s (≥ 300 on
-  PostgreSQL), no errors, ≤ 2 ms of server CPU per request (issue 29; before it, 210–228/s, 111/s on
-  PostgreSQL, and 6.7–7.0 ms); client-side p50 and p99 shown.
+  by ``--clients`` threads of this process (:func:`drive_load`), ``--runs`` times (the median run
+  shown, every run's figure beside it): ≥ 500 answered recalls/s (≥ 300 on PostgreSQL), no
+  errors, ≤ 2 ms of server CPU per request (issue 29; before it, 210–228/s, 111/s on
+  PostgreSQL, and 6.7–7.0 ms); client-side p50 and p99 of every run shown.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import math
 import os
 import random
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -689,9 +691,75 @@ def process_tree_cpu(pid: int) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+@dataclass
+class LoadRun:
+    """One timed load: what the clients saw, and the server's CPU seconds meanwhile (None
+    without /proc)."""
+
+    result: LoadResult
+    server_cpu: float | None
+
+    @property
+    def cpu_per_request(self) -> float | None:
+        if self.server_cpu is None:
+            return None
+        return self.server_cpu / max(len(self.result.latencies), 1)
+
+
+@dataclass
+class LoadSummary:
+    """Several loads as the table shows them: the median run's rate and server CPU per request,
+    each run's in `spread`, latencies and errors of them all."""
+
+    rate: float
+    cpu_per_request: float | None
+    latencies: list[float]
+    errors: list[str]
+    spread: str  # "" for one run
+
+    @classmethod
+    def of(cls, runs: Sequence[LoadRun]) -> LoadSummary:
+        rates = sorted(run.result.rate for run in runs)
+        cpus = sorted(c for run in runs if (c := run.cpu_per_request) is not None)
+        spread = ""
+        if len(runs) > 1:
+            spread = f"median of {len(runs)} runs: {rates[0]:,.0f}–{rates[-1]:,.0f}/s"
+            if cpus:
+                spread += f", {cpus[0] * 1e3:.1f}–{cpus[-1] * 1e3:.1f} ms of server CPU"
+        return cls(
+            rate=statistics.median(rates),
+            cpu_per_request=statistics.median(cpus) if cpus else None,
+            latencies=[latency for run in runs for latency in run.result.latencies],
+            errors=[error for run in runs for error in run.result.errors],
+            spread=spread,
+        )
+
+
+def timed_loads(
+    port: int,
+    pid: int,
+    bodies: Callable[[str, int], bytes],
+    headers: dict[str, str],
+    seconds: float,
+    clients: int,
+    runs: int,
+) -> list[LoadRun]:
+    """`runs` loads (at least one) of `seconds` each, the n-th request of a run sending
+    `bodies(run, n)`, each with the CPU that process `pid` and its children spent meanwhile."""
+    loads = []
+    for run in range(max(runs, 1)):
+        before = process_tree_cpu(pid)
+        load = drive_load(port, partial(bodies, str(run)), headers, seconds, clients)
+        after = process_tree_cpu(pid)
+        server_cpu = after - before if before is not None and after is not None else None
+        loads.append(LoadRun(load, server_cpu))
+    return loads
+
+
 def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int) -> list[Row]:
     """Recall requests per second that the HTTP server's 2 workers answer, with client-side
-    latency."""
+    latency: `runs` loads of `seconds` each, the median shown (one load swings by a fifth on a
+    shared machine)."""
     clients = max(1, min(clients, MAX_CLIENTS))
     measure = f"recall throughput ({SERVER_WORKERS} workers, {clients} clients)"
     if seconds <= 0:
@@ -700,32 +768,35 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
     payloads = recall_payloads(web.project_key, web.newest_paths)
     headers = {"Authorization": f"Bearer {web.token}", "Content-Type": "application/json"}
 
-    def bodies(n: int) -> bytes:
+    def bodies(run: str, n: int) -> bytes:
         # A session per request: a shared one would run out of budget and answer cheaply.
-        payload = {**payloads[n % len(payloads)], "session_id": f"load-{n}"}
+        payload = {**payloads[n % len(payloads)], "session_id": f"load-{run}-{n}"}
         return json.dumps(payload).encode()
 
     with run_server() as server:
         # Each worker builds its recall index on its first requests: not part of the figure.
-        warm = drive_load(server.port, bodies, headers, 10.0, clients, max_requests=8 * clients)
-        server_before, client_before = process_tree_cpu(server.pid), time.process_time()
-        load = drive_load(server.port, bodies, headers, seconds, clients)
-        server_after = process_tree_cpu(server.pid)
+        warm = drive_load(
+            server.port, partial(bodies, "warm"), headers, 10.0, clients, max_requests=8 * clients
+        )
+        client_before = time.process_time()
+        loads = timed_loads(server.port, server.pid, bodies, headers, seconds, clients, runs)
         client_cpu = time.process_time() - client_before
-        errors = warm.errors + load.errors
+        summary = LoadSummary.of(loads)
+        errors = warm.errors + summary.errors
         if errors:  # the table has room for a count, not for the traceback that explains it
             output = server.output()
             print(f"the HTTP server's output ({len(errors)} errors):\n{output}", file=sys.stderr)
-    answered = max(len(load.latencies), 1)
-    note = f"{len(load.latencies):,} in {load.seconds:.1f} s, {len(errors)} errors"
-    server_cpu = None
-    if server_before is not None and server_after is not None:
-        server_cpu = (server_after - server_before) / answered
-        note += f"; client CPU/request {client_cpu / answered * 1e3:.1f} ms"
+    answered = len(summary.latencies)
+    total_seconds = sum(run.result.seconds for run in loads)
+    note = f"{answered:,} in {total_seconds:.1f} s, {len(errors)} errors"
+    if summary.cpu_per_request is not None:
+        note += f"; client CPU/request {client_cpu / max(answered, 1) * 1e3:.1f} ms"
     if errors:
         note += f" (first error: {errors[0]})"
-    if load.latencies:
-        p50, p99 = percentile(load.latencies, 0.5), percentile(load.latencies, 0.99)
+    if summary.spread:
+        note += f"; {summary.spread}"
+    if summary.latencies:
+        p50, p99 = percentile(summary.latencies, 0.5), percentile(summary.latencies, 0.99)
     else:
         p50 = p99 = None
     no_target = _no_target_note(corpus.size)
@@ -739,7 +810,7 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
             corpus.size,
             measure,
             None,
-            rate=load.rate,
+            rate=summary.rate,
             min_rate=min_rate if corpus.size <= LATENCY_TARGET_MAX_FILES else None,
             errors=len(errors),
             note=f"{before}; {note} {no_target}".strip(),
@@ -747,9 +818,11 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
         Row(
             corpus.size,
             "recall under load, server CPU per request",
-            server_cpu,
+            summary.cpu_per_request,
             limit=_latency_limit(corpus.size, RECALL_CPU_LIMIT),
-            note=RECALL_CPU_BEFORE if server_cpu is not None else "not measured (no /proc)",
+            note=RECALL_CPU_BEFORE
+            if summary.cpu_per_request is not None
+            else "not measured (no /proc)",
         ),
         Row(corpus.size, "recall under load p50 (client)", p50),
         Row(corpus.size, "recall under load p99 (client)", p99),

@@ -158,6 +158,52 @@ def test_the_load_generator_counts_answers_and_errors():
     assert result.rate > 0
 
 
+def test_the_load_runs_as_often_as_asked_and_the_median_run_is_shown():
+    """`--runs` loads, each its own sessions and its own server CPU; the table shows the
+    median run, every run's figure beside it."""
+    seen: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        loads = bench_web.timed_loads(
+            server.server_address[1],
+            os.getpid(),  # the server above runs in this process
+            lambda run, n: f"{run}-{n}".encode(),
+            {"Content-Type": "application/json"},
+            seconds=0.3,
+            clients=2,
+            runs=3,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(loads) == 3
+    assert {b"0-0", b"1-0", b"2-0"} <= set(seen)
+    assert all(load.result.latencies and load.server_cpu is not None for load in loads)
+
+    def run(answered: int, cpu: float) -> bench_web.LoadRun:
+        return bench_web.LoadRun(bench_web.LoadResult(1.0, [0.001] * answered, ["HTTP 500"]), cpu)
+
+    summary = bench_web.LoadSummary.of([run(400, 1.6), run(500, 1.5), run(450, 1.35)])
+    assert summary.rate == 450 and summary.cpu_per_request == pytest.approx(0.003)
+    assert summary.spread == "median of 3 runs: 400–500/s, 3.0–4.0 ms of server CPU"
+    assert len(summary.latencies) == 1350 and len(summary.errors) == 3
+    assert bench_web.LoadSummary.of([run(400, 1.6)]).spread == ""
+
+
 def test_the_web_sections_refuse_a_process_where_django_is_configured():
     with (
         pytest.raises(RuntimeError, match="python -m memapp.bench --web"),
