@@ -31,10 +31,10 @@ rescan ratio at 20,000 and above, other sizes are shown without a target):
   (:func:`memapp.memdir.index.load_index`); a second row shows the request right after an edit.
 - :func:`bench_recall_load`: ``python -m memapp.http_server --workers 2``, the server of ``manage.py
   serve`` (4 threads a worker, keep-alive), on a free loopback port, driven for ``--load-seconds``
-  by ``--clients`` threads of this process (:func:`drive_load`), ``--runs`` times (the median run
-  shown, every run's figure beside it): ≥ 500 answered recalls/s (≥ 300 on PostgreSQL), no
+  by ``--clients`` threads of this process (:func:`drive_load`), ``--runs`` times (the medians
+  shown, every run's figure beside them): ≥ 500 answered recalls/s (≥ 300 on PostgreSQL), no
   errors, ≤ 2 ms of server CPU per request (issue 29; before it, 210–228/s, 111/s on
-  PostgreSQL, and 6.7–7.0 ms); client-side p50 and p99 of every run shown.
+  PostgreSQL, and 6.7–7.0 ms); client-side p50 and p99 over every run's requests.
 """
 
 from __future__ import annotations
@@ -708,30 +708,29 @@ class LoadRun:
 
 @dataclass
 class LoadSummary:
-    """Several loads as the table shows them: the median run's rate and server CPU per request,
-    each run's in `spread`, latencies and errors of them all."""
+    """Several loads as the table shows them: the median rate and the median server CPU per
+    request, each run's figure in the order they ran (empty for one run), and the latencies
+    and errors of every run."""
 
     rate: float
     cpu_per_request: float | None
+    rates: str  # "median of 3 runs: 463, 536, 518/s"
+    cpus: str  # "median of 3 runs: 2.9, 3.3, 2.9 ms"
     latencies: list[float]
     errors: list[str]
-    spread: str  # "" for one run
 
     @classmethod
     def of(cls, runs: Sequence[LoadRun]) -> LoadSummary:
-        rates = sorted(run.result.rate for run in runs)
-        cpus = sorted(c for run in runs if (c := run.cpu_per_request) is not None)
-        spread = ""
-        if len(runs) > 1:
-            spread = f"median of {len(runs)} runs: {rates[0]:,.0f}–{rates[-1]:,.0f}/s"
-            if cpus:
-                spread += f", {cpus[0] * 1e3:.1f}–{cpus[-1] * 1e3:.1f} ms of server CPU"
+        rates = [run.result.rate for run in runs]
+        cpus = [c for run in runs if (c := run.cpu_per_request) is not None]
+        each = f"median of {len(runs)} runs: " if len(runs) > 1 else ""
         return cls(
             rate=statistics.median(rates),
             cpu_per_request=statistics.median(cpus) if cpus else None,
+            rates=f"{each}{', '.join(f'{r:,.0f}' for r in rates)}/s" if each else "",
+            cpus=f"{each}{', '.join(f'{c * 1e3:.1f}' for c in cpus)} ms" if each and cpus else "",
             latencies=[latency for run in runs for latency in run.result.latencies],
             errors=[error for run in runs for error in run.result.errors],
-            spread=spread,
         )
 
 
@@ -744,8 +743,9 @@ def timed_loads(
     clients: int,
     runs: int,
 ) -> list[LoadRun]:
-    """`runs` loads (at least one) of `seconds` each, the n-th request of a run sending
-    `bodies(run, n)`, each with the CPU that process `pid` and its children spent meanwhile."""
+    """``runs`` loads (at least one) of ``seconds`` each, the n-th request of a run sending
+    ``bodies(run, n)``, each with the CPU that process ``pid`` and its children spent
+    meanwhile."""
     loads = []
     for run in range(max(runs, 1)):
         before = process_tree_cpu(pid)
@@ -758,8 +758,8 @@ def timed_loads(
 
 def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int) -> list[Row]:
     """Recall requests per second that the HTTP server's 2 workers answer, with client-side
-    latency: `runs` loads of `seconds` each, the median shown (one load swings by a fifth on a
-    shared machine)."""
+    latency: ``runs`` loads of ``seconds`` each, the medians shown (one load swings by a fifth
+    on a shared machine)."""
     clients = max(1, min(clients, MAX_CLIENTS))
     measure = f"recall throughput ({SERVER_WORKERS} workers, {clients} clients)"
     if seconds <= 0:
@@ -793,8 +793,8 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
         note += f"; client CPU/request {client_cpu / max(answered, 1) * 1e3:.1f} ms"
     if errors:
         note += f" (first error: {errors[0]})"
-    if summary.spread:
-        note += f"; {summary.spread}"
+    if summary.rates:
+        note += f"; {summary.rates}"
     if summary.latencies:
         p50, p99 = percentile(summary.latencies, 0.5), percentile(summary.latencies, 0.99)
     else:
@@ -820,7 +820,7 @@ def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int
             "recall under load, server CPU per request",
             summary.cpu_per_request,
             limit=_latency_limit(corpus.size, RECALL_CPU_LIMIT),
-            note=RECALL_CPU_BEFORE
+            note="; ".join(filter(None, (RECALL_CPU_BEFORE, summary.cpus)))
             if summary.cpu_per_request is not None
             else "not measured (no /proc)",
         ),
