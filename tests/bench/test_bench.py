@@ -1,11 +1,13 @@
 """A quick run of the benchmark on a tiny corpus: it works, not how fast it is."""
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -126,11 +128,15 @@ def test_percentiles_are_nearest_rank():
     assert bench_web.percentile([3.0], 0.99) == 3.0
 
 
-def test_the_load_generator_counts_answers_and_errors():
+@contextlib.contextmanager
+def _recall_server(status: Callable[[bytes], int]) -> Iterator[int]:
+    """A stand-in for the HTTP server in this process: each POST answered `status(body)` with
+    `{}`; yields its port."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(500 if b"fail" in body else 200)
+            self.send_response(status(body))
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"{}")
@@ -142,17 +148,22 @@ def test_the_load_generator_counts_answers_and_errors():
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_load_generator_counts_answers_and_errors():
+    with _recall_server(lambda body: 500 if b"fail" in body else 200) as port:
         result = bench_web.drive_load(
-            server.server_address[1],
+            port,
             lambda n: b"fail" if n % 4 == 0 else b"ok",
             {"Content-Type": "application/json"},
             seconds=5.0,
             clients=3,
             max_requests=40,
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert len(result.latencies) == 30 and len(result.errors) == 10
     assert set(result.errors) == {"HTTP 500"}
     assert result.rate > 0
@@ -163,23 +174,13 @@ def test_the_load_runs_as_often_as_asked_and_the_median_run_is_shown():
     medians, every run's figure beside them in the order they ran."""
     seen: list[bytes] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            seen.append(self.rfile.read(int(self.headers["Content-Length"])))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
+    def record(body: bytes) -> int:
+        seen.append(body)
+        return 200
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with _recall_server(record) as port:
         loads = bench_web.timed_loads(
-            server.server_address[1],
+            port,
             os.getpid(),  # the server above runs in this process
             lambda run, n: f"{run}-{n}".encode(),
             {"Content-Type": "application/json"},
@@ -187,9 +188,6 @@ def test_the_load_runs_as_often_as_asked_and_the_median_run_is_shown():
             clients=2,
             runs=3,
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert len(loads) == 3
     assert {b"0-0", b"1-0", b"2-0"} <= set(seen)
     assert all(load.result.latencies for load in loads)
