@@ -758,7 +758,7 @@ def timed_loads(
 
 def bench_recall_load(corpus: Corpus, runs: int, *, seconds: float, clients: int) -> list[Row]:
     """Recall requests per second that the HTTP server's 2 workers answer, with client-side
-    latency: ``runs`` loads of ``seconds`` each, the medians shown (one load swings by a sixth
+    latency: ``runs`` loads of ``seconds`` each, the medians shown (one load swings by a fifth
     on a shared machine)."""
     clients = max(1, min(clients, MAX_CLIENTS))
     measure = f"recall throughput ({SERVER_WORKERS} workers, {clients} clients)"
