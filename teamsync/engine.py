@@ -199,7 +199,7 @@ def _linked(key: str, data: bytes) -> set[str]:
     return {file for _, file in _entry_files(key, data.decode("utf-8", "replace"))}
 
 
-def _without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
+def without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
     """Index `key` without its entries of `paths` (paths beside `key`); every other byte kept."""
     text = data.decode("utf-8", "surrogateescape")
     drop = {number for number, file in _entry_files(key, text) if file in paths}
@@ -208,13 +208,13 @@ def _without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
-def _keep_entries(key: str, data: bytes, shared: bytes, paths: Collection[str]) -> bytes:
+def keep_entries(key: str, data: bytes, shared: bytes, paths: Collection[str]) -> bytes:
     """Index `key` as it is to be committed (`data`) with the entries of `paths` that the
     repository's version (`shared`) has and it lacks, each after the line it follows there."""
     missing = (_linked(key, shared) & set(paths)) - _linked(key, data)
     if not missing:
         return data
-    return _merge_indexes(_without_entries(key, shared, missing), shared, data)
+    return _merge_indexes(without_entries(key, shared, missing), shared, data)
 
 
 def _merge_indexes(base: bytes | None, ours: bytes, theirs: bytes) -> bytes:
@@ -528,7 +528,7 @@ class TeamClone:
         for key in sorted(k for k in candidates - spec.held if is_index_key(k)):
             ours = shared_index(key, store[key], in_repo) if key in store else None
             if ours is not None and kept and key in blobs:
-                ours = _keep_entries(key, ours, self.read_blobs([blobs[key]])[blobs[key]], kept)
+                ours = keep_entries(key, ours, self.read_blobs([blobs[key]])[blobs[key]], kept)
             if ours is not None and not ours.strip() and store[key].strip():
                 ours = None  # only entries of files outside the repository: nothing to share
             if (checksum(ours) if ours is not None else None) != spec.base.get(key):
@@ -919,7 +919,7 @@ class TeamClone:
                 base = _show(repo, f"{base_commit}:{path}") if base_commit else None
                 if base is not None and kept:
                     one_side = (_linked(path, ours) ^ _linked(path, theirs)) & kept
-                    base = _without_entries(path, base, one_side)
+                    base = without_entries(path, base, one_side)
                 current = changes[path] = _merge_indexes(base, ours, theirs)
             if current is None:
                 continue

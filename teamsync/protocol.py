@@ -13,6 +13,7 @@ merged line by line into the store's instead of replacing it (docs/design.md §1
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
+    checksum,
     is_index_key,
     read_store,
     store_checksums,
@@ -42,7 +44,8 @@ from memapp.stores.projects import (
     no_project_message,
 )
 from memapp.stores.warm import remembered
-from teamsync.models import StoreSyncState, TeamConflict, Tombstone
+from teamsync.engine import keep_entries, without_entries
+from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, Tombstone
 
 ORGANIZATION_ID = "memhub"
 
@@ -55,12 +58,50 @@ def store_checksum(entry_checksums: dict[str, str]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def kept_back(store: Store) -> set[str]:
+    """The keys team sync keeps out of the shared repository (a secret, a cap, not text):
+    teammates do not get them through the protocol either (docs/design.md §10)."""
+    if store.pk is None:
+        return set()
+    return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
+
+
 def entry_checksums(store: Store) -> dict[str, str]:
-    return store_checksums(Path(store.path), tuple(store.exclude))
+    """Each entry's checksum as teammates get it (:func:`read_team_entries`)."""
+    sums = store_checksums(Path(store.path), tuple(store.exclude))
+    withheld = kept_back(store)
+    if not withheld:
+        return sums
+    served = {key: value for key, value in sums.items() if key not in withheld}
+    for key, data in _served_indexes(store, served, withheld).items():
+        served[key] = checksum(data)
+    return served
 
 
 def read_team_entries(store: Store) -> dict[str, bytes]:
-    return read_store(Path(store.path), tuple(store.exclude))
+    """The store's entries as teammates get them: without the files team sync keeps back, and
+    each index without their entries, as the shared repository has them."""
+    files = read_store(Path(store.path), tuple(store.exclude))
+    withheld = kept_back(store)
+    if not withheld:
+        return files
+    served = {key: data for key, data in files.items() if key not in withheld}
+    return served | _served_indexes(store, served, withheld, files)
+
+
+def _served_indexes(
+    store: Store, keys: Iterable[str], withheld: set[str], files: dict[str, bytes] | None = None
+) -> dict[str, bytes]:
+    """The indexes among `keys` without their entries of the `withheld` files (read from the
+    store unless `files` holds them)."""
+    indexes = {}
+    for key in filter(is_index_key, keys):
+        try:
+            data = files[key] if files is not None else (Path(store.path) / key).read_bytes()
+        except FileNotFoundError:
+            continue
+        indexes[key] = without_entries(key, data, withheld)
+    return indexes
 
 
 class NoTeamMemory(Http404):
@@ -167,7 +208,7 @@ def do_put_team_memory(
             project = find_project(slug)
             path = managed_store_dir(project or Project(key=slug), Store.Kind.TEAM)
             store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
-        sums = entry_checksums(store) if store.pk else {}
+        sums = entry_checksums(store) if store.pk else {}  # as the client got them
         _check_put(store, uploaded, sums, if_match)
         if store.pk is None:
             store = _create_team_store(user, slug)
@@ -176,9 +217,11 @@ def do_put_team_memory(
         upserts = {k: v for k, v in uploaded.items() if k not in held}
         if if_match is None:
             upserts = _with_team_lines(store, upserts)
+        upserts = _with_kept_back_lines(store, upserts)
         # Per-key preconditions too, checked under the store's own lock: a UI or API write
         # that lands after the snapshot is not overwritten.
-        expected = {k: sums[k] for k in upserts if k in sums}
+        on_disk = store_checksums(Path(store.path), tuple(store.exclude))
+        expected = {k: on_disk[k] for k in upserts if k in on_disk}
         try:
             do_put_files(store, user, upserts, if_match=expected, via="protocol")
         except FileRejected as exc:
@@ -201,6 +244,26 @@ def _with_team_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
             continue
         merged[key] = merge_index("", text, current)
     return merged
+
+
+def _with_kept_back_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
+    """`upserts` with each index keeping the store's entries of the files team sync keeps
+    back: the client never got them (:func:`read_team_entries`), so it cannot have meant to
+    take them away."""
+    withheld = kept_back(store)
+    if not withheld:
+        return upserts
+    kept = dict(upserts)
+    for key, text in upserts.items():
+        if not is_index_key(key):
+            continue
+        try:
+            current = (Path(store.path) / key).read_bytes()
+        except FileNotFoundError:
+            continue
+        data = text.encode("utf-8", "surrogateescape")
+        kept[key] = keep_entries(key, data, current, withheld).decode("utf-8", "surrogateescape")
+    return kept
 
 
 def _stale(store: Store) -> FileRejected:

@@ -52,7 +52,7 @@ from memapp.client.sync_state import (
 from memapp.memdir.atomic import write_atomic
 from memapp.memdir.index import merge_index
 from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.secret_rules import place, scan_name, scan_text
 from memapp.memdir.store_files import (
     MAX_BATCH_BYTES,
     FileRejected,
@@ -147,7 +147,9 @@ class TeamReport:
 
     def details(self) -> list[str]:
         lines = [
-            f"{hit['key']}: not sent: {hit['label']} ({hit['rule_id']}) on line {hit['line']}"
+            f"{hit['key']}: not sent: {hit['label']} ({hit['rule_id']}) "
+            + ("on " if hit["line"] else "")
+            + place(hit["line"])
             for hit in self.secrets
         ]
         lines += [
@@ -438,7 +440,7 @@ class TeamSync:
             except FileRejected as exc:
                 report.skip(f"{exc}; skipped")
                 continue
-            hits = self.secret_scan(text)
+            hits = scan_name(key) + self.secret_scan(text)
             if hits:
                 report.add_secrets(
                     [

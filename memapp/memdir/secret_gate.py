@@ -24,7 +24,7 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_text
+from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_name, scan_text
 
 if TYPE_CHECKING:
     from detect_secrets.core.potential_secret import PotentialSecret
@@ -111,14 +111,15 @@ def _cache_for(key: object) -> SecretScanCache:
 
 
 def scan_for_push(files: Mapping[K, str]) -> dict[K, list[SecretHit]]:
-    """The entries of ``files`` that must not be pushed, each with its hits (line order).
+    """The entries of ``files`` that must not be pushed, each with its hits (line order; a
+    token in the key itself on line 0, :func:`scan_name`).
 
     Clean entries are left out, so an empty result means everything may go. Never raises on
     content; safe to call from several threads.
     """
     blocked: dict[K, list[SecretHit]] = {}
     for key, text in files.items():
-        hits = _cache_for(key).scan(text)
+        hits = scan_name(str(key)) + _cache_for(key).scan(text)
         if hits:
             blocked[key] = hits
     return blocked

@@ -28,7 +28,15 @@ from collections.abc import Callable, Iterator, Sequence
 from memapp.memdir.digests import sha256
 from memapp.memdir.records import Record
 
-__all__ = ["RULES", "SecretHit", "SecretScanCache", "redact_text", "scan_text"]
+__all__ = [
+    "RULES",
+    "SecretHit",
+    "SecretScanCache",
+    "place",
+    "redact_text",
+    "scan_name",
+    "scan_text",
+]
 
 
 class SecretHit(Record):  # not a dataclass: the Stop hook loads this (docs/scaling.md)
@@ -39,7 +47,13 @@ class SecretHit(Record):  # not a dataclass: the Stop hook loads this (docs/scal
     line: int
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.label} ({self.rule_id})"
+        return f"{place(self.line)}: {self.label} ({self.rule_id})"
+
+
+def place(line: int) -> str:
+    """Where a hit is, as a person reads it: ``line 3``, or ``in its name`` (line 0, what
+    :func:`scan_name` reports)."""
+    return f"line {line}" if line else "in its name"
 
 
 class _Rule(Record):
@@ -644,6 +658,14 @@ def scan_text(text: str) -> list[SecretHit]:
     """
     found = {(text.count("\n", 0, start) + 1, rule.id) for start, _, rule in _matches(text)}
     return [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in sorted(found)]
+
+
+def scan_name(key: str) -> list[SecretHit]:
+    """Every fast-rule hit in a file's name (its store key), on line 0: a token in a name is
+    shared as surely as one in the text, in a teammate's checkout and in git's history and
+    commit messages. Only the fast rules: their token shapes are certain enough for a name,
+    where detect-secrets' entropy would take a hash in a name for a secret."""
+    return [SecretHit(hit.rule_id, hit.label, 0) for hit in scan_text(key)]
 
 
 def redact_text(text: str) -> tuple[str, list[SecretHit]]:

@@ -35,7 +35,7 @@ from memapp.memdir.keys import (
     normalize_key,
     validate_keys,
 )
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.secret_rules import place, scan_name, scan_text
 
 __all__ = [
     "CHECKSUM_PREFIX",
@@ -506,10 +506,11 @@ def check_key_neighbours(keys: Iterable[str], existing: Iterable[str]) -> None:
 
 
 def secret_hits(key: str, text: str) -> list[dict[str, Any]]:
-    """What the fast secret rules find in `text`, as reported everywhere: rule, label, line."""
+    """What the fast secret rules find in `key` (line 0) and `text`, as reported everywhere:
+    rule, label, line."""
     return [
         {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
-        for hit in scan_text(text)
+        for hit in scan_name(key) + scan_text(text)
     ]
 
 
@@ -556,7 +557,7 @@ def check_entry(
 
 def _secret_detected(hits: list[dict[str, Any]]) -> FileRejected:
     keys = sorted({hit["key"] for hit in hits})
-    where = ", ".join(f"{hit['key']} ({hit['label']}, line {hit['line']})" for hit in hits)
+    where = ", ".join(f"{hit['key']} ({hit['label']}, {place(hit['line'])})" for hit in hits)
     return FileRejected(
         "secret_detected",
         f"refused: {where}: what looks like a secret (nothing was written)",

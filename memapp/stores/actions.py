@@ -24,7 +24,7 @@ from memapp.memdir.keys import fold_key
 from memapp.memdir.scan import detect_type_form
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.secret_rules import place, scan_text
 from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
@@ -499,7 +499,7 @@ def secret_hits(
 def _described(hit: dict) -> str:
     if "entry" in hit:
         return f"{INDEX_FILENAME} line for {hit['entry']} ({hit['label']})"
-    return f"{hit['key']} ({hit['label']}, line {hit['line']})"
+    return f"{hit['key']} ({hit['label']}, {place(hit['line'])})"
 
 
 def check_secrets(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
+from memapp.memdir.secret_rules import place
 from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, check_entry
 from memapp.stores.actions import secret_hits, store_file_path
 from memapp.stores.models import Store
@@ -63,6 +64,10 @@ def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
     return None
 
 
+def _hit_place(hit: dict) -> str:
+    return f"{hit['label']} " + ("on " if hit["line"] else "") + place(hit["line"])
+
+
 def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
     """The store's entry checks (size, UTF-8, NUL, the fast secret rules), as a reason. The
     index's secrets are judged line by line (`_index_secrets`): one bad line loses no other."""
@@ -70,7 +75,7 @@ def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]
         return None, check_entry(key, data, exclude=store.exclude, secrets=key != INDEX_FILENAME)
     except FileRejected as exc:
         if exc.code == "secret_detected":
-            found = ", ".join(f"{h['label']} on line {h['line']}" for h in exc.details["entries"])
+            found = ", ".join(_hit_place(h) for h in exc.details["entries"])
             return f"holds what looks like a secret ({found})", ""
         return str(exc).removeprefix(f"{key}: "), ""
 
@@ -134,7 +139,7 @@ def _team_secrets(store: Store, plan: ImportPlan) -> None:
     """Team sync's push filter (docs/design.md §10a): what it would keep back is not imported."""
     found: dict[str, list[str]] = {}
     for hit in secret_hits(store, plan.files):
-        found.setdefault(hit["key"], []).append(f"{hit['label']} on line {hit['line']}")
+        found.setdefault(hit["key"], []).append(_hit_place(hit))
     for key, hits in found.items():
         plan.skipped.append((key, f"holds what looks like a secret ({', '.join(hits)})"))
         del plan.files[key]

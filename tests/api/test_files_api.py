@@ -208,6 +208,25 @@ def test_secrets_are_refused_with_rule_and_line_never_the_value(alice_api, store
     assert list(Path(store.path).iterdir()) == []  # all or nothing
 
 
+def test_a_token_in_a_files_name_is_refused_like_one_in_its_text(alice_api, store):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    response = alice_api.put(
+        f"/api/v1/stores/{store.pk}/files/notes_{token}.md", {"content": "fine\n"}, format="json"
+    )
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["details"]["entries"] == [
+        {
+            "key": f"notes_{token}.md",
+            "rule_id": "github-pat",
+            "label": error["details"]["entries"][0]["label"],
+            "line": 0,
+        }
+    ]
+    assert "(GitHub personal access token, in its name)" in error["message"]
+    assert list(Path(store.path).iterdir()) == []
+
+
 def test_batch_writes_only_changed_files(alice_api, store):
     url = f"/api/v1/stores/{store.pk}/batch"
     alice_api.post(url, {"files": {"a.md": "A", "b.md": "B"}}, format="json")

@@ -435,6 +435,20 @@ def test_a_file_with_a_secret_is_skipped_and_reported_while_the_rest_arrive(lapt
     assert [p["status"] for p in puts] == [422, 200]
 
 
+def test_a_file_named_after_a_token_is_skipped_before_it_is_sent(laptop, puts):
+    key = f"reference_{GITHUB_TOKEN}.md"
+    write(laptop, key, topic("CI", "CI access", "reference", body="The runner.\n"))
+    write(laptop, "feedback_db.md", "clean\n")
+
+    result = team_sync(laptop, status=1)
+
+    assert f"{key}: not sent: GitHub personal access token (github-pat) in its name" in (
+        result.stderr
+    )
+    assert on_server() == {"feedback_db.md": "clean\n"}
+    assert all(key not in p["keys"] for p in puts)
+
+
 def test_a_key_deleted_in_memhub_is_not_uploaded_again(laptop, alice, alice_api_delete, bob):
     seed(laptop, bob)
     alice_api_delete("feedback_db.md")

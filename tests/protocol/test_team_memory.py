@@ -357,6 +357,54 @@ def test_a_secret_refuses_the_whole_put_naming_keys_rules_and_lines(alice_api, f
     assert on_disk() == filled and version() == 1
 
 
+def test_a_token_in_a_key_refuses_the_put_like_one_in_the_text(alice_api, filled):
+    """The key is shared as surely as the text: in every member's checkout, in git."""
+    key = f"reference_{GITHUB_TOKEN}.md"
+
+    response = put(alice_api, {key: "---\nname: CI\ndescription: CI\ntype: reference\n---\nOk.\n"})
+
+    assert response.status_code == 422
+    details = response.json()["error"]["details"]
+    assert details["entries"] == [
+        {"key": key, "rule_id": "github-pat", "label": "GitHub personal access token", "line": 0}
+    ]
+    assert on_disk() == filled and version() == 1
+
+
+def test_a_file_team_sync_keeps_back_is_not_served_nor_its_index_line(alice_api, bob_api, filled):
+    """A file in the team store that team sync keeps out of the shared repository (here a
+    secret its owner's agent wrote straight to disk) does not reach teammates through the
+    protocol either, nor does its MEMORY.md line; the owner's store keeps both, and a PUT
+    of the index the teammate got leaves the owner's line where it was."""
+    from teamsync.models import BlockedFile
+    from teamsync.service import do_commit_team_change
+
+    root = Path(team_store().path)
+    leak = f"---\nname: CI\ndescription: CI access\ntype: reference\n---\nToken: {GITHUB_TOKEN}\n"
+    (root / "reference_ci.md").write_text(leak)
+    owners_index = INDEX + "- [CI](reference_ci.md) — the runner's token\n"
+    (root / "MEMORY.md").write_text(owners_index)
+    do_commit_team_change(team_store(), None)
+    assert BlockedFile.objects.filter(key="reference_ci.md").exists()
+
+    got = bob_api.get(URL).json()
+    entries = got["content"]["entries"]
+    assert set(entries) == {"MEMORY.md", "feedback_db.md", "notes/project_freeze.md"}
+    assert entries["MEMORY.md"] == INDEX
+    assert GITHUB_TOKEN not in bob_api.get(URL).content.decode()
+    hashes = bob_api.get(HASHES).json()
+    assert hashes["content"]["entryChecksums"] == {k: sha(v) for k, v in entries.items()}
+    assert got["checksum"] == hashes["checksum"] == store_checksum(entries)
+
+    edited = INDEX + "- [Freeze](notes/project_freeze.md) — release freeze\n"
+    answer = put(bob_api, {"MEMORY.md": edited}, HTTP_IF_MATCH=f'"{got["checksum"]}"')
+    assert answer.status_code == 200, answer.json()
+    freeze = "- [Freeze](notes/project_freeze.md) — release freeze\n"
+    assert (root / "MEMORY.md").read_text() == owners_index + freeze  # after the line it follows
+    assert bob_api.get(URL).json()["content"]["entries"]["MEMORY.md"] == edited
+    assert (root / "reference_ci.md").read_text() == leak
+
+
 def test_a_put_is_a_git_commit_authored_by_the_tokens_user(bob, bob_api, filled, data_dir):
     response = put(bob_api, {"feedback_db.md": "Bob's edit.\n"})
 

@@ -324,6 +324,28 @@ def test_no_secret_ever_reaches_the_shared_repository(team_store, alice, remote)
         assert not any(value in all_events for value in values)
 
 
+def test_a_token_in_a_file_name_never_reaches_the_shared_repository(
+    client, team_store, alice, remote
+):
+    """An agent that names a file after a token: the name is kept back like a secret in the
+    text (not in the tree, not in a commit message), and the Team sync page says where."""
+    token = fake_tokens(6)["github-pat"]
+    (root(team_store) / f"reference_{token}.md").write_text(memory("CI", "The runner.\n"))
+    (root(team_store) / "project_clean.md").write_text(memory("Clean", "Nothing to hide.\n"))
+    do_sync_team()
+
+    assert set(tip_files(remote, FOLDER)) == {"project_clean.md"}
+    assert token not in history(remote) + every_object(remote)
+    blocked = BlockedFile.objects.get(store=team_store)
+    assert blocked.reason == BlockedFile.Reason.SECRET
+    assert blocked.hits == [
+        {"rule_id": "github-pat", "label": "GitHub personal access token", "line": 0}
+    ]
+    client.force_login(alice)
+    page = client.get(reverse("sync")).content.decode()
+    assert "GitHub personal access token (<code>github-pat</code>), in its name" in page
+
+
 def test_a_blocked_file_is_reported_once_and_pushed_once_fixed(team_store, alice, remote):
     token = fake_tokens(3)["github-pat"]
     path = root(team_store) / "reference_ci.md"
