@@ -33,7 +33,7 @@ __all__ = ["CLIENT_NAME", "Wheel", "client_wheels", "normalize"]
 
 CLIENT_NAME = "memhub-agent"
 # What the client imports outside the standard library (the import contract keeps the rest out).
-CLIENT_REQUIRES = ("PyYAML", "detect-secrets")
+CLIENT_REQUIRES = ("PyYAML", "detect-secrets", "tqdm")
 CLIENT_PACKAGES = ("memapp/client", "memapp/memdir")
 # Files of an installed package that are the installer's, not the package's.
 _INSTALLER_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}

@@ -396,6 +396,24 @@ def test_mixed_case_words_are_kept_whole_and_split():
     assert surfaces == ["github", "git", "hub", "invoicedto", "invoice", "dto"]
 
 
+def test_a_long_run_of_letters_is_read_in_linear_time():
+    """A memory of one 60,000-letter word with no case switch (a pasted blob): indexing and
+    marking it took time growing with its square (minutes; a recall held the server's
+    worker), and must take a blink like any other text of its size."""
+    import time
+
+    from memapp.memdir.ranking import marked_spans
+
+    blob = "a" * 60_000
+    start = time.perf_counter()
+    tokens = recall_module._tokens(f"{blob} GitHub {blob}xY")
+    spans = marked_spans("github", f"{blob} GitHub {blob}")
+    assert time.perf_counter() - start < 5  # quadratic: over a minute; linear: milliseconds
+    surfaces = [t.surface for t in tokens]
+    assert surfaces[:5] == [blob, "github", "git", "hub", f"{blob}xy"]  # and its parts
+    assert spans == [(60_001, 60_007)]
+
+
 def test_phrases_map_to_concepts():
     tokens = recall_module._tokens("the cache ran out of memory")
     concepts = {c for t in tokens for c in t.concepts}

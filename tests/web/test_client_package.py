@@ -4,12 +4,17 @@ virtual environment installs from it with no other index and runs `memhub-agent`
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import urllib.request
+from importlib.metadata import packages_distributions
+from pathlib import Path
 
 import pytest
+
+from memapp.web.client_package import CLIENT_PACKAGES, CLIENT_REQUIRES, normalize
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +32,7 @@ def test_connect_gives_the_sites_own_index_by_default_and_the_setting_overrides(
 def test_a_fresh_environment_installs_the_client_from_the_site_alone(live_server, tmp_path):
     index = f"{live_server.url}/client/simple/"
     listing = urllib.request.urlopen(index).read().decode()
-    for name in ("memhub-agent", "pyyaml", "detect-secrets", "requests"):
+    for name in ("memhub-agent", "pyyaml", "detect-secrets", "requests", "tqdm"):
         assert f">{name}</a>" in listing
     venv = tmp_path / "fresh"
     # No pip of its own (ensurepip alone takes seconds): this test's pip installs into it.
@@ -47,6 +52,29 @@ def test_a_fresh_environment_installs_the_client_from_the_site_alone(live_server
     )
     assert run.returncode == 0, run.stderr
     assert "memhub-agent" in run.stdout and "login" in run.stdout
+    for module in ("yaml", "detect_secrets", "tqdm"):  # what `sync` and the hooks load
+        imported = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {module}"])
+        assert imported.returncode == 0, module
     # The client is the one this server runs, without the server: no Django came with it.
     freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, env=env)
     assert "Django" not in freeze.stdout and "memhub-agent" in freeze.stdout
+
+
+def test_every_package_the_client_imports_is_a_requirement_of_its_wheel():
+    """What the client's code imports outside the standard library comes with it: `sync`
+    imported tqdm, which the wheel did not name, and failed where the site installed it."""
+    root = Path(__file__).resolve().parents[2]
+    imported: set[str] = set()
+    for package in CLIENT_PACKAGES:
+        for source in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(source.read_text())):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.partition(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.partition(".")[0])
+    stdlib = set(sys.stdlib_module_names)
+    outside = {m for m in imported - stdlib - {"memapp"} if not m.startswith("_")}  # _sha2 …
+    distributions = packages_distributions()
+    needed = {normalize(dist) for module in outside for dist in distributions[module]}
+    server_only = {"numpy"}  # RecallIndex.scored_list: the server's store search alone
+    assert needed - server_only <= {normalize(name) for name in CLIENT_REQUIRES}, outside
