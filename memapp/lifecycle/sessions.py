@@ -226,7 +226,10 @@ def do_ingest_entries(
         replies = [e for e in main if e.type == "assistant"]
         if replies:
             session.at_rest = not replies[-1].tools
-        session.title = _title(session, fresh)
+        title = _title(session, fresh)
+        if title != session.title:  # shown at once, before the task's second layer runs
+            title = redact_with_gate(title)[0][:MAX_TITLE]
+        session.title = title
         session.last_entry_at = now
         session.store = store
         entry_cwd = next((e.cwd for e in fresh if e.cwd), "")

@@ -35,6 +35,9 @@ class FlagSpec:
     in_effect: bool = False  # False: stored and shown, but the feature it drives is not built yet
     global_only: bool = False
     minimum: int | None = None
+    # Far below what a database integer or a timedelta holds: a value past them broke every
+    # page and task that read the flag.
+    maximum: int = 1_000_000_000
     choices: tuple[str, ...] = ()
 
     def clean(self, value: Any) -> Any:
@@ -58,6 +61,8 @@ class FlagSpec:
                 raise FlagError(f"{self.name} must be an integer, not {value!r}")
             if self.minimum is not None and number < self.minimum:
                 raise FlagError(f"{self.name} must be at least {self.minimum}, not {number}")
+            if number > self.maximum:
+                raise FlagError(f"{self.name} must be at most {self.maximum:,}, not {number}")
             return number
         if not isinstance(value, str) or not value.strip():
             raise FlagError(f"{self.name} must be a non-empty string")
@@ -181,6 +186,7 @@ def _specs() -> list[FlagSpec]:
             "Hours between consolidations of a store.",
             in_effect=True,
             minimum=1,
+            maximum=10 * 365 * 24,
         ),
         FlagSpec(
             "consolidation_min_sessions",
@@ -257,6 +263,7 @@ def _specs() -> list[FlagSpec]:
             "Seconds between team pulls.",
             in_effect=True,
             minimum=5,
+            maximum=7 * 24 * 3600,
         ),
         FlagSpec(
             "protocol_project_creation",
@@ -286,11 +293,7 @@ def get_flag(name: str, project=None) -> Any:
     if project is not None and not spec.global_only:
         scope |= Q(project=project)
     values = dict(FlagValue.objects.filter(scope, name=name).values_list("project_id", "value"))
-    if project is not None and project.pk in values:
-        return spec.clean(values[project.pk])
-    if None in values:
-        return spec.clean(values[None])
-    return spec.default
+    return _value(spec, values, None if project is None else project.pk)
 
 
 def get_flags(project=None) -> dict[str, Any]:
@@ -341,16 +344,20 @@ def _stored(rows) -> dict[str, dict]:
 
 
 def _resolve(stored: dict[str, dict], project_id: int | None) -> dict[str, Any]:
-    values = {}
-    for name, spec in FLAGS.items():
-        found = stored.get(name, {})
-        if project_id is not None and not spec.global_only and project_id in found:
-            values[name] = spec.clean(found[project_id])
-        elif None in found:
-            values[name] = spec.clean(found[None])
-        else:
-            values[name] = spec.default
-    return values
+    return {name: _value(spec, stored.get(name, {}), project_id) for name, spec in FLAGS.items()}
+
+
+def _value(spec: FlagSpec, found: dict[int | None, Any], project_id: int | None) -> Any:
+    """The flag's value for the project from its stored values by project id (None: global):
+    its own, else the global one, else the default. A stored value the flag no longer accepts
+    (set before a bound was added) counts as unset."""
+    for scope in (project_id, None):
+        if scope in found and (scope is None or not spec.global_only):
+            try:
+                return spec.clean(found[scope])
+            except FlagError:
+                continue
+    return spec.default
 
 
 @transaction.atomic

@@ -138,6 +138,21 @@ def test_a_staff_member_overrides_a_flag_for_one_project(alice, acme):
         ("team_max_entries", "2.5", "team_max_entries must be an integer, not '2.5'"),
         ("recall_model", "   ", "This field is required."),
         ("sync_interval_seconds", "1", "sync_interval_seconds must be at least 5, not 1"),
+        (
+            "scan_max_files",
+            "99999999999999999999999",
+            "scan_max_files must be at most 1,000,000,000, not 99999999999999999999999",
+        ),
+        (
+            "consolidation_min_hours",
+            "87601",
+            "consolidation_min_hours must be at most 87,600, not 87601",
+        ),
+        (
+            "sync_interval_seconds",
+            "604801",
+            "sync_interval_seconds must be at most 604,800, not 604801",
+        ),
         ("recall", "maybe", "Select a valid choice. maybe is not one of the available choices."),
     ],
 )
@@ -146,6 +161,20 @@ def test_bad_values_are_refused_with_the_reason_shown(alice, name, value, messag
     assert response.status_code == 400
     assert message in text(response)
     assert not FlagValue.objects.exists() and not Event.objects.exists()
+
+
+def test_a_value_stored_before_its_bound_counts_as_unset(alice, acme):
+    """A flag set out of range before the bound existed (a huge hours value broke the store
+    page and the background clock) falls back to the global value, then the default."""
+    from memapp.stores.flags import get_flag, get_flags
+
+    FlagValue.objects.create(name="consolidation_min_hours", project=None, value=10**23)
+    assert get_flag("consolidation_min_hours") == 24
+    FlagValue.objects.filter(name="consolidation_min_hours").update(value=48)
+    FlagValue.objects.create(name="consolidation_min_hours", project=acme.project, value=10**23)
+    assert get_flag("consolidation_min_hours", acme.project) == 48
+    assert get_flags(acme.project)["consolidation_min_hours"] == 48
+    assert client_for(alice).get(SETTINGS).status_code == 200
 
 
 def test_a_global_only_flag_offers_no_project_scope(alice, acme):

@@ -75,6 +75,20 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     assert Session.objects.get().redactions == 3
 
 
+def test_a_title_is_redacted_by_both_layers_before_it_is_shown(alice_api, client, alice):
+    """The title is on the Sessions page at once, before the task's second layer redacts the
+    entries: a key only detect-secrets knows (an AWS key of few distinct characters) in the
+    summary must not be in it."""
+    t = Transcript()
+    t.turn("What did we set up?", "The deploy user.")
+    t.summary("Deploy user set up with AKIABCCCCCCCCCCCCCC5")
+    upload(alice_api, t)
+    session = Session.objects.get()
+    assert session.title == "Deploy user set up with [REDACTED:AWS Access Key]"
+    client.force_login(alice)
+    assert "AKIABCCCCCCCCCCCCCC5" not in client.get(reverse("sessions")).content.decode()
+
+
 def test_unchecked_entries_wait_for_the_second_layer(alice_api, transcript):
     upload(alice_api, transcript)
     assert not TranscriptEntry.objects.filter(gate_checked=True).exists()
