@@ -34,7 +34,7 @@ def test_user_scope_install_is_idempotent_keeps_their_settings_and_uninstalls_ex
     }
     assert commands["UserPromptSubmit"] == [f"{AGENT} hook claude-code user-prompt-submit"]
     assert commands["Stop"] == ["say done", f"{AGENT} hook claude-code stop"]
-    assert settings["hooks"]["PostToolUse"][0]["matcher"] == "Read"
+    assert settings["hooks"]["PostToolUse"][0]["matcher"] == "Read|Grep"
     servers = _json(mcp_file)["mcpServers"]
     assert servers["other"] == their_config["mcpServers"]["other"]
     assert servers["memhub"] == {"type": "stdio", "command": str(AGENT), "args": ["mcp"], "env": {}}
@@ -83,3 +83,20 @@ def test_it_refuses_to_replace_another_server_named_memhub(machine_a):
     assert "already has another MCP server named 'memhub'" in result.stderr
     assert _json(config / ".claude.json") == theirs
     assert not (config / "settings.json").exists()
+
+
+def test_the_plugins_hooks_are_the_installers():
+    """The Claude Code plugin (plugins/memhub) and `install claude-code` register the same
+    events and matchers: the plugin had kept `Read` when the installer's PostToolUse hook
+    learnt `Grep`."""
+    from pathlib import Path
+
+    from memapp.client.install.claude_code import HOOKS
+
+    plugin = Path(__file__).resolve().parents[2] / "plugins" / "memhub" / "hooks" / "hooks.json"
+    registered = {
+        event: (group["hooks"][0]["command"].rsplit(" ", 1)[1], group.get("matcher"))
+        for event, [group] in _json(plugin)["hooks"].items()
+    }
+    assert registered == HOOKS
+    assert HOOKS["PostToolUse"] == ("post-tool-use", "Read|Grep")

@@ -28,7 +28,7 @@ AGENT = "claude-code"  # its name in `memhub-agent hook <agent> <event>`
 HOOKS = {
     "SessionStart": ("session-start", None),
     "UserPromptSubmit": ("user-prompt-submit", None),
-    "PostToolUse": ("post-tool-use", "Read"),
+    "PostToolUse": ("post-tool-use", "Read|Grep"),  # a Grep too: its results name files
     "Stop": ("stop", None),
     "SessionEnd": ("session-end", None),
 }
