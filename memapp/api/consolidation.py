@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memapp.api.errors import ApiError
+from memapp.api.serializers import Text
 from memapp.lifecycle.consolidation import do_cancel_consolidation
 from memapp.lifecycle.models import ConsolidationRun, Proposal
 from memapp.lifecycle.proposals import ProposalResult
@@ -52,10 +53,10 @@ def apply_store_proposal(proposal: Proposal, user, data: dict) -> ProposalResult
 
 class ConsolidationRunSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    status = serializers.CharField(help_text="queued, running, done or failed")
-    trigger = serializers.CharField(help_text="schedule or manual")
-    outcome = serializers.CharField(allow_blank=True)
-    gate = serializers.CharField(allow_blank=True, help_text="passed, or why it was skipped")
+    status = Text(help_text="queued, running, done or failed")
+    trigger = Text(help_text="schedule or manual")
+    outcome = Text(allow_blank=True)
+    gate = Text(allow_blank=True, help_text="passed, or why it was skipped")
     cancel_requested = serializers.BooleanField()
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memapp.api.serializers import ProjectRefSerializer, StrictSerializer
+from memapp.api.serializers import ProjectRefSerializer, StrictSerializer, Text
 from memapp.memdir.daily_logs import MAX_LOG_LINE_BYTES
 from memapp.memdir.frontmatter import MEMORY_TYPES
 
 
 class LogAppendSerializer(ProjectRefSerializer):
-    text = serializers.CharField(
+    text = Text(
         max_length=MAX_LOG_LINE_BYTES * 2,
         trim_whitespace=False,
         help_text="One entry, one line, at most 4 KB as written.",
@@ -30,29 +30,29 @@ class LogAppendSerializer(ProjectRefSerializer):
 
 class LogAppendResultSerializer(serializers.Serializer):
     store = serializers.IntegerField()
-    key = serializers.CharField()
-    line = serializers.CharField()
-    checksum = serializers.CharField()
+    key = Text()
+    line = Text()
+    checksum = Text()
 
 
 class LogMergeSerializer(StrictSerializer):
     lines = serializers.ListField(
-        child=serializers.CharField(max_length=MAX_LOG_LINE_BYTES * 2, trim_whitespace=False),
+        child=Text(max_length=MAX_LOG_LINE_BYTES * 2, trim_whitespace=False),
         max_length=10_000,
         help_text="The lines of the agent's copy; those the server's copy lacks are appended.",
     )
 
 
 class LogMergeResultSerializer(serializers.Serializer):
-    key = serializers.CharField()
+    key = Text()
     appended = serializers.IntegerField()
-    checksum = serializers.CharField()
+    checksum = Text()
 
 
 class LogSerializer(serializers.Serializer):
-    key = serializers.CharField()
+    key = Text()
     day = serializers.DateField()
-    checksum = serializers.CharField()
+    checksum = Text()
     entries = serializers.IntegerField()
 
 
@@ -61,6 +61,6 @@ class LogListSerializer(serializers.Serializer):
 
 
 class LogTextSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    content = serializers.CharField()
-    checksum = serializers.CharField()
+    key = Text()
+    content = Text()
+    checksum = Text()

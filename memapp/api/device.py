@@ -20,6 +20,7 @@ from rest_framework.throttling import AnonRateThrottle
 
 from memapp.api import examples
 from memapp.api.errors import ApiError
+from memapp.api.serializers import Text
 from memapp.stores.device_auth import (
     CODE_LIFETIME,
     DeviceFlowError,
@@ -35,11 +36,11 @@ class DeviceRateThrottle(AnonRateThrottle):
 
 
 class DeviceCodeRequest(serializers.Serializer):
-    client_name = serializers.CharField(max_length=100, required=False, default="device")
+    client_name = Text(max_length=100, required=False, default="device")
 
 
 class DeviceTokenRequest(serializers.Serializer):
-    device_code = serializers.CharField(max_length=100)
+    device_code = Text(max_length=100)
 
 
 @extend_schema(
@@ -52,8 +53,8 @@ class DeviceTokenRequest(serializers.Serializer):
     responses=inline_serializer(
         "DeviceCode",
         {
-            "device_code": serializers.CharField(),
-            "user_code": serializers.CharField(),
+            "device_code": Text(),
+            "user_code": Text(),
             "verification_uri": serializers.URLField(),
             "verification_uri_complete": serializers.URLField(),
             "expires_in": serializers.IntegerField(),
@@ -97,9 +98,9 @@ def device_code(request: Request) -> Response:
     responses=inline_serializer(
         "DeviceToken",
         {
-            "access_token": serializers.CharField(),
-            "token_type": serializers.CharField(),
-            "scope": serializers.CharField(),
+            "access_token": Text(),
+            "token_type": Text(),
+            "scope": Text(),
             "expires_at": serializers.DateTimeField(allow_null=True),
         },
     ),

@@ -26,7 +26,7 @@ from rest_framework.fields import (
     empty,
 )
 
-from memapp.api.serializers import StrictSerializer
+from memapp.api.serializers import StrictSerializer, Text
 
 __all__ = ["quick_validated"]
 
@@ -115,7 +115,7 @@ def _check(field) -> Check | None:
     if field.read_only or field.source not in (None, field.field_name):
         return None
     kind = type(field)
-    if kind is serializers.CharField and _only(field, _CHAR_VALIDATORS):
+    if kind in (serializers.CharField, Text) and _only(field, _CHAR_VALIDATORS):
         return _char(field)
     if kind is serializers.ChoiceField and not field.validators and not field.allow_blank:
         return _choice(field)

@@ -35,6 +35,16 @@ def _keyed(child: serializers.Field, example: dict, **kwargs) -> serializers.Dic
     return Keyed(child=child, **kwargs)
 
 
+class Text(serializers.CharField):
+    """A string field that takes a JSON string only: DRF's own turns ``5`` into ``"5"``, so a
+    wrong type went through as text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuse fields the endpoint does not know, so a typo never silently does nothing.
 
@@ -71,10 +81,10 @@ class StrictSerializerSchema(OpenApiSerializerExtension):
 
 
 class ProjectRefSerializer(StrictSerializer):
-    project = serializers.CharField(
+    project = Text(
         max_length=255, help_text="Repo slug `owner/repo`, or the sanitized memory dir name."
     )
-    project_dirname = serializers.CharField(
+    project_dirname = Text(
         max_length=255,
         required=False,
         default="",
@@ -103,9 +113,9 @@ class ResolveStoreSerializer(ProjectRefSerializer):
 
 class StoreSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.CharField()
-    label = serializers.CharField()
-    project = serializers.CharField(source="project.key", allow_null=True, default=None)
+    kind = Text()
+    label = Text()
+    project = Text(source="project.key", allow_null=True, default=None)
     file_count = serializers.IntegerField()
 
 
@@ -119,8 +129,8 @@ class StoreListSerializer(serializers.Serializer):
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
+    code = Text()
+    message = Text()
     details = serializers.JSONField()
 
 
@@ -129,12 +139,12 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class FileEntrySerializer(serializers.Serializer):
-    key = serializers.CharField()
-    checksum = serializers.CharField(help_text="`sha256:<hex>`")
+    key = Text()
+    checksum = Text(help_text="`sha256:<hex>`")
     size = serializers.IntegerField(required=False, help_text="Absent for a `MEMORY.md`.")
     mtime_ms = serializers.IntegerField(required=False, help_text="Absent for a `MEMORY.md`.")
-    name = serializers.CharField()
-    description = serializers.CharField()
+    name = Text()
+    description = Text()
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
 
 
@@ -143,32 +153,30 @@ class FileListSerializer(serializers.Serializer):
 
 
 class FileHashesSerializer(serializers.Serializer):
-    checksums = _keyed(
-        serializers.CharField(), {"feedback_real_db.md": _CHECKSUM}, help_text="key → checksum"
-    )
+    checksums = _keyed(Text(), {"feedback_real_db.md": _CHECKSUM}, help_text="key → checksum")
 
 
 class FileSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    content = serializers.CharField()
-    checksum = serializers.CharField()
+    key = Text()
+    content = Text()
+    checksum = Text()
     mtime_ms = serializers.IntegerField()
 
 
 class WriteResultSerializer(serializers.Serializer):
-    written = serializers.ListField(child=serializers.CharField())
-    unchanged = serializers.ListField(child=serializers.CharField())
-    deleted = serializers.ListField(child=serializers.CharField())
+    written = serializers.ListField(child=Text())
+    unchanged = serializers.ListField(child=Text())
+    deleted = serializers.ListField(child=Text())
 
 
 class FilePutResultSerializer(WriteResultSerializer):
-    key = serializers.CharField()
-    checksum = serializers.CharField()
+    key = Text()
+    checksum = Text()
 
 
 class BatchResultSerializer(WriteResultSerializer):
     checksums = _keyed(
-        serializers.CharField(),
+        Text(),
         {"feedback_real_db.md": _CHECKSUM},
         help_text="key → checksum of every topic file now stored",
     )
@@ -176,24 +184,24 @@ class BatchResultSerializer(WriteResultSerializer):
 
 class RememberResultSerializer(serializers.Serializer):
     store = serializers.IntegerField()
-    key = serializers.CharField()
-    checksum = serializers.CharField()
+    key = Text()
+    checksum = Text()
 
 
 class FileContentSerializer(StrictSerializer):
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    content = Text(allow_blank=True, trim_whitespace=False)
 
 
 class BatchSerializer(StrictSerializer):
     files = serializers.DictField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        child=Text(allow_blank=True, trim_whitespace=False),
         required=False,
         default=dict,
         help_text="key → content; only changed keys need to be sent.",
     )
-    delete = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    delete = serializers.ListField(child=Text(), required=False, default=list)
     base = serializers.DictField(
-        child=serializers.CharField(allow_null=True),
+        child=Text(allow_null=True),
         required=False,
         default=dict,
         help_text="key → checksum the client last saw (as If-Match per key).",
@@ -210,15 +218,13 @@ class BatchSerializer(StrictSerializer):
 
 class RememberSerializer(StrictSerializer):
     store = serializers.IntegerField(required=False)
-    project = serializers.CharField(max_length=255, required=False)
+    project = Text(max_length=255, required=False)
     scope = serializers.ChoiceField(choices=STORE_SCOPES, required=False, default="private")
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(max_length=500)
+    name = Text(max_length=200)
+    description = Text(max_length=500)
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), required=False, allow_null=True)
-    body = serializers.CharField(
-        allow_blank=True, trim_whitespace=False, required=False, default=""
-    )
-    path = serializers.CharField(required=False, help_text="Replace this file instead of creating.")
+    body = Text(allow_blank=True, trim_whitespace=False, required=False, default="")
+    path = Text(required=False, help_text="Replace this file instead of creating.")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -232,9 +238,9 @@ class RememberSerializer(StrictSerializer):
 
 class ForgetSerializer(StrictSerializer):
     store = serializers.IntegerField(required=False)
-    project = serializers.CharField(max_length=255, required=False)
+    project = Text(max_length=255, required=False)
     scope = serializers.ChoiceField(choices=STORE_SCOPES, required=False, default="private")
-    path = serializers.CharField()
+    path = Text()
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -244,7 +250,7 @@ class ForgetSerializer(StrictSerializer):
 
 
 class MemoryDirSerializer(ProjectRefSerializer):
-    memory_dir = serializers.CharField(
+    memory_dir = Text(
         max_length=4096,
         required=False,
         allow_blank=True,
@@ -254,7 +260,7 @@ class MemoryDirSerializer(ProjectRefSerializer):
 
 
 class PromptSerializer(MemoryDirSerializer):
-    agent_type = serializers.CharField(
+    agent_type = Text(
         max_length=255,
         required=False,
         allow_blank=True,
@@ -268,18 +274,18 @@ class PromptSerializer(MemoryDirSerializer):
 
 
 class RecallSerializer(PromptSerializer):
-    query = serializers.CharField(max_length=20_000)
+    query = Text(max_length=20_000)
     recent_tools = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, default=list, max_length=100
+        child=Text(max_length=200), required=False, default=list, max_length=100
     )
     already_surfaced = serializers.ListField(
-        child=serializers.CharField(max_length=4096),
+        child=Text(max_length=4096),
         required=False,
         default=list,
         max_length=1000,
     )
     scope = serializers.ChoiceField(choices=RECALL_SCOPES, required=False, default="both")
-    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    session_id = Text(max_length=200, required=False, allow_blank=True, default="")
     wait_ms = serializers.IntegerField(
         min_value=0,
         max_value=600_000,
@@ -294,7 +300,7 @@ class RecallSerializer(PromptSerializer):
 
 class SessionStartSerializer(MemoryDirSerializer):
     have = serializers.DictField(
-        child=serializers.CharField(max_length=80),
+        child=Text(max_length=80),
         required=False,
         default=dict,
         help_text="key → `sha256:<hex>` of each private memory file the agent holds.",
@@ -304,10 +310,10 @@ class SessionStartSerializer(MemoryDirSerializer):
         default=True,
         help_text="Include the team index (false when the agent has team memory of its own).",
     )
-    session_id = serializers.CharField(
+    session_id = Text(
         max_length=200, required=False, allow_blank=True, default="", help_text="The hook's."
     )
-    source = serializers.CharField(
+    source = Text(
         max_length=40,
         required=False,
         allow_blank=True,
@@ -317,14 +323,12 @@ class SessionStartSerializer(MemoryDirSerializer):
 
 
 class SurfacedSerializer(StrictSerializer):
-    session_id = serializers.CharField(max_length=200)
-    paths = serializers.ListField(
-        child=serializers.CharField(max_length=4096), min_length=1, max_length=1000
-    )
+    session_id = Text(max_length=200)
+    paths = serializers.ListField(child=Text(max_length=4096), min_length=1, max_length=1000)
 
 
 class IndexInfoSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="As shown to the agent.")
+    path = Text(help_text="As shown to the agent.")
     line_count = serializers.IntegerField(help_text="Before truncation.")
     byte_count = serializers.IntegerField(help_text="Before truncation.")
     was_line_truncated = serializers.BooleanField()
@@ -332,32 +336,32 @@ class IndexInfoSerializer(serializers.Serializer):
 
 
 class PromptResultSerializer(serializers.Serializer):
-    text = serializers.CharField()
+    text = Text()
     mode = serializers.ChoiceField(choices=["disabled", "individual", "combined", "daily-log"])
-    sections = serializers.ListField(child=serializers.CharField(), help_text="Headings, in order.")
+    sections = serializers.ListField(child=Text(), help_text="Headings, in order.")
     indexes = IndexInfoSerializer(many=True, help_text="Private first, then team.")
 
 
 class RecalledMemorySerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="As the agent names it (under `memory_dir` if given).")
+    path = Text(help_text="As the agent names it (under `memory_dir` if given).")
     scope = serializers.ChoiceField(choices=MEMORY_SCOPES)
     type = serializers.ChoiceField(choices=list(MEMORY_TYPES), allow_null=True)
-    name = serializers.CharField(allow_null=True)
-    description = serializers.CharField(allow_null=True)
+    name = Text(allow_null=True)
+    description = Text(allow_null=True)
     mtime_ms = serializers.IntegerField()
-    age = serializers.CharField(help_text="`today`, `yesterday` or `N days ago`.")
+    age = Text(help_text="`today`, `yesterday` or `N days ago`.")
     age_days = serializers.IntegerField()
-    header = serializers.CharField(help_text="The freshness header shown above the content.")
-    content = serializers.CharField(help_text="Cut to the surfacing budget.")
+    header = Text(help_text="The freshness header shown above the content.")
+    content = Text(help_text="Cut to the surfacing budget.")
     truncated = serializers.BooleanField()
-    reason = serializers.CharField(help_text="Why it was picked.")
+    reason = Text(help_text="Why it was picked.")
 
 
 class RecallResultSerializer(serializers.Serializer):
     memories = RecalledMemorySerializer(many=True)
-    rendered = serializers.CharField(help_text="The memories as the prompt shows them.")
+    rendered = Text(help_text="The memories as the prompt shows them.")
     selector = serializers.ChoiceField(choices=["offline", "llm", "disabled"])
-    fallback_reason = serializers.CharField(
+    fallback_reason = Text(
         allow_null=True,
         help_text="Why the model's picks were not used: its error, or `pending: …` when it had "
         "not answered within `wait_ms`; or why nothing could be recalled (the caller is not a "
@@ -366,8 +370,8 @@ class RecallResultSerializer(serializers.Serializer):
 
 
 class WaitingSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="`proposals`, `conflicts`, `blocked`, `snapshots`, …")
-    label = serializers.CharField(help_text="What waits, in words: `proposals to review`.")
+    kind = Text(help_text="`proposals`, `conflicts`, `blocked`, `snapshots`, …")
+    label = Text(help_text="What waits, in words: `proposals to review`.")
     count = serializers.IntegerField(help_text="How many wait (never 0: those are left out).")
     url = serializers.URLField(help_text="The page where they are settled.")
 
@@ -377,24 +381,22 @@ class SessionStartResultSerializer(serializers.Serializer):
         allow_null=True, help_text="The private store; null when there is none yet."
     )
     checksums = _keyed(
-        serializers.CharField(),
+        Text(),
         {"MEMORY.md": "sha256:" + "c4" * 32, "feedback_real_db.md": _CHECKSUM},
         help_text="key → checksum of every file of that store",
     )
     files = _keyed(
-        serializers.CharField(allow_blank=True),
+        Text(allow_blank=True),
         {"MEMORY.md": "- [Real database in tests](feedback_real_db.md) — no mocks\n"},
         help_text="key → content of each file whose checksum differs from `have`.",
     )
     partial = serializers.BooleanField(help_text="Some differing files were left out (size).")
-    team_index = serializers.CharField(allow_blank=True)
+    team_index = Text(allow_blank=True)
     waiting = WaitingSerializer(
         many=True, help_text="Each kind of thing with something waiting for the user's review."
     )
-    notice = serializers.CharField(
-        allow_blank=True, help_text="One line saying what waits, or empty."
-    )
-    session_summary = serializers.CharField(
+    notice = Text(allow_blank=True, help_text="One line saying what waits, or empty.")
+    session_summary = Text(
         allow_blank=True,
         help_text="The session's summary so far, for a resumed or compacted session "
         "(docs/design.md §14.10).",
@@ -406,16 +408,16 @@ class SurfacedResultSerializer(serializers.Serializer):
 
 
 class TokenInfoSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    prefix = serializers.CharField()
+    name = Text()
+    prefix = Text()
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
 
 
 class MeSerializer(serializers.Serializer):
-    username = serializers.CharField()
+    username = Text()
     token = TokenInfoSerializer(help_text="The token this request carries.")
-    version = serializers.CharField(help_text="memhub's version.")
+    version = Text(help_text="memhub's version.")
 
 
 class TextField(serializers.Field):
@@ -448,7 +450,7 @@ class SessionEntriesSerializer(PromptSerializer):
         max_length=10_000,
         help_text="Transcript entries after the session's cursor, as the JSONL file holds them.",
     )
-    cwd = serializers.CharField(max_length=4096, required=False, allow_blank=True, default="")
+    cwd = Text(max_length=4096, required=False, allow_blank=True, default="")
     final = serializers.BooleanField(
         required=False, default=False, help_text="The session ended (SessionEnd)."
     )
@@ -479,7 +481,7 @@ class SessionEntriesSerializer(PromptSerializer):
 
 
 class SessionEntriesResultSerializer(serializers.Serializer):
-    session = serializers.CharField()
+    session = Text()
     received = serializers.IntegerField()
     stored = serializers.IntegerField()
     duplicates = serializers.IntegerField()
@@ -497,23 +499,23 @@ class SessionEntriesResultSerializer(serializers.Serializer):
 
 
 class SessionSummarySerializer(serializers.Serializer):
-    text = serializers.CharField(allow_blank=True, help_text="Markdown, the fixed sections.")
-    selector = serializers.CharField(allow_blank=True, help_text="llm or offline")
+    text = Text(allow_blank=True, help_text="Markdown, the fixed sections.")
+    selector = Text(allow_blank=True, help_text="llm or offline")
     through = serializers.IntegerField(help_text="The last entry (seq) it has read.")
     updates = serializers.IntegerField()
     updated_at = serializers.DateTimeField(allow_null=True)
-    error = serializers.CharField(allow_blank=True, help_text="Why the last update failed.")
+    error = Text(allow_blank=True, help_text="Why the last update failed.")
 
 
 class SessionDetailSerializer(serializers.Serializer):
-    session = serializers.CharField()
-    project = serializers.CharField()
-    title = serializers.CharField(allow_blank=True)
+    session = Text()
+    project = Text()
+    title = Text(allow_blank=True)
     entry_count = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="Estimated: characters / 4.")
     skipped = _keyed(serializers.IntegerField(), {"not_json": 2})
     skip_reasons = serializers.ListField(
-        child=serializers.CharField(), help_text="Why lines were not kept, in sentences."
+        child=Text(), help_text="Why lines were not kept, in sentences."
     )
     started_at = serializers.DateTimeField()
     last_entry_at = serializers.DateTimeField()
@@ -540,11 +542,11 @@ class ApproveSerializer(StrictSerializer):
 class ProposalChangeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     action = serializers.ChoiceField(choices=["create", "update", "delete"])
-    file = serializers.CharField()
-    name = serializers.CharField()
-    description = serializers.CharField()
-    type = serializers.CharField(allow_null=True)
-    body = serializers.CharField(
+    file = Text()
+    name = Text()
+    description = Text()
+    type = Text(allow_null=True)
+    body = Text(
         help_text="The proposed body; for a pending MEMORY.md, the index exactly as approving "
         "without `changes` (the changes ticked by default) writes it: merged with what changed "
         "in it since the run read it, fitted to the files that will exist."
@@ -554,13 +556,13 @@ class ProposalChangeSerializer(serializers.Serializer):
         help_text="The store the change is written to: the proposal's, unless the reviewer sent "
         "a new memory to their other store.",
     )
-    reason = serializers.CharField()
-    status = serializers.CharField()
+    reason = Text()
+    status = Text()
     checks = serializers.JSONField(
         help_text="Each {code, level, message}. In a consolidation or distillation, a change "
         "with a `bad` or `ask` check is approved only when named in `changes`."
     )
-    message = serializers.CharField()
+    message = Text()
 
 
 class ProposalSerializer(serializers.Serializer):
@@ -568,10 +570,10 @@ class ProposalSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["extraction", "consolidation", "distillation"])
     status = serializers.ChoiceField(choices=["pending", "applied", "rejected", "failed"])
     store = serializers.IntegerField()
-    scope = serializers.CharField()
-    project = serializers.CharField(allow_null=True)
+    scope = Text()
+    project = Text(allow_null=True)
     created_at = serializers.DateTimeField()
-    sessions = serializers.ListField(child=serializers.CharField())
+    sessions = serializers.ListField(child=Text())
     changes = ProposalChangeSerializer(many=True)
     dropped = serializers.JSONField()
 
@@ -582,10 +584,10 @@ class ProposalListSerializer(serializers.Serializer):
 
 class DecisionResultSerializer(serializers.Serializer):
     proposal = ProposalSerializer()
-    applied = serializers.ListField(child=serializers.CharField())
-    conflicts = serializers.ListField(child=serializers.CharField())
-    refused = serializers.ListField(child=serializers.CharField())
-    skipped = serializers.ListField(child=serializers.CharField())
+    applied = serializers.ListField(child=Text())
+    conflicts = serializers.ListField(child=Text())
+    refused = serializers.ListField(child=Text())
+    skipped = serializers.ListField(child=Text())
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -593,19 +595,19 @@ class SearchHitSerializer(serializers.Serializer):
         choices=["memory", "session", "summary"],
         help_text="A memory, a session's entry, or a session's summary (no `seq`).",
     )
-    title = serializers.CharField()
-    snippet = serializers.CharField(help_text="Matched words in **bold**.")
+    title = Text()
+    snippet = Text(help_text="Matched words in **bold**.")
     score = serializers.FloatField()
-    url = serializers.CharField(help_text="Where a person reads it in memhub.")
+    url = Text(help_text="Where a person reads it in memhub.")
     store = serializers.IntegerField(required=False)
-    path = serializers.CharField(required=False)
-    session_id = serializers.CharField(required=False)
+    path = Text(required=False)
+    session_id = Text(required=False)
     seq = serializers.IntegerField(required=False)
     when = serializers.DateTimeField(required=False, allow_null=True)
 
 
 class SearchResultSerializer(serializers.Serializer):
-    query = serializers.CharField()
+    query = Text()
     memories = SearchHitSerializer(many=True)
     sessions = SearchHitSerializer(many=True)
 

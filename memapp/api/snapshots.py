@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from memapp.api import examples
 from memapp.api.errors import ApiError
-from memapp.api.serializers import StrictSerializer
+from memapp.api.serializers import StrictSerializer, Text
 from memapp.memdir.agent_snapshots import read_snapshot_meta, snapshot_dir
 from memapp.memdir.paths import agent_memory_dir
 from memapp.stores.models import Project
@@ -24,7 +24,7 @@ from snapshots.targets import SCOPES, Target, targets_for_checkout
 
 
 def _text() -> serializers.CharField:
-    return serializers.CharField(allow_blank=True, trim_whitespace=False)
+    return Text(allow_blank=True, trim_whitespace=False)
 
 
 def _encodable(text: str) -> bool:
@@ -36,7 +36,7 @@ def _encodable(text: str) -> bool:
 
 
 class SnapshotUploadSerializer(StrictSerializer):
-    project_dirname = serializers.CharField(
+    project_dirname = Text(
         max_length=255,
         required=False,
         default="",

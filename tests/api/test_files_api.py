@@ -256,6 +256,25 @@ def test_invalid_json_and_unknown_fields_get_400(alice_api, store):
     assert surrogate.status_code == 400
 
 
+@pytest.mark.parametrize("content", [5, 2.5, True])
+def test_a_number_where_text_belongs_is_refused_not_written_as_text(alice_api, store, content):
+    response = alice_api.put(
+        f"/api/v1/stores/{store.pk}/files/a.md", {"content": content}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == {"content": ["Not a valid string."]}
+    assert not Path(store.path, "a.md").exists()
+
+
+def test_a_recall_with_numbers_for_its_words_or_keys_is_refused(alice_api):
+    good = {"project": "acme/app", "query": "deploy"}
+    assert alice_api.post("/api/v1/recall", good, format="json").status_code == 200
+    for field, value in (("query", 123), ("already_surfaced", [1, 2])):
+        response = alice_api.post("/api/v1/recall", {**good, field: value}, format="json")
+        assert response.status_code == 400, response.json()
+        assert field in response.json()["error"]["details"]
+
+
 def test_other_users_stores_are_404_even_for_staff(bob_api, sam_api, store):
     for api in (bob_api, sam_api):
         assert api.get(f"/api/v1/stores/{store.pk}/files/").status_code == 404
