@@ -48,6 +48,7 @@ _REFUSAL_STATUS = {
     "auto_memory_off": status.HTTP_403_FORBIDDEN,
     "read_only": status.HTTP_403_FORBIDDEN,
     "team_memory_user_memory": status.HTTP_422_UNPROCESSABLE_ENTITY,
+    "user_memory_private": status.HTTP_422_UNPROCESSABLE_ENTITY,
 }
 
 

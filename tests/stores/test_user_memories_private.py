@@ -101,6 +101,24 @@ def test_a_protocol_put_of_a_user_memory_is_refused_naming_the_rule(alice, store
     assert not (Path(team.path) / "project_deploys.md").exists()
 
 
+def test_an_api_write_of_a_user_memory_into_team_memory_is_refused(alice, stores):
+    """The files API, its batch and the MCP server's writes have no box to tick either."""
+    _, team = stores
+    api = api_client(alice)
+    refused = api.put(
+        f"/api/v1/stores/{team.pk}/files/user_role.md", {"content": ROLE}, format="json"
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "user_memory_private"
+    batch = {"files": {"user_role.md": ROLE, "project_deploys.md": DEPLOYS}}
+    assert api.post(f"/api/v1/stores/{team.pk}/batch", batch, format="json").status_code == 422
+    assert list(Path(team.path).iterdir()) == []
+    fine = api.put(
+        f"/api/v1/stores/{team.pk}/files/project_deploys.md", {"content": DEPLOYS}, format="json"
+    )
+    assert fine.status_code == 201
+
+
 def test_the_lint_flags_user_memories_already_in_team_memory(alice, stores):
     _, team = stores
     assert memory_warnings("user", "Lead.", "Alice leads", team=True)[0].startswith(
