@@ -15,6 +15,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.validators import ASCIIUsernameValidator
 from django.core.exceptions import ValidationError
 
 from memapp.lifecycle.models import Proposal, ProposalChange
@@ -361,7 +362,9 @@ class AcceptForm(forms.Form):
     def clean_username(self) -> str:
         username = self.cleaned_data["username"].strip()
         model = get_user_model()
-        model.username_validator(username)
+        # Letters of other alphabets are refused: "аdmin" with a Cyrillic а, or "ADMİN", would
+        # sign history and events as a name no one can tell from another's.
+        ASCIIUsernameValidator()(username)
         if model.objects.filter(username__iexact=username).exists():
             raise forms.ValidationError("That username is taken: choose another.")
         return username

@@ -141,6 +141,19 @@ def test_a_taken_username_or_a_weak_password_keeps_the_invitation_usable(client,
     assert _accept(client, link).status_code == 302
 
 
+@pytest.mark.parametrize("username", ["\u0430dmin", "ADM\u0130N", "bo\u0432"])
+def test_a_username_that_looks_like_anothers_is_refused(client, sam, bob, username):
+    """A Cyrillic а or a dotted İ makes a name no one can tell from bob's or an admin's in
+    the history and the events."""
+    client.force_login(sam)
+    link = _invite(client)
+    client.logout()
+    page = _accept(client, link, username=username).content.decode()
+    assert "Enter a valid username" in page
+    assert Invitation.objects.get().pending
+    assert not get_user_model().objects.filter(username=username).exists()
+
+
 def test_home_offers_to_connect_until_the_agent_calls_in(client, bob):
     client.force_login(bob)
     page = client.get("/").content.decode()
