@@ -52,10 +52,12 @@ def version() -> str:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as package_version
 
-    try:
-        return package_version("memhub")
-    except PackageNotFoundError:
-        return "unknown"
+    for distribution in ("memhub-agent", "memhub"):  # the site's wheel, or memhub itself
+        try:
+            return package_version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 def cmd_hook(args: argparse.Namespace) -> int:

@@ -97,6 +97,19 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return status
 
 
+def _agent_fields(project, args: argparse.Namespace) -> dict:
+    """The request's fields for `--agent` (none without it); a type that is no single path
+    segment is a usage error, not a traceback."""
+    if not args.agent:
+        return {}
+    scope = args.agent_scope or project.agent_scope(args.agent) or "user"
+    try:
+        memory_dir = project.agent_dir(args.agent, scope)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    return {"agent_type": args.agent, "agent_scope": scope, "memory_dir": str(memory_dir)}
+
+
 def _recall_body(args: argparse.Namespace) -> dict:
     project = current_project(args.cwd)
     tools = [name.strip() for name in (args.tools or "").split(",") if name.strip()]
@@ -108,13 +121,7 @@ def _recall_body(args: argparse.Namespace) -> dict:
         "scope": args.scope,
         "memory_dir": str(project.memory_dir),
     }
-    if args.agent:
-        scope = args.agent_scope or project.agent_scope(args.agent) or "user"
-        body.update(
-            agent_type=args.agent,
-            agent_scope=scope,
-            memory_dir=str(project.agent_dir(args.agent, scope)),
-        )
+    body.update(_agent_fields(project, args))
     if args.session:
         body["session_id"] = args.session
     return body
@@ -132,13 +139,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_prompt(args: argparse.Namespace) -> int:
     project = current_project(args.cwd)
     body = {**project.fields(), "memory_dir": str(project.memory_dir)}
-    if args.agent:
-        scope = args.agent_scope or project.agent_scope(args.agent) or "user"
-        body.update(
-            agent_type=args.agent,
-            agent_scope=scope,
-            memory_dir=str(project.agent_dir(args.agent, scope)),
-        )
+    body.update(_agent_fields(project, args))
     answer = connect(timeout=args.timeout).post("/api/v1/prompt", body)
     if args.json:
         print_json(answer)

@@ -127,6 +127,16 @@ def test_a_usage_error_exits_2(machine_a):
     assert machine_a.run("frobnicate").returncode == 2
 
 
+@pytest.mark.parametrize("command", [["recall", "build"], ["prompt"]])
+def test_an_agent_type_that_is_no_directory_name_is_a_usage_error(machine_a, command):
+    machine_a.extra_env.update(MEMHUB_URL="http://127.0.0.1:9", MEMHUB_TOKEN="mh_x")
+    result = machine_a.run(*command, "--agent", "../../etc")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "memhub-agent: agent type '../../etc' is not a single path segment"
+    ]
+
+
 def test_status_names_the_server_user_project_store_and_last_sync(a, server):
     result = a.run("status")
 

@@ -52,6 +52,10 @@ def test_a_fresh_environment_installs_the_client_from_the_site_alone(live_server
     )
     assert run.returncode == 0, run.stderr
     assert "memhub-agent" in run.stdout and "login" in run.stdout
+    version = subprocess.run(
+        [str(venv / "bin" / "memhub-agent"), "--version"], capture_output=True, text=True
+    )
+    assert version.stdout.strip() == "memhub-agent 0.1.0", version.stdout + version.stderr
     for module in ("yaml", "detect_secrets", "tqdm"):  # what `sync` and the hooks load
         imported = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {module}"])
         assert imported.returncode == 0, module
