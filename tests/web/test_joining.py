@@ -59,6 +59,17 @@ def test_members_cannot_invite_or_create_projects(client, bob):
     assert not Invitation.objects.exists() and not Project.objects.exists()
 
 
+def test_without_a_mail_server_the_page_says_nothing_was_mailed(client, sam, settings):
+    client.force_login(sam)
+    settings.EMAIL_HOST = ""
+    page = client.post("/people/", {"email": "dana@example.com"}).content.decode()
+    assert "nothing was mailed to dana@example.com: send them the link below" in page
+    assert "Invitation mailed" not in page
+    settings.EMAIL_HOST = "smtp.example.com"
+    page = client.post("/people/", {"email": "erin@example.com"}).content.decode()
+    assert "Invitation mailed to erin@example.com." in page
+
+
 def test_an_emailed_invitation_makes_a_member_who_lands_on_connect(client, sam):
     project = Project.objects.create(key="acme/widgets")
     client.login(username="sam", password=PASSWORD)

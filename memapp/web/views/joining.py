@@ -70,7 +70,14 @@ def people(request: HttpRequest) -> HttpResponse:
         link = request.build_absolute_uri(reverse("accept_invitation", args=[secret]))
         if invitation.email:
             _mail_invitation(request, invitation, link)
-            messages.success(request, f"Invitation mailed to {invitation.email}.")
+            if settings.EMAIL_HOST:
+                messages.success(request, f"Invitation mailed to {invitation.email}.")
+            else:  # the console backend: the mail went to the server's log alone
+                messages.warning(
+                    request,
+                    f"No mail server is set (MEMHUB_EMAIL_HOST), so nothing was mailed to "
+                    f"{invitation.email}: send them the link below.",
+                )
         else:
             messages.success(request, "Invitation created: send them the link below.")
         form = InvitationForm()
