@@ -154,6 +154,21 @@ def test_warnings_hold_back_the_first_save_and_save_anyway_saves(client, stores,
     assert team.files.get(path="project_release.md").relative_dates == ["next Tuesday"]
 
 
+def test_the_edit_form_shows_what_the_memory_is_warned_of_before_a_keystroke(
+    client, stores, alice
+):
+    """A user memory already in a team store: the warning is on the page as it opens, not
+    only after typing (htmx sent the lint on input alone)."""
+    team = stores.team
+    role = "---\nname: Role\ndescription: Bob leads\ntype: user\n---\nBob leads the team.\n"
+    (root(team) / "user_bob.md").write_text(role)
+    rescan_store(team)
+    client.force_login(alice)
+    page = text(client.get(url("memory_edit", team, "user_bob.md")))
+    assert "User memories are private" in page
+    assert "Save anyway" in page
+
+
 def test_a_user_memory_saves_without_warnings(client, stores, alice):
     client.force_login(alice)
     response = edit(

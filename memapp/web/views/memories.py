@@ -227,7 +227,8 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
             response, warnings = _save(request, store, form, path)
             if response is not None:
                 return response
-    else:
+    else:  # what the memory is warned of now, before a keystroke (and without JavaScript)
+        warnings = _warnings(store, memory.type, memory.body, memory.description)
         form = MemoryForm(
             unknown_type=odd,
             initial={
