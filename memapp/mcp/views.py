@@ -115,6 +115,11 @@ class McpEndpoint(APIView):
 
     authentication_classes = [McpTokenAuthentication]
 
+    def perform_content_negotiation(self, request, force=False):
+        # The SDK judges a request's Accept (and a GET's text/event-stream gets its 405), not
+        # DRF: its 406 came before either.
+        return super().perform_content_negotiation(request, force=True)
+
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
         error = (response.data or {}).get("error", {}) if isinstance(response.data, dict) else {}
@@ -154,7 +159,16 @@ class McpEndpoint(APIView):
                 response[name.decode("latin-1")] = value.decode("latin-1")
         return response
 
-    get = delete = post  # the SDK answers these (405 for a sessionless server)
+    def get(self, request: Request, project: str = "") -> HttpResponse:
+        """No stream to listen on: the MCP spec's answer for a server without one is 405
+        (the SDK's stateless manager kept a GET open until the timeout, then a 504)."""
+        return _jsonrpc_error(
+            405,
+            "memhub's MCP server has no stream to listen on: POST requests to it.",
+            {"Allow": "POST, DELETE"},
+        )
+
+    delete = post  # the SDK answers it
 
 
 mcp_endpoint = McpEndpoint.as_view()

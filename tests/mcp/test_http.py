@@ -82,6 +82,19 @@ def test_without_a_token_it_answers_401_naming_the_resource_metadata(server):
         over_http(f"{server.url}/mcp", "mh_wrong", lambda c: c.list_tools())
 
 
+def test_a_get_is_told_there_is_no_stream_at_once(server):
+    """The spec's answer for a server that offers no stream: 405, not a request held open."""
+    answer = httpx2.get(
+        f"{server.url}/mcp/{SLUG}/",
+        headers={"Authorization": f"Bearer {server.token}", "Accept": "text/event-stream"},
+        timeout=5,
+    )
+    assert answer.status_code == 405
+    assert "POST" in answer.headers["Allow"]
+    assert answer.json()["error"]["message"].startswith("memhub's MCP server has no stream")
+    assert httpx2.get(f"{server.url}/mcp/{SLUG}/").status_code == 401  # asked who first
+
+
 def test_recall_answers_with_fresh_memories_from_the_path_form(server, alice):
     store = resolve_store(alice, SLUG, "private")
     do_save_memory(
