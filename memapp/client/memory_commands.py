@@ -23,6 +23,7 @@ from memapp.client.commands import (
 )
 from memapp.client.config import config_dir
 from memapp.client.http import DEFAULT_BACKOFF
+from memapp.client.project import Project
 
 if TYPE_CHECKING:
     from memapp.client.daily_logs import LogSyncReport
@@ -97,7 +98,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     return status
 
 
-def _agent_fields(project, args: argparse.Namespace) -> dict:
+def _agent_fields(project: Project, args: argparse.Namespace) -> dict:
     """The request's fields for `--agent` (none without it); a type that is no single path
     segment is a usage error, not a traceback."""
     if not args.agent:

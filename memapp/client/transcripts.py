@@ -3,7 +3,9 @@
 The `Stop` and `SessionEnd` hooks name the session's transcript. Its entries after the cursor
 (a byte offset kept per session in the config dir) are redacted by the fast secret rules, so no
 credential they catch leaves the machine, and uploaded in batches under 200 KB. The cursor moves
-only after the server has stored a batch, so a failed upload is sent again by the next hook.
+only after the server has stored a batch, so a failed upload is sent again by the next hook. A
+session whose upload failed is also noted as owed (its SessionEnd may be its last hook): the
+next hook that reaches memhub, of any session, hands it to a detached uploader.
 A hook has less than a second: it uploads what fits in its budget, then leaves the rest to a
 detached `memhub-agent transcript-upload` process and returns. Nothing is printed, ever.
 The hook loads what an upload needs and no more: the commands' modules (argparse) and
@@ -37,6 +39,8 @@ __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 
 SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 MARGIN = 0.3  # seconds of the hook's budget a new batch needs (else it is left to a process)
+CATCH_UP = 5  # owed sessions a hook hands on at a time
+MAX_ATTEMPTS = 5  # uploads of an owed session that failed before it is given up
 
 
 def valid_session_id(value: object) -> bool:
@@ -60,8 +64,7 @@ class Cursor:
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None, session_id: str, transcript: Path) -> Cursor:
-        name = sha256(session_id.encode()).hexdigest()[:32]
-        path = config_dir(env) / "transcripts" / f"{name}.json"
+        path = config_dir(env) / "transcripts" / f"{_file_name(session_id)}.json"
         stored = read_json(path) or {}
         try:
             inode = transcript.stat().st_ino
@@ -91,6 +94,67 @@ class Cursor:
                 yield False
                 return
             yield True
+
+
+def _file_name(session_id: str) -> str:
+    return sha256(session_id.encode()).hexdigest()[:32]
+
+
+def _owed_path(env: Mapping[str, str] | None, session_id: str) -> Path:
+    return config_dir(env) / "transcripts" / "owed" / f"{_file_name(session_id)}.json"
+
+
+def owe(
+    env: Mapping[str, str] | None,
+    session_id: str,
+    transcript: Path,
+    cwd: str,
+    final: bool,
+    agent: str,
+) -> None:
+    """Note that the session's upload failed, to be handed on by :func:`catch_up`; each
+    failure counts, and a session that failed `MAX_ATTEMPTS` times is given up."""
+    path = _owed_path(env, session_id)
+    attempts = int((read_json(path) or {}).get("attempts", 0)) + 1
+    if attempts > MAX_ATTEMPTS:
+        path.unlink(missing_ok=True)
+        return
+    final = final or bool((read_json(path) or {}).get("final"))  # a SessionEnd stays owed
+    owed = {
+        "session_id": session_id,
+        "transcript": str(transcript),
+        "cwd": cwd,
+        "final": final,
+        "agent": agent,
+        "attempts": attempts,
+    }
+    write_private(path, json.dumps(owed).encode(), durable=False)
+
+
+def paid(env: Mapping[str, str] | None, session_id: str) -> None:
+    _owed_path(env, session_id).unlink(missing_ok=True)
+
+
+def catch_up(env: Mapping[str, str] | None, current: str) -> None:
+    """Hand the sessions owed an upload (but `current`, which its own hook sends) to detached
+    uploaders, a few at a time: called once memhub has answered a hook."""
+    try:
+        owed = sorted(_owed_path(env, current).parent.glob("*.json"))[: CATCH_UP + 1]
+    except OSError:
+        return
+    handed = 0
+    for path in owed:
+        data = read_json(path) or {}
+        session_id = data.get("session_id")
+        if not valid_session_id(session_id) or not isinstance(data.get("transcript"), str):
+            path.unlink(missing_ok=True)
+            continue
+        if session_id == current or handed == CATCH_UP:
+            continue
+        cwd, agent = str(data.get("cwd") or "/"), str(data.get("agent") or "claude-code")
+        final = bool(data.get("final"))
+        _spawn(str(session_id), Path(data["transcript"]), cwd, final, env, agent)
+        handed += 1
 
 
 def _transcript(value: object, env: Mapping[str, str] | None) -> tuple[Path | None, str]:
@@ -240,10 +304,14 @@ def upload_from_hook(
             # server keeps an entry once). Refused, or failed otherwise with nothing through:
             # the next hook tries.
             if cursor.offset == start and not isinstance(exc, TimedOut):
+                owe(env, session_id, transcript, cwd, final, agent)
                 raise
             done = False
-    if not done:
+    if done:
+        paid(env, session_id)
+    else:
         _spawn(session_id, transcript, cwd, final, env, agent)
+    catch_up(env, session_id)
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -253,7 +321,11 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
     """The detached uploader: the rest of a large backlog, patiently, silently."""
     from memapp.client.commands import INTERACTIVE, connect, current_project
 
-    with contextlib.suppress(Exception):
+    transcript = Path(args.transcript)
+    if not transcript.is_file():  # gone since: nothing left to send
+        paid(None, args.session_id)
+        return 0
+    try:
         project = current_project(args.cwd)
         settings = load_user_settings(None, project_dir=args.cwd or None)
         fields = {
@@ -263,7 +335,6 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
             "auto_dream": auto_dream_enabled(None, settings),
             "agent": args.agent,
         }
-        transcript = Path(args.transcript)
         cursor = Cursor.load(None, args.session_id, transcript)
         with cursor.locked(wait=True):
             cursor = Cursor.load(None, args.session_id, transcript)  # the hook may have moved it
@@ -271,6 +342,11 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
             upload_transcript(
                 client, args.session_id, cursor, fields, final=args.final, agent=args.agent
             )
+    except Exception:  # memhub still down, or refused it: a later hook hands it on again
+        with contextlib.suppress(Exception):
+            owe(None, args.session_id, transcript, args.cwd, args.final, args.agent)
+    else:
+        paid(None, args.session_id)
     return 0
 
 

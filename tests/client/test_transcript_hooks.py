@@ -104,6 +104,40 @@ def test_when_memhub_is_down_the_hook_is_silent_and_the_next_one_catches_up(
     assert Session.objects.get().entry_count == 4
 
 
+def test_a_session_that_ended_while_memhub_was_down_arrives_with_the_next_sessions_hook(
+    a, session, closed_port, server
+):
+    """Its Stop and SessionEnd found memhub down, and no hook of it comes again: the next
+    hook that reaches memhub, of another session, hands it to a detached uploader."""
+    transcript, path = session
+    a.extra_env["MEMHUB_URL"] = f"http://127.0.0.1:{closed_port}"
+    run_stop(a, transcript, path)
+    result, _ = run_stop(a, transcript, path, event="session-end")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert not Session.objects.exists()
+    del a.extra_env["MEMHUB_URL"]
+
+    later = Transcript(cwd=str(a.checkout))
+    later.turn("And the unit tests?", "They are fine.")
+    later_path = later.write(path.parent / f"{later.session_id}.jsonl")
+    run_stop(a, later, later_path)
+
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline
+        and not Session.objects.filter(
+            session_id=transcript.session_id, ended_at__isnull=False
+        ).exists()
+    ):
+        time.sleep(0.2)
+    ended = Session.objects.get(session_id=transcript.session_id)
+    assert ended.entry_count == 4 and ended.ended_at is not None
+    owed = a.config_dir / "transcripts" / "owed"
+    while time.monotonic() < deadline and any(owed.iterdir()):
+        time.sleep(0.2)
+    assert not any(owed.iterdir())  # paid: not handed on again
+
+
 def test_a_server_too_slow_for_the_budget_gets_the_batch_from_a_detached_process(
     a, session, server, slow_proxy
 ):
@@ -198,3 +232,22 @@ def test_search_prints_the_best_matches_with_links(a, session):
     for query in ("slow tests", "pytest speed"):  # "pytest speed" through synonyms only
         found = json.loads(a.run("search", query, "--json").stdout)["sessions"]
         assert "integration tests slow" in found[0]["snippet"].replace("**", ""), query
+
+
+def test_a_session_whose_upload_keeps_failing_is_given_up_after_five_tries(tmp_path):
+    """An owed session memhub refuses (not only one it cannot reach) is not handed on by
+    every hook forever; a SessionEnd once owed stays final."""
+    from memapp.client.transcripts import MAX_ATTEMPTS, owe
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    owed = tmp_path / "memhub" / "transcripts" / "owed"
+    transcript = tmp_path / "t.jsonl"
+    owe(env, "s-1", transcript, "/src", True, "claude-code")
+    owe(env, "s-1", transcript, "/src", False, "claude-code")
+    [marker] = owed.iterdir()
+    assert json.loads(marker.read_text())["final"] is True
+    for _ in range(MAX_ATTEMPTS - 2):
+        owe(env, "s-1", transcript, "/src", False, "claude-code")
+    assert json.loads(marker.read_text())["attempts"] == MAX_ATTEMPTS
+    owe(env, "s-1", transcript, "/src", False, "claude-code")
+    assert not any(owed.iterdir())

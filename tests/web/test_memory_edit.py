@@ -154,9 +154,7 @@ def test_warnings_hold_back_the_first_save_and_save_anyway_saves(client, stores,
     assert team.files.get(path="project_release.md").relative_dates == ["next Tuesday"]
 
 
-def test_the_edit_form_shows_what_the_memory_is_warned_of_before_a_keystroke(
-    client, stores, alice
-):
+def test_the_edit_form_shows_what_the_memory_is_warned_of_before_a_keystroke(client, stores, alice):
     """A user memory already in a team store: the warning is on the page as it opens, not
     only after typing (htmx sent the lint on input alone)."""
     team = stores.team
