@@ -84,8 +84,19 @@ TIMEOUT_OPTION.add_argument(
     metavar="SECONDS",
     help=f"give up on an answer of the server after this long (default {DEFAULT_TIMEOUT:g})",
 )
+
+
+def _directory(value: str) -> str:
+    """A `--cwd` that exists: a mistyped one would name a project no one has (and make it)."""
+    if not Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value}: no such directory")
+    return value
+
+
 CWD_OPTION = _option_parser()
-CWD_OPTION.add_argument("--cwd", help="a directory of the project (default: the current one)")
+CWD_OPTION.add_argument(
+    "--cwd", type=_directory, help="a directory of the project (default: the current one)"
+)
 
 
 def add_command(

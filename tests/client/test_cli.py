@@ -137,6 +137,15 @@ def test_an_agent_type_that_is_no_directory_name_is_a_usage_error(machine_a, com
     ]
 
 
+@pytest.mark.parametrize("command", [["sync"], ["recall", "build"], ["status"]])
+def test_a_cwd_that_does_not_exist_is_a_usage_error(machine_a, command, tmp_path):
+    """A mistyped --cwd named a project no one has, and the server made it."""
+    machine_a.extra_env.update(MEMHUB_URL="http://127.0.0.1:9", MEMHUB_TOKEN="mh_x")
+    result = machine_a.run(*command, "--cwd", str(tmp_path / "nonexistent"))
+    assert result.returncode == 2
+    assert f"{tmp_path / 'nonexistent'}: no such directory" in result.stderr
+
+
 def test_status_names_the_server_user_project_store_and_last_sync(a, server):
     result = a.run("status")
 
