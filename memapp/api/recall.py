@@ -200,6 +200,7 @@ def session_start(request: Request) -> Response:
             "store": answer.store,
             "checksums": answer.checksums,
             "files": answer.files,
+            "mtimes": answer.mtimes,
             "partial": answer.partial,
             "team_index": answer.team_index,
             "waiting": [

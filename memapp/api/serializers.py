@@ -206,13 +206,23 @@ class BatchSerializer(StrictSerializer):
         default=dict,
         help_text="key → checksum the client last saw (as If-Match per key).",
     )
+    mtimes = serializers.DictField(
+        child=serializers.IntegerField(min_value=0),
+        required=False,
+        default=dict,
+        help_text="key → when the uploaded file was last modified on the agent's machine (ms "
+        "since the epoch), kept as the file's mtime: a memory's age is the agent's.",
+    )
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
-        stray = sorted(set(attrs["base"]) - set(attrs["files"]) - set(attrs["delete"]))
-        if stray:
-            message = "Not uploaded or deleted in this batch."
-            raise serializers.ValidationError({"base": {key: [message] for key in stray}})
+        for field, keys, message in (
+            ("base", {*attrs["files"], *attrs["delete"]}, "Not uploaded or deleted in this batch."),
+            ("mtimes", attrs["files"], "Not uploaded in this batch."),
+        ):
+            stray = sorted(set(attrs[field]) - set(keys))
+            if stray:
+                raise serializers.ValidationError({field: {key: [message] for key in stray}})
         return attrs
 
 
@@ -389,6 +399,12 @@ class SessionStartResultSerializer(serializers.Serializer):
         Text(allow_blank=True),
         {"MEMORY.md": "- [Real database in tests](feedback_real_db.md) — no mocks\n"},
         help_text="key → content of each file whose checksum differs from `have`.",
+    )
+    mtimes = _keyed(
+        serializers.IntegerField(),
+        {"feedback_real_db.md": 1767225600000},
+        help_text="key → when each file of `files` was last modified (ms since the epoch), to "
+        "be kept as its mtime: the memory's age.",
     )
     partial = serializers.BooleanField(help_text="Some differing files were left out (size).")
     team_index = Text(allow_blank=True)

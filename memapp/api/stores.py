@@ -222,6 +222,7 @@ def file_batch(request: Request, store_id: int) -> Response:
         delete=tuple(data["delete"]),
         if_match=data["base"],
         via=Via.AGENT_SYNC,
+        mtimes=data["mtimes"],
     )
     checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
     return Response({**result, "checksums": checksums})

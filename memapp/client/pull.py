@@ -29,7 +29,7 @@ from memapp.client.sync_state import (
     state_identity,
     state_path,
 )
-from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.store_files import checksum
 
@@ -65,9 +65,11 @@ def pull_changes(
     scanned: tuple[dict[str, str], set[str]] | None = None,
     writing: threading.Lock | None = None,
     time_left: Callable[[], float] = lambda: float("inf"),
+    mtimes: dict[str, int] | None = None,
 ) -> list[str]:
     """Take the server's changes (`checksums` of every file, `files` the text of those that
-    differ) into `memory_dir`; returns the keys written or deleted here. `scanned` is the
+    differ, `mtimes` their modification times in ms, kept: the memories' ages) into
+    `memory_dir`; returns the keys written or deleted here. `scanned` is the
     `scan_local` of the memory dir made just before (made now when None); `writing` is held
     while files are written; nothing is written when `time_left()` is under
     MIN_WRITE_SECONDS, nor while a sync of this memory dir runs."""
@@ -105,6 +107,7 @@ def pull_changes(
                         continue  # too big for this answer, or changed as it was read
                     target.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(target, text)
+                    keep_mtime(target, (mtimes or {}).get(action.key))
                     base[action.key] = action.remote
                 changed.append(action.key)
             save_base(path, identity, base)

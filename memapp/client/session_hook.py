@@ -89,6 +89,7 @@ def session_start(call: HookCall) -> str:
             config_dir(call.env) / "sync",
             answer.get("checksums") or {},
             answer.get("files") or {},
+            mtimes=answer.get("mtimes") or {},
             scanned=scanned,
             writing=call.writing,
             time_left=call.remaining,

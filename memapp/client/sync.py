@@ -50,7 +50,7 @@ from memapp.client.sync_state import (
     state_identity,
     state_path,
 )
-from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
 from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.secret_rules import scan_text
 from memapp.memdir.store_files import (
@@ -226,6 +226,7 @@ class _Upload:
     key: str
     content: str | None  # None: delete the key on the server
     base: str | None
+    mtime_ms: int | None = None  # the local file's, kept on the server (the memory's age)
 
     def size(self) -> int:
         return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
@@ -294,9 +295,9 @@ class _Run:
             self.report.errors.append(f"{exc}; skipped")
             return None
 
-    def _fetch(self, key: str) -> tuple[str, str] | None:
-        """The server's content of `key` and its checksum, or None (reported) when it cannot
-        be stored faithfully here."""
+    def _fetch(self, key: str) -> tuple[str, str, int | None] | None:
+        """The server's content of `key`, its checksum and mtime, or None (reported) when it
+        cannot be stored faithfully here."""
         try:
             answer = self.client.get(f"/api/v1/stores/{self.store_id}/files/{quote(key, '/')}")
         except ApiError as exc:
@@ -312,7 +313,8 @@ class _Run:
         if checksum(content.encode("utf-8")) != remote:
             self.report.errors.append(f"{key}: the server's copy is not valid UTF-8; skipped")
             return None
-        return content, remote
+        mtime_ms = answer.get("mtime_ms")
+        return content, remote, mtime_ms if isinstance(mtime_ms, int) else None
 
     def _still_as_planned(self, path: Path, action: Action) -> bool:
         """Whether the local file is still what the plan saw (a person or an agent may have
@@ -343,9 +345,10 @@ class _Run:
         fetched = self._fetch(action.key)
         if fetched is None:
             return
-        content, remote = fetched
+        content, remote, mtime_ms = fetched
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, content)
+        keep_mtime(path, mtime_ms)
         self._set_base(action.key, remote)
         self.report.downloaded.append(action.key)
         if action.conflict:
@@ -369,7 +372,7 @@ class _Run:
         if fetched is None or local is None:
             self.bar.update(1)
             return
-        content, remote = fetched
+        content, remote, _ = fetched
         assert path is not None  # a fetch needs the key's path
         if is_index_key(action.key):
             self._merge_indexes(action, path, local, content, remote, uploads)
@@ -430,7 +433,11 @@ class _Run:
             return
         if action.conflict:
             self.report.conflicts.append(f"{action.key}: {action.conflict}; uploaded yours again")
-        uploads.append(_Upload(action.key, content, action.remote))
+        try:
+            mtime_ms = (self.memory_dir / action.key).stat().st_mtime_ns // 1_000_000
+        except OSError:
+            mtime_ms = None
+        uploads.append(_Upload(action.key, content, action.remote, mtime_ms))
 
     def without_local_secrets(self, uploads: list[_Upload]) -> list[_Upload]:
         clean = _without_local_secrets(uploads, self.secret_scan, self.report)
@@ -451,6 +458,11 @@ class _Run:
                 "files": {k: i.content for k, i in pending.items() if i.content is not None},
                 "delete": [k for k, i in pending.items() if i.content is None],
                 "base": {k: i.base for k, i in pending.items()},
+                "mtimes": {
+                    k: i.mtime_ms
+                    for k, i in pending.items()
+                    if i.content is not None and i.mtime_ms is not None
+                },
             }
             try:
                 answer = self.client.post(f"/api/v1/stores/{self.store_id}/batch", body)

@@ -14,10 +14,17 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["delete_file", "write_atomic", "write_atomic_bytes", "write_atomic_files"]
+__all__ = [
+    "delete_file",
+    "keep_mtime",
+    "write_atomic",
+    "write_atomic_bytes",
+    "write_atomic_files",
+]
 
 # Mode for new files before the process umask is applied, as `open(path, "w")` would use.
 _NEW_FILE_MODE = 0o666
@@ -27,6 +34,16 @@ _TEMP_ATTEMPTS = 100
 # worth them.
 _WRITERS = 16
 _PARALLEL_FROM = 16
+
+
+def keep_mtime(path: str | os.PathLike[str], mtime_ms: int | None) -> None:
+    """Give a file just written the modification time it has where it came from (`mtime_ms`,
+    none later than now; None leaves it as written): agents and memhub read a memory's age from
+    it, and a copy is not a new memory. The access time becomes now."""
+    if mtime_ms is None:
+        return
+    now = time.time_ns()
+    os.utime(path, ns=(now, min(mtime_ms * 1_000_000, now)))
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from memapp.memdir.atomic import delete_file, write_atomic
+from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
 from memapp.memdir.frontmatter import Memory, parse_memory, render_memory, user_memories
 from memapp.memdir.index import (
     INDEX_FILENAME,
@@ -265,13 +265,16 @@ def do_put_files(
     via: str = Via.API,
     index: dict[str, str] | None = None,
     note: str = "",
+    mtimes: Mapping[str, int] | None = None,
 ) -> dict[str, list[str]]:
     """Write several files at once: all are checked first (keys, NFC on the way in and no
     look-alike of a key beside them, sizes, UTF-8, secrets, preconditions) and nothing is
     written unless every one passes. Files whose content is
     already on disk are left alone (their mtime too). `index` sets the MEMORY.md line of
     written keys; deleted files go to the trash, replaced bytes stay in their history, and so
-    do MEMORY.md's, however it changed (a key of its own or a line)."""
+    do MEMORY.md's, however it changed (a key of its own or a line). `mtimes` (ms, by key)
+    are the written files' modification times where they came from (an agent's machine),
+    none later than now: the age an agent sees is the memory's, not the sync's."""
     check_writable(store)
     on_disk = {f.key for f in walk_store(store.path, store.exclude)}
 
@@ -282,6 +285,7 @@ def do_put_files(
     delete = tuple(normal(key) for key in delete)
     if_match = {normal(key): sum_ for key, sum_ in (if_match or {}).items()}
     index = {normal(key): line for key, line in (index or {}).items()}
+    mtimes = {normal(key): ms for key, ms in (mtimes or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
     check_key_neighbours(files, on_disk - set(delete))
     encoded = {
@@ -315,6 +319,7 @@ def do_put_files(
                 created.add(key)
             paths[key].parent.mkdir(parents=True, exist_ok=True)
             write_atomic(paths[key], data.decode("utf-8"))
+            keep_mtime(paths[key], mtimes.get(key))
             result["written"].append(key)
         for key in delete:
             try:

@@ -36,6 +36,7 @@ class SessionStart:
     store: int | None  # the user's private store of the project; None when there is none yet
     checksums: dict[str, str] = field(default_factory=dict)  # every file of that store
     files: dict[str, str] = field(default_factory=dict)  # those that differ from the agent's
+    mtimes: dict[str, int] = field(default_factory=dict)  # theirs, in ms: the memories' ages
     partial: bool = False  # some differing files were left out (size)
     team_index: str = ""
     waiting: list[Waiting] = field(default_factory=list)
@@ -51,17 +52,17 @@ def _private_store(user, project_ref: str, alias: str) -> Store | None:
 
 def _differing_files(
     store: Store, checksums: dict[str, str], have: dict[str, str]
-) -> tuple[dict[str, str], bool]:
+) -> tuple[dict[str, str], dict[str, int], bool]:
     """The text of each file whose checksum differs from `have`, read now (its checksum in
-    `checksums` is updated to what was read), within MAX_PULL_BYTES; and whether any was left
-    out. A file that is not UTF-8 text, or is too large, cannot be written faithfully by the
-    agent and is not sent.
+    `checksums` is updated to what was read), within MAX_PULL_BYTES, and its mtime in ms; and
+    whether any was left out. A file that is not UTF-8 text, or is too large, cannot be
+    written faithfully by the agent and is not sent.
 
     Which files fit is planned from their sizes (a walk of stats, in key order), so an agent
     with none of the files costs the reading of MAX_PULL_BYTES, not of the whole store."""
     differ = {key for key, known in checksums.items() if have.get(key) != known}
     if not differ:
-        return {}, False
+        return {}, {}, False
     sizes = {
         found.key: found.stat.st_size
         for found in walk_store(store.path, store.exclude)
@@ -78,6 +79,7 @@ def _differing_files(
         chosen.add(key)
         total += sizes[key]
     files: dict[str, str] = {}
+    mtimes: dict[str, int] = {}
     total = 0
     for found in walk_store(store.path, store.exclude):
         if found.key not in chosen:
@@ -96,8 +98,9 @@ def _differing_files(
             partial = True
             continue
         files[found.key] = text
+        mtimes[found.key] = found.stat.st_mtime_ns // 1_000_000
         total += len(data)
-    return dict(sorted(files.items())), partial
+    return dict(sorted(files.items())), mtimes, partial
 
 
 def session_start_for(
@@ -125,7 +128,9 @@ def session_start_for(
     answer = SessionStart(store=private.pk if private is not None else None)
     if private is not None:
         answer.checksums = store_checksums(private.path, private.exclude)
-        answer.files, answer.partial = _differing_files(private, answer.checksums, have or {})
+        answer.files, answer.mtimes, answer.partial = _differing_files(
+            private, answer.checksums, have or {}
+        )
     if team_index and project is not None:
         answer.team_index = team_index_for(user, project, memory_dir)
     answer.waiting = waiting_for(user)

@@ -227,6 +227,21 @@ def test_a_token_in_a_files_name_is_refused_like_one_in_its_text(alice_api, stor
     assert list(Path(store.path).iterdir()) == []
 
 
+def test_a_batch_keeps_each_files_mtime_but_none_in_the_future(alice_api, store):
+    import time
+
+    url = f"/api/v1/stores/{store.pk}/batch"
+    old_ms, future_ms = int((time.time() - 86400 * 30) * 1000), int((time.time() + 86400) * 1000)
+    body = {"files": {"a.md": "A", "b.md": "B"}, "mtimes": {"a.md": old_ms, "b.md": future_ms}}
+    assert alice_api.post(url, body, format="json").status_code == 200
+    assert Path(store.path, "a.md").stat().st_mtime_ns // 1_000_000 == old_ms
+    assert Path(store.path, "b.md").stat().st_mtime <= time.time()
+    stray = alice_api.post(url, {"files": {"c.md": "C"}, "mtimes": {"d.md": 1}}, format="json")
+    assert stray.status_code == 400
+    assert stray.json()["error"]["details"] == {"mtimes": {"d.md": ["Not uploaded in this batch."]}}
+    assert not Path(store.path, "c.md").exists()
+
+
 def test_batch_writes_only_changed_files(alice_api, store):
     url = f"/api/v1/stores/{store.pk}/batch"
     alice_api.post(url, {"files": {"a.md": "A", "b.md": "B"}}, format="json")

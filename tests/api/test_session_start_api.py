@@ -55,6 +55,7 @@ def test_a_project_memhub_does_not_know_is_answered_without_creating_it(alice_ap
         "store": None,
         "checksums": {},
         "files": {},
+        "mtimes": {},
         "partial": False,
         "team_index": "",
         "waiting": [],

@@ -354,3 +354,53 @@ def test_two_edited_indexes_merge_line_by_line(a, b):
     assert not [key for key in b.files() if ".remote-" in key]
     a.sync()
     assert a.files() == b.files()
+
+
+def test_a_memorys_age_travels_with_it_both_ways(a, b):
+    """Claude Code reads a memory's age from its file's mtime (and memhub's pages and recall
+    from the server's): a sync writes the file, but not a new age."""
+    import os
+    import time
+
+    from memapp.stores.mirror import rescan_store
+
+    month_ago = time.time() - 30 * 86400
+    path = a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
+    os.utime(path, (month_ago, month_ago))
+    a.sync()
+    on_server = Path(private_store().path) / "feedback_db.md"
+    assert abs(on_server.stat().st_mtime - month_ago) < 1
+    assert abs(private_store().files.get(path="feedback_db.md").mtime_ms / 1000 - month_ago) < 1
+
+    forty_days_ago = time.time() - 40 * 86400
+    (Path(private_store().path) / "project_freeze.md").write_text(
+        topic("Freeze", "Release freeze 2026-03-05", "project")
+    )
+    os.utime(Path(private_store().path) / "project_freeze.md", (forty_days_ago, forty_days_ago))
+    rescan_store(private_store())
+    b.sync()
+    assert abs((b.memory_dir / "project_freeze.md").stat().st_mtime - forty_days_ago) < 1
+    assert abs((b.memory_dir / "feedback_db.md").stat().st_mtime - month_ago) < 1
+
+
+def test_the_session_start_pull_keeps_a_memorys_age_too(a, b):
+    """The SessionStart hook's pull writes what changed on the server: with its age."""
+    import os
+    import time
+
+    from memapp.stores.mirror import rescan_store
+    from tests.client.test_hooks import payload
+
+    a.write("feedback_db.md", topic("Real DB", "Tests hit a real database"))
+    a.sync()
+    b.sync()
+    root = Path(private_store().path)
+    (root / "project_freeze.md").write_text(topic("Freeze", "Release freeze 2026-03-05", "project"))
+    weeks_ago = time.time() - 21 * 86400
+    os.utime(root / "project_freeze.md", (weeks_ago, weeks_ago))
+    rescan_store(private_store())
+
+    result = b.hook("session-start", payload(b, "session-start"))
+
+    assert result.returncode == 0, result.stderr
+    assert abs((b.memory_dir / "project_freeze.md").stat().st_mtime - weeks_ago) < 1
