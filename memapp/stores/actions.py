@@ -555,6 +555,12 @@ def _team_gate(team: Store, files: dict[str, str], index: dict[str, str]) -> Non
         )
 
 
+USER_MEMORY_PRIVATE = (
+    "user memories are about a person and stay private; to put one in team memory anyway, "
+    "tick that you mean it"
+)
+
+
 def refuse_user_memories(files: dict[str, str], allow: bool) -> None:
     """FileRejected `user_memory_private` when `files` (bound for a team store) hold a `user`
     memory and the person did not tick that they mean it (`allow`)."""
@@ -562,8 +568,7 @@ def refuse_user_memories(files: dict[str, str], allow: bool) -> None:
     if found:
         raise FileRejected(
             "user_memory_private",
-            f"{', '.join(found)}: user memories are about a person and stay private; to put "
-            "one in team memory anyway, tick that you mean it",
+            f"{', '.join(found)}: {USER_MEMORY_PRIVATE}",
             {"keys": found, "rule": "user_memory_private"},
         )
 

@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
 from memapp.memdir.secret_rules import place
-from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, check_entry
-from memapp.stores.actions import secret_hits, store_file_path
+from memapp.memdir.store_files import (
+    MAX_ENTRY_BYTES,
+    FileRejected,
+    check_entry,
+    check_key_neighbours,
+    walk_store,
+)
+from memapp.stores.actions import USER_MEMORY_PRIVATE, secret_hits, store_file_path
 from memapp.stores.models import Store
 
 MAX_IMPORT_ENTRIES = 5_000
@@ -80,8 +87,10 @@ def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]
         return str(exc).removeprefix(f"{key}: "), ""
 
 
-def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
-    """Check an uploaded zip for `store`; raises ImportRefused when it cannot be read at all."""
+def read_import(store: Store, upload: IO[bytes], *, allow_user: bool = False) -> ImportPlan:
+    """Check an uploaded zip for `store` with every check the import makes, so what passes
+    here is imported (a `user` memory into a team store only with `allow_user`); raises
+    ImportRefused when it cannot be read at all."""
     try:
         archive = zipfile.ZipFile(upload)
     except (zipfile.BadZipFile, OSError, ValueError):
@@ -128,11 +137,30 @@ def read_import(store: Store, upload: IO[bytes]) -> ImportPlan:
                         plan.index.setdefault(entry.path, entry.raw)
             else:
                 plan.files[name] = text
+    _neighbours(store, plan)
+    if store.kind == Store.Kind.TEAM and not allow_user:
+        for key in user_memories(plan.files):
+            plan.skipped.append((key, f"a user memory: {USER_MEMORY_PRIVATE}"))
+            del plan.files[key]
     plan.index = {key: line for key, line in plan.index.items() if key in plan.files}
     if store.kind == Store.Kind.TEAM and plan.files:
         _team_secrets(store, plan)
     _index_secrets(store, plan)
     return plan
+
+
+def _neighbours(store: Store, plan: ImportPlan) -> None:
+    """Skip each file that would sit beside another (in the store or the zip) as one file on
+    macOS or Windows (`Code_Review.md` beside `code_review.md`)."""
+    existing = {found.key for found in walk_store(store.path, store.exclude)}
+    for key in list(plan.files):
+        others = existing | (set(plan.files) - {key})
+        try:
+            check_key_neighbours([key], others)
+        except FileRejected as exc:
+            plan.skipped.append((key, str(exc)))
+    for key, _ in plan.skipped:
+        plan.files.pop(key, None)
 
 
 def _team_secrets(store: Store, plan: ImportPlan) -> None:

@@ -156,6 +156,24 @@ def test_the_entries_that_pass_are_imported_when_asked_to_skip_the_rest(client, 
     )
 
 
+def test_the_first_check_finds_what_the_import_would_refuse(client, stores, alice):
+    """A user memory (into team memory, without the tick) and a look-alike of a file the
+    store has are listed at the first check, and skipped when asked to skip the rest: they
+    once passed it and then refused the whole import."""
+    client.force_login(alice)
+    (root(stores.team) / "code_review.md").write_text("---\nname: Review\n---\nReview.\n")
+    good = {"project_good.md": "---\nname: Good\ndescription: It passed\n---\nfine\n"}
+    entries = {**good, "user_role.md": ROLE, "Code_Review.md": "---\nname: R\n---\nr\n"}
+    page = text(upload(client, stores.team, make_zip(entries)))
+    assert "2 files did not pass: nothing was imported" in page
+    assert "user_role.md: a user memory: user memories are about a person" in page
+    assert "Code_Review.md: " in page and "1 file passed." in page
+    response = upload(client, stores.team, make_zip(entries), skip_failing="on")
+    assert "Imported 1 memory; 2 skipped:" in text(response)
+    assert (root(stores.team) / "project_good.md").exists()
+    assert not (root(stores.team) / "user_role.md").exists()
+
+
 def test_a_zip_bomb_and_a_lying_header_are_refused(client, stores, alice):
     client.force_login(alice)
     bomb = make_zip({"bomb.md": "0" * 40_000_000})

@@ -67,7 +67,9 @@ def store_import(request: HttpRequest, store_id: int) -> HttpResponse:
     context = {"store": store, "form": form, "skipped": [], "max_upload": MAX_UPLOAD_BYTES}
     if request.method == "POST" and form.is_valid():
         try:
-            plan = read_import(store, form.cleaned_data["archive"])
+            plan = read_import(
+                store, form.cleaned_data["archive"], allow_user=form.cleaned_data["allow_user"]
+            )
         except ImportRefused as exc:
             form.add_error("archive", str(exc))
             return render(request, "memapp/import.html", context, status=400)
