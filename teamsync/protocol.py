@@ -66,13 +66,15 @@ def kept_back(store: Store) -> set[str]:
     return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
 
 
-def entry_checksums(store: Store) -> dict[str, str]:
-    """Each entry's checksum as teammates get it (:func:`read_team_entries`)."""
-    sums = store_checksums(Path(store.path), tuple(store.exclude))
+def entry_checksums(store: Store, on_disk: dict[str, str] | None = None) -> dict[str, str]:
+    """Each entry's checksum as teammates get it (:func:`read_team_entries`), from the
+    checksums of the files as they are (`on_disk`, read now when None)."""
+    if on_disk is None:
+        on_disk = store_checksums(Path(store.path), tuple(store.exclude))
     withheld = kept_back(store)
     if not withheld:
-        return sums
-    served = {key: value for key, value in sums.items() if key not in withheld}
+        return on_disk
+    served = {key: value for key, value in on_disk.items() if key not in withheld}
     for key, data in _served_indexes(store, served, withheld).items():
         served[key] = checksum(data)
     return served
@@ -208,7 +210,9 @@ def do_put_team_memory(
             project = find_project(slug)
             path = managed_store_dir(project or Project(key=slug), Store.Kind.TEAM)
             store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
-        sums = entry_checksums(store) if store.pk else {}  # as the client got them
+        # One snapshot: the files as they are now, and as the client got them.
+        on_disk = store_checksums(Path(store.path), tuple(store.exclude)) if store.pk else {}
+        sums = entry_checksums(store, on_disk) if store.pk else {}
         _check_put(store, uploaded, sums, if_match)
         if store.pk is None:
             store = _create_team_store(user, slug)
@@ -220,7 +224,6 @@ def do_put_team_memory(
         upserts = _with_kept_back_lines(store, upserts)
         # Per-key preconditions too, checked under the store's own lock: a UI or API write
         # that lands after the snapshot is not overwritten.
-        on_disk = store_checksums(Path(store.path), tuple(store.exclude))
         expected = {k: on_disk[k] for k in upserts if k in on_disk}
         try:
             do_put_files(store, user, upserts, if_match=expected, via="protocol")

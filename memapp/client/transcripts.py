@@ -111,15 +111,19 @@ def owe(
     cwd: str,
     final: bool,
     agent: str,
+    *,
+    retried: bool = False,
 ) -> None:
-    """Note that the session's upload failed, to be handed on by :func:`catch_up`; each
-    failure counts, and a session that failed `MAX_ATTEMPTS` times is given up."""
+    """Note that the session's upload failed, to be handed on by :func:`catch_up`. A hook's
+    failure (memhub down) may come any number of times; a handed-on upload that failed
+    (`retried`) counts, and a session that failed `MAX_ATTEMPTS` such times is given up."""
     path = _owed_path(env, session_id)
-    attempts = int((read_json(path) or {}).get("attempts", 0)) + 1
-    if attempts > MAX_ATTEMPTS:
+    known = read_json(path) or {}
+    attempts = int(known.get("attempts", 0)) + (1 if retried else 0)
+    if attempts >= MAX_ATTEMPTS:
         path.unlink(missing_ok=True)
         return
-    final = final or bool((read_json(path) or {}).get("final"))  # a SessionEnd stays owed
+    final = final or bool(known.get("final"))  # a SessionEnd stays owed
     owed = {
         "session_id": session_id,
         "transcript": str(transcript),
@@ -344,7 +348,7 @@ def cmd_transcript_upload(args: argparse.Namespace) -> int:
             )
     except Exception:  # memhub still down, or refused it: a later hook hands it on again
         with contextlib.suppress(Exception):
-            owe(None, args.session_id, transcript, args.cwd, args.final, args.agent)
+            owe(None, args.session_id, transcript, args.cwd, args.final, args.agent, retried=True)
     else:
         paid(None, args.session_id)
     return 0

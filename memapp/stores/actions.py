@@ -294,7 +294,7 @@ def do_put_files(
     }
     check_secrets(store, files if store.kind == Store.Kind.TEAM else {}, index)
     if store.kind == Store.Kind.TEAM and via in (Via.API, Via.AGENT_SYNC):
-        refuse_user_memories(files, allow=False)  # an agent has no box to tick (§14)
+        refuse_user_memories(files, allow=False)  # no box to tick (docs/design.md §14)
     result: dict[str, list[str]] = {"written": [], "unchanged": [], "deleted": []}
     with store_lock(store):
         for key, expected in if_match.items():
