@@ -34,6 +34,25 @@ def etag_value(header: str | None) -> str | None:
     return header.strip().removeprefix("W/").strip('"') if header else None
 
 
+def _expected_checksum(store: Store, key: str, header: str | None) -> str | None:
+    """The checksum a file's If-Match asks it to have now, as RFC 9110 reads the header: `*`
+    any existing file (412 at once when there is none), a list any of its tags (none current:
+    the first, which makes the write's 412). None: no precondition."""
+    if not header or not header.strip():
+        return None
+    tags = [etag_value(tag) or "" for tag in header.split(",")]
+    path = store_file_path(store, key)
+    try:
+        current = checksum(path.read_bytes())
+    except (FileNotFoundError, IsADirectoryError):
+        current = None
+    if "*" in tags:
+        if current is None:
+            raise ApiError(412, "precondition_failed", f"{key!r} does not exist (If-Match: *)")
+        return current
+    return current if current in tags else tags[0]
+
+
 @extend_schema(
     operation_id="listStores",
     summary="List the stores I can see",
@@ -178,9 +197,9 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
 def file_detail(request: Request, store_id: int, key: str) -> Response:
     """One file of a store. PUT and DELETE honour `If-Match` (412 when the file changed)."""
     store = get_store_for_user(request.user, store_id)
-    if_match = etag_value(request.headers.get("If-Match"))
     if request.method == "GET":
         return _file_response(store, key, request)
+    if_match = _expected_checksum(store, key, request.headers.get("If-Match"))
     if request.method == "PUT":
         data = s.validated(s.FileContentSerializer, request.data)
         result = do_put_files(

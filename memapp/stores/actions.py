@@ -302,7 +302,7 @@ def do_put_files(
             if expected is not None and current != expected:
                 raise FileRejected(
                     "precondition_failed",
-                    f"{key!r} changed on the server (If-Match does not match)",
+                    f"{key!r} changed on the server since it was read",
                     {"key": key, "checksum": current},
                 )
         created = set()

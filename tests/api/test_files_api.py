@@ -158,6 +158,24 @@ def test_a_stale_if_match_gets_412_and_writes_nothing(alice_api, store):
     assert alice_api.delete(url, HTTP_IF_MATCH=sha("v1")).status_code == 412
 
 
+def test_if_match_star_and_lists_are_read_as_http_reads_them(alice_api, store):
+    """`*` matches any existing file, a list matches when any of its tags does."""
+    url = f"/api/v1/stores/{store.pk}/files/a.md"
+    star = alice_api.put(url, {"content": "v1"}, format="json", HTTP_IF_MATCH="*")
+    assert star.status_code == 412
+    assert star.json()["error"]["message"] == "'a.md' does not exist (If-Match: *)"
+    assert not Path(store.path, "a.md").exists()
+    alice_api.put(url, {"content": "v1"}, format="json")
+    assert (
+        alice_api.put(url, {"content": "v2"}, format="json", HTTP_IF_MATCH="*").status_code == 201
+    )
+    listed = f'"{sha("v0")}", W/"{sha("v2")}"'
+    ok = alice_api.put(url, {"content": "v3"}, format="json", HTTP_IF_MATCH=listed)
+    assert ok.status_code == 201
+    stale = alice_api.put(url, {"content": "v4"}, format="json", HTTP_IF_MATCH=listed)
+    assert stale.status_code == 412 and Path(store.path, "a.md").read_text() == "v3"
+
+
 @pytest.mark.parametrize(
     ("key", "rule"),
     [
