@@ -167,6 +167,31 @@ def test_the_edit_form_shows_what_the_memory_is_warned_of_before_a_keystroke(cli
     assert "Save anyway" in page
 
 
+def test_a_save_after_the_file_was_deleted_keeps_what_was_typed(client, stores, alice):
+    """An agent deleted the file while it was being edited: the save says so and gives back
+    the typed text in the new-memory form, which saves it again."""
+    target = root(stores.private) / "user_role.md"
+    client.force_login(alice)
+    page = client.get(url("memory_edit", stores.private, "user_role.md"))
+    target.unlink()
+    fields = {
+        "name": "Role",
+        "description": "Alice leads the backend team",
+        "type": "user",
+        "body": "Typed while the file went away.\n",
+        "base_sha256": base_sha256(page),
+    }
+    response = client.post(url("memory_edit", stores.private, "user_role.md"), fields)
+    assert response.status_code == 409
+    shown = text(response)
+    assert "user_role.md was deleted while you edited it, so nothing was saved" in shown
+    assert "Typed while the file went away." in shown
+    assert f'action="{url("memory_create", stores.private)}"' in response.content.decode()
+    saved = client.post(url("memory_create", stores.private), {**fields, "base_sha256": ""})
+    assert saved.status_code == 302
+    assert "Typed while the file went away." in target.read_text()
+
+
 def test_a_user_memory_saves_without_warnings(client, stores, alice):
     client.force_login(alice)
     response = edit(

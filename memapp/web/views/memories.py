@@ -8,7 +8,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
@@ -209,14 +209,37 @@ def _refuse_read_only(request: HttpRequest, store: Store, path: str) -> HttpResp
     return redirect(_memory_url(store, path))
 
 
+def _deleted_meanwhile(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
+    """A save of a memory deleted while it was edited (by an agent on disk, or in another
+    tab): the new-memory form holding what was typed, saying so. Nothing typed is lost."""
+    store = get_store_for_user(request.user, store_id)
+    typed = request.POST.copy()
+    typed["base_sha256"] = typed["index_line"] = ""  # of the file that is gone
+    form = MemoryForm(typed)
+    form.is_valid()
+    form.add_error(
+        None,
+        f"{path} was deleted while you edited it, so nothing was saved (its last version is in "
+        "the Trash). What you typed is below: save it as a new memory, or restore the old one "
+        "from the Trash.",
+    )
+    context = {"store": store, "form": form, "warnings": [], "preview": None}
+    return render(request, "memapp/edit.html", context, status=409)
+
+
 @login_required
 def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
-    store, file = get_memory_for_user(request.user, store_id, path)
+    try:
+        store, file = get_memory_for_user(request.user, store_id, path)
+        data = _read(store, path)
+    except (Http404, FileNotFoundError):
+        if request.method == "POST":
+            return _deleted_meanwhile(request, store_id, path)
+        raise Http404("No such memory.") from None
     if store.read_only:
         return _refuse_read_only(request, store, path)
     warnings: list[str] = []
     preview = None
-    data = _read(store, path)
     memory = parse_memory(data, path=path)
     odd = unknown_type(memory)
     if request.method == "POST":
