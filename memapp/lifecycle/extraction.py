@@ -157,6 +157,9 @@ def _targets(store: Store, team: Store | None) -> dict[str, Target]:
     return targets
 
 
+REDACTED = "[REDACTED:"  # how both secret layers mark what they took out of a transcript
+
+
 def _push_gate(text: str) -> list:
     """Both layers of the secret filter: a proposal may go to team memory."""
     return scan_for_push({"proposal.md": text}).get("proposal.md", [])
@@ -173,8 +176,13 @@ def _offline(
         seq_of = {row.key: row.seq for row in window.rows}
         for request in explicit_requests(window.entries):
             what = derivable(request.text)
-            if what is not None:
-                reason = f"not kept even though asked: {what} is recorded elsewhere"
+            if what is not None or REDACTED in request.text:
+                reason = (
+                    f"not kept even though asked: {what} is recorded elsewhere"
+                    if what is not None
+                    else "not kept even though asked: it was a secret (redacted), which no "
+                    "memory keeps"
+                )
                 dropped.append(Dropped(len(raw) + len(dropped), request.text[:200], reason))
                 continue
             change = offline_change(request, "", today)

@@ -72,3 +72,21 @@ def test_without_a_model_a_derivable_request_is_not_proposed(alice_api, settings
     )
     (dropped,) = ExtractionRun.objects.get().dropped_changes
     assert dropped["reason"] == "not kept even though asked: a file path is recorded elsewhere"
+
+
+def test_without_a_model_a_request_to_remember_a_secret_is_not_proposed(alice_api, settings):
+    """The transcript holds it redacted: a memory of "[REDACTED:…" is no memory."""
+    from tests.memdir.test_secret_rules import fake_tokens
+
+    settings.ANTHROPIC_API_KEY = ""
+    t = Transcript()
+    t.turn(f"remember that the deploy key is {fake_tokens(8)['aws-access-token']}", "Noted.")
+    t.turn("remember that we never deploy on Fridays", "Noted.")
+    upload(alice_api, t)
+    run_worker()
+    (change,) = Proposal.objects.get().changes.all()
+    assert change.name == "No Friday deploys"
+    (dropped,) = ExtractionRun.objects.get().dropped_changes
+    assert dropped["reason"] == (
+        "not kept even though asked: it was a secret (redacted), which no memory keeps"
+    )
