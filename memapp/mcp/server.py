@@ -17,7 +17,7 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import Resource, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from memapp.mcp import tools
 
@@ -34,7 +34,22 @@ Project = Annotated[
 
 
 class MemhubMCP(MCPServer):
-    """An MCPServer whose resources are the caller's, listed and read per request."""
+    """An MCPServer whose resources are the caller's, listed and read per request, and whose
+    refusal of a tool's arguments names each field and what is wrong with it."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(map(str, error['loc'])) or 'the arguments'}: {error['msg']}"
+                for error in exc.__cause__.errors(include_url=False)
+            )  # the SDK's text is pydantic's, model names and documentation links included
+            raise ToolError(
+                f"{name} was called with arguments it cannot take: {problems}"
+            ) from None
 
     async def list_resources(self) -> list[Resource]:
         found = await sync_to_async(tools.resources)()

@@ -95,6 +95,17 @@ def test_a_get_is_told_there_is_no_stream_at_once(server):
     assert httpx2.get(f"{server.url}/mcp/{SLUG}/").status_code == 401  # asked who first
 
 
+def test_arguments_a_tool_cannot_take_are_named_plainly(server):
+    async def work(client):
+        return await client.call_tool("recall", {"query": 5, "limit": "x"})
+
+    result = over_http(f"{server.url}/mcp/{SLUG}/", server.token, work)
+    assert result.is_error
+    [content] = result.content
+    assert content.text.startswith("recall was called with arguments it cannot take: query: ")
+    assert "pydantic" not in content.text and "recallArguments" not in content.text
+
+
 def test_recall_answers_with_fresh_memories_from_the_path_form(server, alice):
     store = resolve_store(alice, SLUG, "private")
     do_save_memory(
