@@ -213,6 +213,7 @@ def do_put_team_memory(
         # One snapshot: the files as they are now, and as the client got them.
         on_disk = store_checksums(Path(store.path), tuple(store.exclude)) if store.pk else {}
         sums = entry_checksums(store, on_disk) if store.pk else {}
+        uploaded = _without_copies_kept_back(store, uploaded, on_disk)
         _check_put(store, uploaded, sums, if_match)
         if store.pk is None:
             store = _create_team_store(user, slug)
@@ -247,6 +248,22 @@ def _with_team_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
             continue
         merged[key] = merge_index("", text, current)
     return merged
+
+
+def _without_copies_kept_back(
+    store: Store, uploaded: dict[str, str], on_disk: dict[str, str]
+) -> dict[str, str]:
+    """`uploaded` without the files team sync keeps back that the client sends as they are
+    here: a client that got one before it was kept back (or before this server withheld them)
+    sends it again at every push, since the GET no longer lists it; its secret would refuse
+    the whole PUT, the client's other changes with it."""
+    withheld = kept_back(store)
+    return {
+        key: text
+        for key, text in uploaded.items()
+        if key not in withheld
+        or on_disk.get(key) != checksum(text.encode("utf-8", "surrogateescape"))
+    }
 
 
 def _with_kept_back_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:

@@ -52,7 +52,7 @@ from memapp.client.sync_state import (
 )
 from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
 from memapp.memdir.keys import PathTraversalError, validate_key
-from memapp.memdir.secret_rules import scan_text
+from memapp.memdir.secret_rules import place, scan_name, scan_text
 from memapp.memdir.store_files import (
     INDEX_FILENAME,
     TEAM_DIR,
@@ -206,8 +206,7 @@ class PrivateSyncReport:
         lines = [f"conflict: {line}" for line in self.conflicts]
         lines += [
             f"skipped {hit['key']}: {hit.get('label') or 'secret'} "
-            f"({hit.get('rule_id', '?')}) on line {hit.get('line', '?')}; "
-            "remove it, then sync again"
+            f"({hit.get('rule_id', '?')}) {_place(hit.get('line'))}; remove it, then sync again"
             for hit in self.secrets
         ]
         lines += [f"error: {line}" for line in self.errors]
@@ -246,6 +245,10 @@ def _read_local(memory_dir: Path, key: str, report: PrivateSyncReport) -> str | 
         return None
 
 
+def _place(line: object) -> str:
+    return place(line) if isinstance(line, int) and line == 0 else f"on line {line or '?'}"
+
+
 def _without_local_secrets(
     uploads: list[_Upload], secret_scan: SecretScan | None, report: PrivateSyncReport
 ) -> list[_Upload]:
@@ -255,7 +258,9 @@ def _without_local_secrets(
         return uploads
     clean = []
     for item in uploads:
-        hits = secret_scan(item.content) if item.content is not None else []
+        hits = (
+            [*scan_name(item.key), *secret_scan(item.content)] if item.content is not None else []
+        )
         if not hits:
             clean.append(item)
             continue

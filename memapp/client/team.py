@@ -440,7 +440,7 @@ class TeamSync:
             except FileRejected as exc:
                 report.skip(f"{exc}; skipped")
                 continue
-            hits = scan_name(key) + self.secret_scan(text)
+            hits = [*scan_name(key), *self.secret_scan(text)]
             if hits:
                 report.add_secrets(
                     [

@@ -5,7 +5,8 @@ The `Stop` and `SessionEnd` hooks name the session's transcript. Its entries aft
 credential they catch leaves the machine, and uploaded in batches under 200 KB. The cursor moves
 only after the server has stored a batch, so a failed upload is sent again by the next hook. A
 session whose upload failed is also noted as owed (its SessionEnd may be its last hook): the
-next hook that reaches memhub, of any session, hands it to a detached uploader.
+next Stop or SessionEnd hook, of any session, whose upload memhub takes hands it to a
+detached uploader.
 A hook has less than a second: it uploads what fits in its budget, then leaves the rest to a
 detached `memhub-agent transcript-upload` process and returns. Nothing is printed, ever.
 The hook loads what an upload needs and no more: the commands' modules (argparse) and
@@ -40,6 +41,7 @@ __all__ = ["add_transcript_commands", "upload_from_hook", "upload_transcript"]
 SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
 MARGIN = 0.3  # seconds of the hook's budget a new batch needs (else it is left to a process)
 CATCH_UP = 5  # owed sessions a hook hands on at a time
+HAND_AGAIN_AFTER = 600  # seconds before an owed session handed on is handed on again
 MAX_ATTEMPTS = 5  # uploads of an owed session that failed before it is given up
 
 
@@ -124,7 +126,7 @@ def owe(
         path.unlink(missing_ok=True)
         return
     final = final or bool(known.get("final"))  # a SessionEnd stays owed
-    owed = {
+    owed = {  # handed_at goes: a failure may be handed on again at the next hook
         "session_id": session_id,
         "transcript": str(transcript),
         "cwd": cwd,
@@ -141,20 +143,28 @@ def paid(env: Mapping[str, str] | None, session_id: str) -> None:
 
 def catch_up(env: Mapping[str, str] | None, current: str) -> None:
     """Hand the sessions owed an upload (but `current`, which its own hook sends) to detached
-    uploaders, a few at a time: called once memhub has answered a hook."""
+    uploaders, a few at a time: called once memhub has taken a Stop or SessionEnd hook's
+    upload. One handed on is not handed on again for `HAND_AGAIN_AFTER` seconds, while its
+    uploader may still be at work."""
     try:
-        owed = sorted(_owed_path(env, current).parent.glob("*.json"))[: CATCH_UP + 1]
+        owed = sorted(_owed_path(env, current).parent.glob("*.json"))
     except OSError:
         return
-    handed = 0
+    handed, now = 0, time.time()
     for path in owed:
+        if handed == CATCH_UP:
+            break
         data = read_json(path) or {}
         session_id = data.get("session_id")
         if not valid_session_id(session_id) or not isinstance(data.get("transcript"), str):
             path.unlink(missing_ok=True)
             continue
-        if session_id == current or handed == CATCH_UP:
+        last = data.get("handed_at")
+        if session_id == current or (
+            isinstance(last, int | float) and now - last < HAND_AGAIN_AFTER
+        ):
             continue
+        write_private(path, json.dumps({**data, "handed_at": now}).encode(), durable=False)
         cwd, agent = str(data.get("cwd") or "/"), str(data.get("agent") or "claude-code")
         final = bool(data.get("final"))
         _spawn(str(session_id), Path(data["transcript"]), cwd, final, env, agent)
@@ -311,11 +321,12 @@ def upload_from_hook(
                 owe(env, session_id, transcript, cwd, final, agent)
                 raise
             done = False
-    if done:
-        paid(env, session_id)
-    else:
+    if not done:
         _spawn(session_id, transcript, cwd, final, env, agent)
-    catch_up(env, session_id)
+        return
+    paid(env, session_id)
+    if cursor.offset != start or final:  # memhub took an upload: it is back
+        catch_up(env, session_id)
 
 
 # --- commands ---------------------------------------------------------------------------------

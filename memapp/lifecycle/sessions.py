@@ -161,15 +161,24 @@ def _parsed(raw_entries: list) -> tuple[list[Entry], Counter[str], int]:
 
 
 def _title(session: Session, entries: list[Entry]) -> str:
+    """The session's title: its summary, else the first prompt; redacted by both secret
+    layers when it is new (it is shown at once, while the entries' second layer waits for the
+    extraction task), then cut: cut first, a secret across the cut would not be found."""
     for entry in entries:
         if entry.type == "summary" and entry.prose:
-            return entry.prose[:MAX_TITLE]
+            return _redacted_title(entry.prose)
     if session.title:
         return session.title
     for entry in entries:
         if entry.is_user_prose and not entry.is_sidechain:
-            return " ".join(entry.prose.split())[:MAX_TITLE]
+            return _redacted_title(" ".join(entry.prose.split()))
     return ""
+
+
+def _redacted_title(text: str) -> str:
+    # A secret runs a few hundred characters at most: what lies past that beyond the cut
+    # cannot reach into the title.
+    return redact_with_gate(text[: MAX_TITLE * 4])[0][:MAX_TITLE]
 
 
 def do_ingest_entries(
@@ -226,10 +235,7 @@ def do_ingest_entries(
         replies = [e for e in main if e.type == "assistant"]
         if replies:
             session.at_rest = not replies[-1].tools
-        title = _title(session, fresh)
-        if title != session.title:  # shown at once, before the task's second layer runs
-            title = redact_with_gate(title)[0][:MAX_TITLE]
-        session.title = title
+        session.title = _title(session, fresh)
         session.last_entry_at = now
         session.store = store
         entry_cwd = next((e.cwd for e in fresh if e.cwd), "")

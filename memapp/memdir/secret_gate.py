@@ -119,7 +119,7 @@ def scan_for_push(files: Mapping[K, str]) -> dict[K, list[SecretHit]]:
     """
     blocked: dict[K, list[SecretHit]] = {}
     for key, text in files.items():
-        hits = scan_name(str(key)) + _cache_for(key).scan(text)
+        hits = [*scan_name(str(key)), *_cache_for(key).scan(text)]
         if hits:
             blocked[key] = hits
     return blocked

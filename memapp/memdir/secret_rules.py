@@ -660,12 +660,13 @@ def scan_text(text: str) -> list[SecretHit]:
     return [SecretHit(rule_id, RULES[rule_id], line) for line, rule_id in sorted(found)]
 
 
-def scan_name(key: str) -> list[SecretHit]:
+@functools.lru_cache(maxsize=4096)
+def scan_name(key: str) -> tuple[SecretHit, ...]:
     """Every fast-rule hit in a file's name (its store key), on line 0: a token in a name is
     shared as surely as one in the text, in a teammate's checkout and in git's history and
     commit messages. Only the fast rules: their token shapes are certain enough for a name,
     where detect-secrets' entropy would take a hash in a name for a secret."""
-    return [SecretHit(hit.rule_id, hit.label, 0) for hit in scan_text(key)]
+    return tuple(SecretHit(hit.rule_id, hit.label, 0) for hit in scan_text(key))
 
 
 def redact_text(text: str) -> tuple[str, list[SecretHit]]:

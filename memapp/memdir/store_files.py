@@ -510,7 +510,7 @@ def secret_hits(key: str, text: str) -> list[dict[str, Any]]:
     rule, label, line."""
     return [
         {"key": key, "rule_id": hit.rule_id, "label": hit.label, "line": hit.line}
-        for hit in scan_name(key) + scan_text(text)
+        for hit in [*scan_name(key), *scan_text(text)]
     ]
 
 

@@ -155,6 +155,12 @@ def do_save_memory(
     alone (the `skip_index` flag, for memhub's own writes).
     """
     check_writable(store)
+    if store.kind == Store.Kind.TEAM and memory_type == "user" and via in _NO_TICK:
+        raise FileRejected(
+            "user_memory_private",
+            f"{path or name}: {USER_MEMORY_PRIVATE}",
+            {"keys": [path or name], "rule": "user_memory_private"},
+        )
     root = Path(store.path)
     with store_lock(store):
         created = path is None or base_sha256 == ""
@@ -293,8 +299,8 @@ def do_put_files(
         for key, text in check_entries(files, exclude=store.exclude).items()
     }
     check_secrets(store, files if store.kind == Store.Kind.TEAM else {}, index)
-    if store.kind == Store.Kind.TEAM and via in (Via.API, Via.AGENT_SYNC):
-        refuse_user_memories(files, allow=False)  # no box to tick (docs/design.md §14)
+    if store.kind == Store.Kind.TEAM and via in _NO_TICK:
+        refuse_user_memories(files, allow=False)
     result: dict[str, list[str]] = {"written": [], "unchanged": [], "deleted": []}
     with store_lock(store):
         for key, expected in if_match.items():
@@ -555,6 +561,9 @@ def _team_gate(team: Store, files: dict[str, str], index: dict[str, str]) -> Non
         )
 
 
+# Writes from agents, which have no box to tick that a user memory goes to team memory anyway
+# (docs/design.md §14).
+_NO_TICK = (Via.API, Via.AGENT_SYNC)
 USER_MEMORY_PRIVATE = (
     "user memories are about a person and stay private; to put one in team memory anyway, "
     "tick that you mean it"

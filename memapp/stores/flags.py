@@ -351,7 +351,7 @@ def _value(spec: FlagSpec, found: dict[int | None, Any], project_id: int | None)
     """The flag's value for the project from its stored values by project id (None: global):
     its own, else the global one, else the default. A stored value the flag no longer accepts
     (set before a bound was added) counts as unset."""
-    for scope in (project_id, None):
+    for scope in dict.fromkeys((project_id, None)):
         if scope in found and (scope is None or not spec.global_only):
             try:
                 return spec.clean(found[scope])

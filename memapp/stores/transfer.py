@@ -22,12 +22,12 @@ from typing import IO
 
 from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
+from memapp.memdir.keys import fold_key
 from memapp.memdir.secret_rules import place
 from memapp.memdir.store_files import (
     MAX_ENTRY_BYTES,
     FileRejected,
     check_entry,
-    check_key_neighbours,
     walk_store,
 )
 from memapp.stores.actions import USER_MEMORY_PRIVATE, secret_hits, store_file_path
@@ -153,14 +153,21 @@ def _neighbours(store: Store, plan: ImportPlan) -> None:
     """Skip each file that would sit beside another (in the store or the zip) as one file on
     macOS or Windows (`Code_Review.md` beside `code_review.md`)."""
     existing = {found.key for found in walk_store(store.path, store.exclude)}
+    spellings: dict[str, set[str]] = {}
+    for key in existing | set(plan.files):
+        spellings.setdefault(fold_key(key), set()).add(key)
+    everything = existing | set(plan.files)
     for key in list(plan.files):
-        others = existing | (set(plan.files) - {key})
-        try:
-            check_key_neighbours([key], others)
-        except FileRejected as exc:
-            plan.skipped.append((key, str(exc)))
-    for key, _ in plan.skipped:
-        plan.files.pop(key, None)
+        others = spellings[fold_key(key)] - {key}
+        parents = ["/".join(key.split("/")[:depth]) for depth in range(1, key.count("/") + 1)]
+        if others and key not in existing:
+            reason = f"a look-alike of {sorted(others)[0]!r} (one file on macOS or Windows)"
+        elif any(parent in everything for parent in parents):
+            reason = "its folder is a file"
+        else:
+            continue
+        plan.skipped.append((key, reason))
+        del plan.files[key]
 
 
 def _team_secrets(store: Store, plan: ImportPlan) -> None:

@@ -253,3 +253,20 @@ def test_a_session_whose_upload_keeps_failing_is_given_up_after_five_tries(tmp_p
     assert json.loads(marker.read_text())["attempts"] == MAX_ATTEMPTS - 1
     owe(env, "s-1", transcript, "/src", False, "claude-code", retried=True)
     assert not any(owed.iterdir())
+
+
+def test_an_owed_session_handed_on_is_not_handed_on_again_at_once(tmp_path, monkeypatch):
+    """Each hook that reaches memhub would otherwise start another uploader for it while the
+    first still runs."""
+    from memapp.client import transcripts
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    spawned = []
+    monkeypatch.setattr(transcripts, "_spawn", lambda *args: spawned.append(args[0]))
+    transcripts.owe(env, "s-1", tmp_path / "t.jsonl", "/src", True, "claude-code")
+    transcripts.catch_up(env, "s-2")
+    transcripts.catch_up(env, "s-2")
+    assert spawned == ["s-1"]
+    transcripts.owe(env, "s-1", tmp_path / "t.jsonl", "/src", True, "claude-code", retried=True)
+    transcripts.catch_up(env, "s-2")  # its uploader failed: handed on again
+    assert spawned == ["s-1", "s-1"]

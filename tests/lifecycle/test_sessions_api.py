@@ -87,6 +87,12 @@ def test_a_title_is_redacted_by_both_layers_before_it_is_shown(alice_api, client
     assert session.title == "Deploy user set up with [REDACTED:AWS Access Key]"
     client.force_login(alice)
     assert "AKIABCCCCCCCCCCCCCC5" not in client.get(reverse("sessions")).content.decode()
+    across = Transcript()  # a password the title's cut at 300 characters would split
+    across.turn("x", "y")
+    across.summary("w" * 280 + ' password = "hJ8sK2pQ9zX4mN7bV5cL"')
+    upload(alice_api, across)
+    title = Session.objects.get(session_id=across.session_id).title
+    assert "hJ8sK" not in title and len(title) <= 300
 
 
 def test_unchecked_entries_wait_for_the_second_layer(alice_api, transcript):

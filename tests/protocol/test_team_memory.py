@@ -403,6 +403,15 @@ def test_a_file_team_sync_keeps_back_is_not_served_nor_its_index_line(alice_api,
     assert (root / "MEMORY.md").read_text() == owners_index + freeze  # after the line it follows
     assert bob_api.get(URL).json()["content"]["entries"]["MEMORY.md"] == edited
     assert (root / "reference_ci.md").read_text() == leak
+    # A client that got the file before it was kept back sends its copy at every push: that
+    # copy is passed over, and the rest of the push goes in.
+    resent = {"reference_ci.md": leak, "feedback_new.md": "New.\n"}
+    current = bob_api.get(HASHES).json()["checksum"]
+    answer = put(bob_api, resent, HTTP_IF_MATCH=f'"{current}"')
+    assert answer.status_code == 200, answer.json()
+    assert (root / "feedback_new.md").read_text() == "New.\n"
+    changed = {"reference_ci.md": leak.replace("Token", "The token")}
+    assert put(bob_api, changed).status_code == 422  # a changed copy is judged as ever
 
 
 def test_a_put_is_a_git_commit_authored_by_the_tokens_user(bob, bob_api, filled, data_dir):

@@ -102,7 +102,8 @@ def test_a_protocol_put_of_a_user_memory_is_refused_naming_the_rule(alice, store
 
 
 def test_an_api_write_of_a_user_memory_into_team_memory_is_refused(alice, stores):
-    """The files API, its batch and the MCP server's writes have no box to tick either."""
+    """The files API, its batch and `remember` have no box to tick (nor the MCP server's
+    writes, which go through the files' write path as the API's do)."""
     _, team = stores
     api = api_client(alice)
     refused = api.put(
@@ -112,6 +113,14 @@ def test_an_api_write_of_a_user_memory_into_team_memory_is_refused(alice, stores
     assert refused.json()["error"]["code"] == "user_memory_private"
     batch = {"files": {"user_role.md": ROLE, "project_deploys.md": DEPLOYS}}
     assert api.post(f"/api/v1/stores/{team.pk}/batch", batch, format="json").status_code == 422
+    assert list(Path(team.path).iterdir()) == []
+    remembered = api.post(
+        "/api/v1/remember",
+        {"store": team.pk, "type": "user", "name": "Role", "description": "Alice leads"},
+        format="json",
+    )
+    assert remembered.status_code == 422
+    assert remembered.json()["error"]["code"] == "user_memory_private"
     assert list(Path(team.path).iterdir()) == []
     fine = api.put(
         f"/api/v1/stores/{team.pk}/files/project_deploys.md", {"content": DEPLOYS}, format="json"

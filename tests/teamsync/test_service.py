@@ -344,6 +344,8 @@ def test_a_token_in_a_file_name_never_reaches_the_shared_repository(
     client.force_login(alice)
     page = client.get(reverse("sync")).content.decode()
     assert "GitHub personal access token (<code>github-pat</code>), in its name" in page
+    assert "reference_[REDACTED:GitHub personal access token].md" in page
+    assert token not in page
 
 
 def test_a_blocked_file_is_reported_once_and_pushed_once_fixed(team_store, alice, remote):

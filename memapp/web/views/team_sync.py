@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from memapp.memdir.secret_rules import redact_text
 from memapp.stores.flags import get_flags
 from memapp.stores.models import Event, Store, event_visibility
 from memapp.web.diff import diff_lines
@@ -41,7 +42,8 @@ def _team_stores(user):
 
 
 def _blocked_files(stores: list[Store]) -> list[BlockedFile]:
-    """The files kept back, each with `why` in words: the size cap is its project's flag."""
+    """The files kept back, each with `why` in words (the size cap is its project's flag) and
+    `shown_key`, its key with a token in its name redacted."""
     blocked = list(BlockedFile.objects.filter(store__in=stores).select_related("store__project"))
     caps: dict[int, int] = {}
     for file in blocked:
@@ -52,6 +54,7 @@ def _blocked_files(stores: list[Store]) -> list[BlockedFile]:
                 caps[project.pk] = get_flags(project)["team_max_entry_bytes"]
             why = f"{why} ({caps[project.pk]:,} bytes)"
         file.why = why
+        file.shown_key = redact_text(file.key)[0]
     return blocked
 
 
