@@ -21,6 +21,16 @@ def edit(client, store: Store, path: str, **fields):
     return client.post(url("memory_edit", store, path), data)
 
 
+def save_after(client, user, store: Store, path: str, meanwhile, fields: dict):
+    """Open the edit form, let `meanwhile` change the file on disk, then save `fields`."""
+    client.force_login(user)
+    page = client.get(url("memory_edit", store, path))
+    meanwhile()
+    return client.post(
+        url("memory_edit", store, path), {**fields, "base_sha256": base_sha256(page)}
+    )
+
+
 def test_the_edit_form_starts_from_the_file_on_disk(client, stores, alice):
     client.force_login(alice)
     response = client.get(url("memory_edit", stores.private, "feedback_tests.md"))
@@ -171,17 +181,13 @@ def test_a_save_after_the_file_was_deleted_keeps_what_was_typed(client, stores, 
     """An agent deleted the file while it was being edited: the save says so and gives back
     the typed text in the new-memory form, which saves it again."""
     target = root(stores.private) / "user_role.md"
-    client.force_login(alice)
-    page = client.get(url("memory_edit", stores.private, "user_role.md"))
-    target.unlink()
     fields = {
         "name": "Role",
         "description": "Alice leads the backend team",
         "type": "user",
         "body": "Typed while the file went away.\n",
-        "base_sha256": base_sha256(page),
     }
-    response = client.post(url("memory_edit", stores.private, "user_role.md"), fields)
+    response = save_after(client, alice, stores.private, "user_role.md", target.unlink, fields)
     assert response.status_code == 409
     shown = text(response)
     assert "user_role.md was deleted while you edited it, so nothing was saved" in shown
@@ -208,21 +214,19 @@ def test_a_user_memory_saves_without_warnings(client, stores, alice):
 
 def test_a_file_changed_on_disk_after_the_form_opened_is_not_overwritten(client, stores, alice):
     target = root(stores.private) / "feedback_tests.md"
-    client.force_login(alice)
-    form = client.get(url("memory_edit", stores.private, "feedback_tests.md"))
     theirs = (
         "---\nname: Real DB\ndescription: Tests hit a real database\ntype: feedback\n---\n"
         "An agent added this line.\n"
     )
-    target.write_text(theirs)
     mine = {
         "name": "Real DB",
         "description": "Tests hit a real database (edited)",
         "type": "feedback",
         "body": "My edit.\n\n**Why:** x.\n**How to apply:** y.\n",
-        "base_sha256": base_sha256(form),
     }
-    response = client.post(url("memory_edit", stores.private, "feedback_tests.md"), mine)
+    response = save_after(
+        client, alice, stores.private, "feedback_tests.md", lambda: target.write_text(theirs), mine
+    )
     assert response.status_code == 409
     assert target.read_text() == theirs
     page = text(response)
