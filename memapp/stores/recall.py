@@ -54,6 +54,7 @@ from memapp.stores.prompting import team_store_for
 from memapp.stores.recall_stats import count_recalled
 from memapp.stores.shared_state import Seen, read, update
 from memapp.stores.warm import read_ahead, remembered
+from memapp.stores.withheld import withheld
 
 if TYPE_CHECKING:
     import anthropic
@@ -540,6 +541,8 @@ def recall_for(
     session = _session(user, session_id)
     surfaced_paths = set(already_surfaced) | session.value.paths
     surfaced = _surfaced(indexes, surfaced_paths, memory_dir)
+    # What team sync keeps back (a secret) goes to no teammate's agent: as if already shown.
+    surfaced |= {(store.pk, key) for store, _ in indexes for key in withheld(store)}
     outcome = RecallOutcome(candidates=_eligible_count(indexes, surfaced, max_files))
 
     def candidate(store: Store, header: MemoryHeader) -> Candidate:

@@ -170,10 +170,12 @@ def _members_changed(sender, action: str, **kwargs) -> None:
         bump()
 
 
-def connect_signals(models_answered_from: Iterable[type[models.Model]], members) -> None:
+def connect_signals(models_answered_from: Iterable[type[models.Model]], members=None) -> None:
     """Bump on every save and delete of these models and every change of `members` (the
-    through model of a project's members); called once by the app's `ready`."""
+    through model of a project's members); called once by each app's `ready` that keeps
+    answers in such models."""
     for model in models_answered_from:
         post_save.connect(_saved, sender=model, dispatch_uid=f"warm-save-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"warm-delete-{model.__name__}")
-    m2m_changed.connect(_members_changed, sender=members, dispatch_uid="warm-members")
+    if members is not None:
+        m2m_changed.connect(_members_changed, sender=members, dispatch_uid="warm-members")

@@ -293,6 +293,21 @@ def test_a_teammate_sees_team_memories_but_not_the_owners_private_ones(bob_api, 
     assert "Tuesdays" not in json.dumps(body)
 
 
+def test_a_team_file_kept_back_for_a_secret_is_recalled_for_no_one(bob_api, bob, both_scopes):
+    """Team sync keeps it from the shared repository, so no teammate gets it from git: nor
+    from recall, which would hand its text to their agent (and its model)."""
+    from teamsync.models import BlockedFile
+
+    _, team = both_scopes
+    team.project.members.add(bob)
+    query = "how do we deploy to production?"
+    assert paths(recall(bob_api, query=query, scope="team")) == ["team/project_deploy.md"]
+    BlockedFile.objects.create(store=team, key="project_deploy.md", reason="secret", hits=[])
+    assert recall(bob_api, query=query, scope="team")["memories"] == []
+    BlockedFile.objects.all().delete()  # fixed: it goes to git, and to recall, again
+    assert paths(recall(bob_api, query=query, scope="team")) == ["team/project_deploy.md"]
+
+
 def test_an_outsider_with_no_store_gets_nothing(charlie, both_scopes):
     body = recall(api_client(charlie), query="how do we deploy to production?")
     assert body["memories"] == [] and body["rendered"] == ""

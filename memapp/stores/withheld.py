@@ -1,0 +1,29 @@
+"""Files of a team store that memhub keeps from teammates' agents: what team sync keeps back (a
+secret, a cap, not text), which therefore never reaches a teammate through git, is not
+recalled for them either (docs/design.md §10). Team sync, an app above this one, registers
+where it keeps them at start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memapp.stores.models import Store
+from memapp.stores.warm import remembered
+
+__all__ = ["register_withheld", "withheld"]
+
+_sources: list[Callable[[Store], set[str]]] = []
+
+
+def register_withheld(source: Callable[[Store], set[str]]) -> None:
+    _sources.append(source)
+
+
+def withheld(store: Store) -> frozenset[str]:
+    """The keys of `store` kept from teammates; kept by a warm worker (a change of any source
+    must replace the warm stamp: team sync's `BlockedFile` does, through its signals)."""
+    if store.kind != Store.Kind.TEAM or not _sources:
+        return frozenset()
+    return remembered(
+        ("withheld", store.pk), lambda: frozenset().union(*(source(store) for source in _sources))
+    )
