@@ -36,11 +36,12 @@ _WRITERS = 16
 _PARALLEL_FROM = 16
 
 
-def keep_mtime(path: str | os.PathLike[str], mtime_ms: int | None) -> None:
+def keep_mtime(path: str | os.PathLike[str], mtime_ms: object) -> None:
     """Give a file just written the modification time it has where it came from (`mtime_ms`,
-    none later than now; None leaves it as written): agents and memhub read a memory's age from
-    it, and a copy is not a new memory. The access time becomes now."""
-    if mtime_ms is None:
+    none later than now; anything but a whole number of ms, None included, leaves it as
+    written): agents and memhub read a memory's age from it, and a copy is not a new memory.
+    The access time becomes now."""
+    if not isinstance(mtime_ms, int) or isinstance(mtime_ms, bool) or mtime_ms < 0:
         return
     now = time.time_ns()
     os.utime(path, ns=(now, min(mtime_ms * 1_000_000, now)))

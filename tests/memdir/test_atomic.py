@@ -317,3 +317,22 @@ def test_a_file_another_writer_changes_right_after_the_rename_is_not_vouched_for
     given = stats[target]
     assert (given.st_ino, given.st_mtime_ns, given.st_ctime_ns, given.st_size) != stamp
     assert target.read_bytes() == b"the editor's longer text"
+
+
+def test_a_copy_keeps_the_age_it_came_with_and_nothing_else_moves_it(tmp_path):
+    """What a server or another machine says a file's mtime is (ms), kept when it is a whole
+    number not in the future; a malformed or missing one leaves the file as written."""
+    import time
+
+    from memapp.memdir.atomic import keep_mtime
+
+    path = tmp_path / "a.md"
+    path.write_text("a")
+    month_ago_ms = int((time.time() - 30 * 86400) * 1000)
+    keep_mtime(path, month_ago_ms)
+    assert path.stat().st_mtime_ns // 1_000_000 == month_ago_ms
+    for malformed in (None, "123", 1.5, True, -5, [1]):
+        keep_mtime(path, malformed)
+        assert path.stat().st_mtime_ns // 1_000_000 == month_ago_ms
+    keep_mtime(path, int((time.time() + 86400) * 1000))
+    assert path.stat().st_mtime <= time.time()
