@@ -25,6 +25,7 @@ __all__ = [
     "check_key",
     "check_key_name",
     "check_new_keys",
+    "new_key_problems",
     "fold_key",
     "memory_dir_override_problem",
     "normalize_key",
@@ -190,21 +191,33 @@ def check_new_keys(keys: Iterable[str], existing: Iterable[str]) -> None:
     macOS or Windows (`lookalike-duplicate`: `café.md` in NFC beside its NFD spelling,
     `Notes.md` beside `notes.md`), or a key's folder is another key (`parent-is-file`).
     `existing` are the store's keys that stay; `keys` the ones written (already NFC)."""
+    problems = new_key_problems(keys, existing)
+    if problems:
+        raise next(iter(problems.values()))
+
+
+def new_key_problems(keys: Iterable[str], existing: Iterable[str]) -> dict[str, PathTraversalError]:
+    """Every key of `keys` that :func:`check_new_keys` refuses, with its error, in one pass:
+    look-alikes first (of an existing key, or of one earlier in `keys`), then keys whose
+    folder is a file, each in the order of `keys`."""
     wanted = list(keys)
     kept = set(existing)
     taken: dict[str, str] = {fold_key(key): key for key in kept}
+    problems: dict[str, PathTraversalError] = {}
     for key in wanted:
         if key in kept:
             continue  # an existing file rewritten: its neighbours were there before
         other = taken.setdefault(fold_key(key), key)
         if other != key:
-            raise PathTraversalError("lookalike-duplicate", key, f"beside {other!r}")
+            problems[key] = PathTraversalError("lookalike-duplicate", key, f"beside {other!r}")
     files = set(wanted) | kept
     for key in wanted:
         parts = key.split("/")
-        for depth in range(1, len(parts)):
-            if "/".join(parts[:depth]) in files:
-                raise PathTraversalError("parent-is-file", key)
+        if key not in problems and any(
+            "/".join(parts[:depth]) in files for depth in range(1, len(parts))
+        ):
+            problems[key] = PathTraversalError("parent-is-file", key)
+    return problems
 
 
 def _is_inside(path: str, root: str) -> bool:

@@ -22,7 +22,7 @@ from typing import IO
 
 from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
-from memapp.memdir.keys import fold_key
+from memapp.memdir.keys import new_key_problems, normalize_key
 from memapp.memdir.secret_rules import place
 from memapp.memdir.store_files import (
     MAX_ENTRY_BYTES,
@@ -150,24 +150,14 @@ def read_import(store: Store, upload: IO[bytes], *, allow_user: bool = False) ->
 
 
 def _neighbours(store: Store, plan: ImportPlan) -> None:
-    """Skip each file that would sit beside another (in the store or the zip) as one file on
-    macOS or Windows (`Code_Review.md` beside `code_review.md`)."""
+    """Skip each file that would sit beside another (in the store or, before it, in the zip) as
+    one file on macOS or Windows (`Code_Review.md` beside `code_review.md`), or under a file:
+    the import's own check of the keys it writes, made here on all of them at once."""
     existing = {found.key for found in walk_store(store.path, store.exclude)}
-    spellings: dict[str, set[str]] = {}
-    for key in existing | set(plan.files):
-        spellings.setdefault(fold_key(key), set()).add(key)
-    everything = existing | set(plan.files)
-    for key in list(plan.files):
-        others = spellings[fold_key(key)] - {key}
-        parents = ["/".join(key.split("/")[:depth]) for depth in range(1, key.count("/") + 1)]
-        if others and key not in existing:
-            reason = f"a look-alike of {sorted(others)[0]!r} (one file on macOS or Windows)"
-        elif any(parent in everything for parent in parents):
-            reason = "its folder is a file"
-        else:
-            continue
-        plan.skipped.append((key, reason))
-        del plan.files[key]
+    written = {normalize_key(key): key for key in plan.files}  # as the import writes them
+    for key, problem in new_key_problems(written, existing).items():
+        plan.skipped.append((written[key], str(problem)))
+        del plan.files[written[key]]
 
 
 def _team_secrets(store: Store, plan: ImportPlan) -> None:
