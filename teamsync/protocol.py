@@ -66,12 +66,15 @@ def kept_back(store: Store) -> set[str]:
     return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
 
 
-def entry_checksums(store: Store, on_disk: dict[str, str] | None = None) -> dict[str, str]:
-    """Each entry's checksum as teammates get it (:func:`read_team_entries`), from the
-    checksums of the files as they are (`on_disk`, read now when None)."""
-    if on_disk is None:
-        on_disk = store_checksums(Path(store.path), tuple(store.exclude))
-    withheld = kept_back(store)
+def entry_checksums(store: Store) -> dict[str, str]:
+    """Each entry's checksum as teammates get it (:func:`read_team_entries`)."""
+    on_disk = store_checksums(Path(store.path), tuple(store.exclude))
+    return _served_checksums(store, on_disk, kept_back(store))
+
+
+def _served_checksums(store: Store, on_disk: dict[str, str], withheld: set[str]) -> dict[str, str]:
+    """The checksums of the files as they are (`on_disk`) as teammates get them, without the
+    `withheld` files and with each index as it is served."""
     if not withheld:
         return on_disk
     served = {key: value for key, value in on_disk.items() if key not in withheld}
@@ -212,8 +215,9 @@ def do_put_team_memory(
             store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
         # One snapshot: the files as they are now, and as the client got them.
         on_disk = store_checksums(Path(store.path), tuple(store.exclude)) if store.pk else {}
-        sums = entry_checksums(store, on_disk) if store.pk else {}
-        uploaded = _without_copies_kept_back(store, uploaded, on_disk)
+        withheld = kept_back(store)
+        sums = _served_checksums(store, on_disk, withheld)
+        uploaded = _without_copies_kept_back(uploaded, on_disk, withheld)
         _check_put(store, uploaded, sums, if_match)
         if store.pk is None:
             store = _create_team_store(user, slug)
@@ -222,7 +226,7 @@ def do_put_team_memory(
         upserts = {k: v for k, v in uploaded.items() if k not in held}
         if if_match is None:
             upserts = _with_team_lines(store, upserts)
-        upserts = _with_kept_back_lines(store, upserts)
+        upserts = _with_kept_back_lines(store, upserts, withheld)
         # Per-key preconditions too, checked under the store's own lock: a UI or API write
         # that lands after the snapshot is not overwritten.
         expected = {k: on_disk[k] for k in upserts if k in on_disk}
@@ -251,13 +255,12 @@ def _with_team_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
 
 
 def _without_copies_kept_back(
-    store: Store, uploaded: dict[str, str], on_disk: dict[str, str]
+    uploaded: dict[str, str], on_disk: dict[str, str], withheld: set[str]
 ) -> dict[str, str]:
-    """`uploaded` without the files team sync keeps back that the client sends as they are
-    here: a client that got one before it was kept back (or before this server withheld them)
-    sends it again at every push, since the GET no longer lists it; its secret would refuse
-    the whole PUT, the client's other changes with it."""
-    withheld = kept_back(store)
+    """`uploaded` without the `withheld` files (team sync keeps them back) that the client
+    sends as they are here: a client that got one before it was kept back (or before this
+    server withheld them) sends it again at every push, since the GET no longer lists it; its
+    secret would refuse the whole PUT, the client's other changes with it."""
     return {
         key: text
         for key, text in uploaded.items()
@@ -266,11 +269,12 @@ def _without_copies_kept_back(
     }
 
 
-def _with_kept_back_lines(store: Store, upserts: dict[str, str]) -> dict[str, str]:
-    """`upserts` with each index keeping the store's entries of the files team sync keeps
-    back: the client never got them (:func:`read_team_entries`), so it cannot have meant to
-    take them away."""
-    withheld = kept_back(store)
+def _with_kept_back_lines(
+    store: Store, upserts: dict[str, str], withheld: set[str]
+) -> dict[str, str]:
+    """`upserts` with each index keeping the store's entries of the `withheld` files (team
+    sync keeps them back): the client never got them (:func:`read_team_entries`), so it cannot
+    have meant to take them away."""
     if not withheld:
         return upserts
     kept = dict(upserts)
