@@ -246,7 +246,7 @@ def _read_local(memory_dir: Path, key: str, report: PrivateSyncReport) -> str | 
 
 
 def _place(line: object) -> str:
-    return place(line) if isinstance(line, int) and line == 0 else f"on line {line or '?'}"
+    return place(line, on=True) if isinstance(line, int) else "on line ?"  # a server's, unread
 
 
 def _without_local_secrets(

@@ -148,8 +148,7 @@ class TeamReport:
     def details(self) -> list[str]:
         lines = [
             f"{hit['key']}: not sent: {hit['label']} ({hit['rule_id']}) "
-            + ("on " if hit["line"] else "")
-            + place(hit["line"])
+            f"{place(hit['line'], on=True)}"
             for hit in self.secrets
         ]
         lines += [

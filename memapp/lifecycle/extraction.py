@@ -52,6 +52,7 @@ from memapp.memdir.extraction import (
 from memapp.memdir.scan import detect_type_form, format_manifest
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.secret_rules import REDACTED
 from memapp.memdir.store_files import FileRejected
 from memapp.memdir.transcripts import Entry, count_turns, render_messages, wrote_memory
 from memapp.stores.actions import new_memory_path
@@ -155,9 +156,6 @@ def _targets(store: Store, team: Store | None) -> dict[str, Target]:
     if team is not None:
         targets["team"] = Target(Path(team.path), tuple(team.exclude))
     return targets
-
-
-REDACTED = "[REDACTED:"  # how both secret layers mark what they took out of a transcript
 
 
 def _push_gate(text: str) -> list:

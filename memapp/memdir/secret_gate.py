@@ -24,7 +24,14 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from memapp.memdir.secret_rules import SecretHit, SecretScanCache, redact_text, scan_name, scan_text
+from memapp.memdir.secret_rules import (
+    SecretHit,
+    SecretScanCache,
+    redact_text,
+    redaction,
+    scan_name,
+    scan_text,
+)
 
 if TYPE_CHECKING:
     from detect_secrets.core.potential_secret import PotentialSecret
@@ -143,7 +150,7 @@ def redact_with_gate(text: str, filename: str = "transcript.md") -> tuple[str, l
             number = secret.line_number
             if not 1 <= number <= len(lines):
                 continue
-            line, label = lines[number - 1], f"[REDACTED:{secret.type}]"
+            line, label = lines[number - 1], redaction(secret.type)
             value = secret.secret_value or ""
             if len(value) >= 4 and value in line:
                 lines[number - 1] = line.replace(value, label)

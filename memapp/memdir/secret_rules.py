@@ -29,11 +29,13 @@ from memapp.memdir.digests import sha256
 from memapp.memdir.records import Record
 
 __all__ = [
+    "REDACTED",
     "RULES",
     "SecretHit",
     "SecretScanCache",
     "place",
     "redact_text",
+    "redaction",
     "scan_name",
     "scan_text",
 ]
@@ -50,10 +52,20 @@ class SecretHit(Record):  # not a dataclass: the Stop hook loads this (docs/scal
         return f"{place(self.line)}: {self.label} ({self.rule_id})"
 
 
-def place(line: int) -> str:
-    """Where a hit is, as a person reads it: ``line 3``, or ``in its name`` (line 0, what
-    :func:`scan_name` reports)."""
-    return f"line {line}" if line else "in its name"
+REDACTED = "[REDACTED:"  # how both layers mark what they took out of a text
+
+
+def redaction(label: str) -> str:
+    """What stands in a redacted text for a secret of the kind `label` names."""
+    return f"{REDACTED}{label}]"
+
+
+def place(line: int, *, on: bool = False) -> str:
+    """Where a hit is, as a person reads it: ``line 3`` (``on line 3`` with `on`), or ``in its
+    name`` (line 0, what :func:`scan_name` reports)."""
+    if not line:
+        return "in its name"
+    return f"on line {line}" if on else f"line {line}"
 
 
 class _Rule(Record):
@@ -698,7 +710,7 @@ def _replaced(text: str, matches: list[tuple[int, int, _Rule]]) -> str:
     for start, end, rule in sorted(matches, key=lambda m: (m[0], -m[1])):
         if start < position:
             continue  # inside a span already redacted
-        parts += [text[position:start], f"[REDACTED:{rule.label}]"]
+        parts += [text[position:start], redaction(rule.label)]
         position = end
     parts.append(text[position:])
     return "".join(parts)

@@ -72,7 +72,7 @@ def _entry_problem(store: Store, info: zipfile.ZipInfo) -> str | None:
 
 
 def _hit_place(hit: dict) -> str:
-    return f"{hit['label']} " + ("on " if hit["line"] else "") + place(hit["line"])
+    return f"{hit['label']} {place(hit['line'], on=True)}"
 
 
 def _text_problem(store: Store, key: str, data: bytes) -> tuple[str | None, str]:
