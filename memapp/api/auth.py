@@ -93,6 +93,12 @@ def needed_scope(request, view) -> str:
     return ApiToken.Scope.WRITE
 
 
+def may_write(token: ApiToken) -> bool:
+    """Whether a reading request's token may also create what it reads about: a read-scope
+    token's prompt, recall or store lookup creates no project."""
+    return scope_allows(token.scope, ApiToken.Scope.WRITE)
+
+
 class TokenScopePermission(BasePermission):
     """Signed in with a token whose scope allows the request: a read token reads, a write token
     also writes its owner's memory, a team-write token also the team's."""

@@ -26,7 +26,13 @@ from rest_framework.renderers import JSONRenderer
 
 from memapp.api import recall
 from memapp.api import serializers as s
-from memapp.api.auth import AUTHENTICATE_HEADER, TokenRateThrottle, throttle_key, token_row
+from memapp.api.auth import (
+    AUTHENTICATE_HEADER,
+    TokenRateThrottle,
+    may_write,
+    throttle_key,
+    token_row,
+)
 from memapp.api.errors import api_exception_handler
 from memapp.api.parsers import BoundedJSONParser
 from memapp.api.quick_checks import quick_validated
@@ -137,7 +143,8 @@ def plain(
     answer: Callable[..., dict],
     ahead: Callable[[int, object], list[str]] = lambda user_pk, data: [],
 ) -> Callable:
-    """`drf_view` answered here, in the usual case, by `answer(user, validated data)`.
+    """`drf_view` answered here, in the usual case, by `answer(user, validated data,
+    may_write=…)`.
     `ahead(user_pk, body)`: the shared state `answer` will read (memapp.stores.warm.read_ahead),
     read with the warm stamp."""
     view_class = drf_view.cls  # type: ignore[attr-defined]
@@ -170,7 +177,7 @@ def plain(
             valid = quick_validated(serializer, data)
             if valid is None:
                 valid = s.validated(serializer, data)
-            response = _json(answer(row.user, valid))
+            response = _json(answer(row.user, valid, may_write=may_write(row)))
         except Exception as exc:
             response = _error(exc)
         for name, value in headers.items():

@@ -16,35 +16,44 @@ from rest_framework.response import Response
 
 from memapp.api import examples
 from memapp.api import serializers as s
+from memapp.api.auth import may_write
 from memapp.api.errors import ApiError
 from memapp.lifecycle.summaries import hook_summary
 from memapp.stores.models import Store
-from memapp.stores.projects import find_project, resolve_store
+from memapp.stores.projects import find_project, no_project_message, resolve_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
 from memapp.stores.warm import remembered
 
 
-def _reading_store(user, data) -> Store | None:
+def _reading_store(user, data, may_write: bool) -> Store | None:
     """The user's private store of the project a prompt or recall is about. Reading makes one
-    only in a project the user belongs to (or a new one): a non-member's recall leaves no store
-    behind in someone else's project. None: a non-member who kept no store from before. Kept
-    by a warm worker (memapp.stores.warm)."""
-    key = ("reading-store", user.pk, data["project"], data["project_dirname"])
-    return remembered(key, lambda: _find_reading_store(user, data))
+    only in a project the user belongs to, or a new one when the token may write (a read-scope
+    token creates no project): a non-member's recall leaves no store behind in someone else's
+    project. None: a non-member who kept no store from before. Kept by a warm worker
+    (memapp.stores.warm)."""
+    key = ("reading-store", user.pk, data["project"], data["project_dirname"], may_write)
+    return remembered(key, lambda: _find_reading_store(user, data, may_write))
 
 
-def _find_reading_store(user, data) -> Store | None:
+def _find_reading_store(user, data, may_write: bool) -> Store | None:
     project = find_project(data["project"]) or (
         find_project(data["project_dirname"]) if data["project_dirname"] else None
     )
     member = project is None or project.members.filter(pk=user.pk).exists()
     try:
         return resolve_store(
-            user, data["project"], "private", alias=data["project_dirname"], create=member
+            user,
+            data["project"],
+            "private",
+            alias=data["project_dirname"],
+            create=member,
+            new_project=may_write,
         )
     except Http404:
+        if project is None:
+            raise ApiError(404, "no_project", no_project_message(data["project"])) from None
         if member:
             raise
         return None
@@ -53,10 +62,10 @@ def _find_reading_store(user, data) -> Store | None:
 NOT_A_MEMBER = "You are not a member of this project: ask an admin to add you."
 
 
-def _memory_store(user, data) -> Store:
+def _memory_store(user, data, may_write: bool) -> Store:
     """The store a prompt or recall is about: the agent's own when `agent_type` is given (404
     when memhub has none of it), else the user's private store of the project."""
-    private = _reading_store(user, data)
+    private = _reading_store(user, data, may_write)
     if private is None:
         raise ApiError(404, "not_a_member", NOT_A_MEMBER)
     if not data["agent_type"]:
@@ -92,12 +101,13 @@ def prompt(request: Request) -> Response:
         s.PromptSerializer,
         request.data if request.method == "POST" else request.query_params.dict(),
     )
-    return Response(prompt_answer(request.user, data))
+    return Response(prompt_answer(request.user, data, may_write=may_write(request.auth)))
 
 
-def prompt_answer(user, data) -> dict:
-    """What `prompt` answers to `data`, validated (memapp.api.plain_views answers it too)."""
-    store = _memory_store(user, data)
+def prompt_answer(user, data, *, may_write: bool) -> dict:
+    """What `prompt` answers to `data`, validated (memapp.api.plain_views answers it too);
+    `may_write`: whether the token's scope allows writing."""
+    store = _memory_store(user, data, may_write)
     result = assemble_for(user, store, data["memory_dir"] or None)
     return {
         "text": result.text,
@@ -120,12 +130,14 @@ def recall(request: Request) -> Response:
     """At most 5 memories that fit the query, each with its header, plus the rendered block.
     With `agent_type`, from the agent's own memory (from the project's when memhub has none of
     that agent)."""
-    return Response(recall_answer(request.user, s.validated(s.RecallSerializer, request.data)))
+    data = s.validated(s.RecallSerializer, request.data)
+    return Response(recall_answer(request.user, data, may_write=may_write(request.auth)))
 
 
-def recall_answer(user, data) -> dict:
-    """What `recall` answers to `data`, validated (memapp.api.plain_views answers it too)."""
-    private = _reading_store(user, data)
+def recall_answer(user, data, *, may_write: bool) -> dict:
+    """What `recall` answers to `data`, validated (memapp.api.plain_views answers it too);
+    `may_write`: whether the token's scope allows writing."""
+    private = _reading_store(user, data, may_write)
     if private is None:  # hooks expect an answer: nothing to recall, and why
         return {
             "memories": [],

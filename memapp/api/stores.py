@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from memapp.api import examples
 from memapp.api import serializers as s
+from memapp.api.auth import may_write
 from memapp.api.errors import ApiError
 from memapp.memdir.index import INDEX_FILENAME
 from memapp.memdir.store_files import CHECKSUM_PREFIX, FileRejected, checksum
@@ -88,6 +89,7 @@ def store_resolve(request: Request) -> Response:
             data["scope"],
             alias=data["project_dirname"],
             create=data["create"],
+            new_project=may_write(request.auth),
         )
     except Http404:
         if data["create"]:

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memapp.api.auth import may_write
 from memapp.lifecycle.daily_logs import do_append_daily_log
 from memapp.lifecycle.models import Proposal
 from memapp.lifecycle.past_context import search_past_context
@@ -89,7 +90,7 @@ def _refused(exc: FileRejected) -> ToolError:
 
 def private_store(project: str | None) -> Store:
     """The caller's private store of the project named by the argument or, failing that, by
-    the URL; `ToolError` when neither names one."""
+    the URL; `ToolError` when neither names one, or one a read-scope token may not create."""
     who = caller()
     ref = (project or "").strip() or who.project
     if not ref:
@@ -98,7 +99,7 @@ def private_store(project: str | None) -> Store:
             "/mcp/<owner>/<repo>/."
         )
     try:
-        return resolve_store(who.user, ref, "private")
+        return resolve_store(who.user, ref, "private", new_project=may_write(who.token))
     except Http404:
         raise ToolError(f"No project {ref!r} that you can use.") from None
 

@@ -16,8 +16,8 @@ def mcp_endpoint(request: HttpRequest, **kwargs: str) -> HttpResponse:
 
 
 urlpatterns = [
-    path("mcp", mcp_endpoint, name="mcp"),
-    path("mcp/", mcp_endpoint),
+    # One name with or without the slash: token scopes know the endpoint by it.
+    re_path(r"^mcp/?$", mcp_endpoint, name="mcp"),
     re_path(r"^mcp/(?P<project>[^/].*?)/?$", mcp_endpoint, name="mcp_project"),
     path(
         ".well-known/oauth-protected-resource",

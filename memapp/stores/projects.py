@@ -92,15 +92,25 @@ def managed_store_dir(project: Project, scope: str, user=None):
     return base / (f"private-{user.pk}" if scope == Store.Kind.PRIVATE else "team")
 
 
-def resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
+def resolve_store(
+    user,
+    project_ref: str,
+    scope: str,
+    *,
+    alias: str = "",
+    create: bool = True,
+    new_project: bool = True,
+):
     """Like `_resolve_store`, with a read-only fast path for the common case: the user's own
     private store of a known project (no write transaction, so no SQLite write lock); kept by
     a warm worker (memapp.stores.warm: making a store or a project replaces the stamp)."""
-    key = ("resolved-store", user.pk, project_ref, scope, alias, create)
-    return remembered(key, lambda: _find_store(user, project_ref, scope, alias, create))
+    key = ("resolved-store", user.pk, project_ref, scope, alias, create, new_project)
+    return remembered(
+        key, lambda: _find_store(user, project_ref, scope, alias, create, new_project)
+    )
 
 
-def _find_store(user, project_ref: str, scope: str, alias: str, create: bool):
+def _find_store(user, project_ref: str, scope: str, alias: str, create: bool, new_project: bool):
     if scope == Store.Kind.PRIVATE and not alias:
         store = (
             Store.objects.filter(
@@ -115,22 +125,35 @@ def _find_store(user, project_ref: str, scope: str, alias: str, create: bool):
         )
         if store is not None:
             return store
-    return _resolve_store(user, project_ref, scope, alias=alias, create=create)
+    return _resolve_store(
+        user, project_ref, scope, alias=alias, create=create, new_project=new_project
+    )
 
 
 @transaction.atomic
-def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", create: bool = True):
+def _resolve_store(
+    user,
+    project_ref: str,
+    scope: str,
+    *,
+    alias: str = "",
+    create: bool = True,
+    new_project: bool = True,
+):
     """The user's private store, or the project's team store, for an agent's project.
 
     `alias` is the sanitized directory name the agent also knows; a project first discovered
     under it takes the slug as its identity (docs/design.md §1), but only for a member who
-    may create a project of that name. A team store needs membership (else 404, so nothing
-    leaks); a private store is the user's own and is created on first use in a project memhub
-    knows, or one the user may create (`may_create_project`). With `create` false nothing is
+    may create a project of that name (and not for a read-scope token: `new_project` false). A
+    team store needs membership (else 404, so nothing leaks); a private store is the user's own
+    and is created on first use in a project memhub knows, or one the user may create
+    (`may_create_project`) unless `new_project` is false. With `create` false nothing is
     written, not even that link: a missing store is a 404.
     """
     project = find_project(project_ref) or (find_project(alias) if alias else None)
-    linkable = create and project is not None and alias and project.key == alias != project_ref
+    linkable = (
+        create and new_project and project is not None and alias and project.key == alias
+    ) and alias != project_ref
     if (
         linkable
         and not project.repo_slug
@@ -154,7 +177,7 @@ def _resolve_store(user, project_ref: str, scope: str, *, alias: str = "", creat
             raise Http404("No team store.")
         return store
     if project is None:
-        if not create or not may_create_project(user, project_ref):
+        if not (create and new_project) or not may_create_project(user, project_ref):
             raise Http404("No such project.")
         slug = project_ref if REPO_SLUG_RE.fullmatch(project_ref) else ""
         project = Project.objects.create(key=project_ref, repo_slug=slug)

@@ -22,7 +22,7 @@ from memapp.api import recall as drf
 from memapp.api.auth import throttle_key
 from memapp.api.parsers import MAX_JSON_DEPTH
 from memapp.api.plain_views import plain_prompt, plain_recall
-from memapp.stores.models import ApiToken
+from memapp.stores.models import ApiToken, Project
 from memapp.stores.recall import session_key
 from memapp.stores.tokens import do_create_api_token, do_revoke_api_token, hash_token
 from memapp.stores.warm import request_scope
@@ -280,3 +280,34 @@ def test_a_wrong_user_kept_for_a_token_only_costs_a_read(alice, bob, token):
     plain_views._token_users[hash_token(token)] = bob.pk
     again = client.post(URL["recall"], {**GOOD, "session_id": "s-1"}, format="json")
     assert json.loads(again.content)["memories"] == []  # shown once to the session
+
+
+@pytest.mark.parametrize("endpoint", ["recall", "prompt"])
+def test_a_read_token_reads_about_a_new_project_without_creating_it(sam, endpoint):
+    """Staff create a project by using it, but a token that may only read creates nothing;
+    the DRF view (an `Accept` with a parameter goes to it) answers as the plain one."""
+    body = {"project": "acme/fresh"} | ({"query": "deploys"} if endpoint == "recall" else {})
+    reader = APIClient(**bearer(do_create_api_token(sam, "dashboard", ApiToken.Scope.READ)[1]))
+    answers = [
+        reader.post(URL[endpoint], body, format="json", HTTP_ACCEPT=accept)
+        for accept in ("application/json", "application/json; indent=4")
+    ]
+    assert [answer.status_code for answer in answers] == [404, 404]
+    assert answered_here(answers[0]) and not answered_here(answers[1])
+    assert (
+        answers[0].json()
+        == answers[1].json()
+        == {
+            "error": {
+                "code": "no_project",
+                "message": "memhub has no project acme/fresh that you can reach: if it is there "
+                "under another name, staff can give it this repo slug on its project page.",
+                "details": {},
+            }
+        }
+    )
+    assert not Project.objects.filter(key="acme/fresh").exists()
+
+    writer = APIClient(**bearer(do_create_api_token(sam, "laptop", ApiToken.Scope.WRITE)[1]))
+    assert writer.post(URL[endpoint], body, format="json").status_code == 200
+    assert Project.objects.get(key="acme/fresh").members.get() == sam

@@ -47,6 +47,22 @@ def test_a_read_token_reads_and_recalls_but_writes_nothing(alice):
     assert not Project.objects.filter(key="acme/app").exists()
 
 
+FRESH = {"project": "acme/fresh", "scope": "private"}
+
+
+def test_a_read_token_looks_a_new_project_up_without_creating_it(sam):
+    reader, _ = _client(sam, "read")
+    response = reader.post("/api/v1/stores/resolve", FRESH, format="json")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "no_project"
+    assert not Project.objects.filter(key="acme/fresh").exists()
+
+    writer, _ = _client(sam, "write")
+    response = writer.post("/api/v1/stores/resolve", FRESH, format="json")
+    assert response.status_code == 200
+    assert Project.objects.get(key="acme/fresh").members.get() == sam
+
+
 def test_a_write_token_writes_its_own_memory_but_not_the_teams(alice):
     client, _ = _client(alice, "write")
     assert _remember(client).status_code == 201

@@ -11,7 +11,7 @@ from django.utils import timezone
 from memapp.lifecycle.models import Proposal
 from memapp.stores.actions import do_save_memory
 from memapp.stores.flags import set_flag
-from memapp.stores.models import ApiToken, Event, MemoryVersion, TrashItem
+from memapp.stores.models import ApiToken, Event, MemoryVersion, Project, TrashItem
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
 from tests.client.conftest import SLUG
@@ -377,3 +377,23 @@ def test_a_read_token_reads_and_recalls_but_writes_nothing(server, alice):
         )
     assert not (Path(store.path) / "build.md").exists()
     assert not list(Path(store.path).glob("logs/**/*.md"))
+
+
+def test_a_read_token_creates_no_project_where_a_write_token_would(server, sam):
+    """Staff may create projects by using them, but not through a token that may only read."""
+    _, reader = do_create_api_token(sam, "dashboard", scope=ApiToken.Scope.READ)
+    _, writer = do_create_api_token(sam, "laptop", scope=ApiToken.Scope.WRITE)
+    (recalled,) = _tools(server, path="/mcp/", token=reader)(
+        ("recall", {"query": "deploys", "project": "acme/fresh"}),
+    )
+    assert recalled.is_error
+    assert (
+        _text(recalled) == "Error executing tool recall: No project 'acme/fresh' that you can use."
+    )
+    assert not Project.objects.filter(key="acme/fresh").exists()
+
+    (recalled,) = _tools(server, path="/mcp/", token=writer)(
+        ("recall", {"query": "deploys", "project": "acme/fresh"}),
+    )
+    assert not recalled.is_error
+    assert Project.objects.get(key="acme/fresh").members.get() == sam
