@@ -287,7 +287,7 @@ def search(request: Request) -> Response:
         raise ApiError(400, "bad_request", "Give a query: ?q=…")
     raw_limit = request.query_params.get("limit", "20")
     limit = int(raw_limit) if raw_limit.isdigit() else 20
-    result = search_past_context(request.user, query, max(1, min(limit, 100)))
+    result = search_past_context(request.user, query, max(1, min(limit, 100)), for_agent=True)
     return Response(
         {
             "query": result.query,

@@ -28,6 +28,7 @@ from memapp.stores.actions import (
 )
 from memapp.stores.models import Store, Via
 from memapp.stores.projects import no_project_message, resolve_store
+from memapp.stores.withheld import kept_back_message, withheld
 
 
 def etag_value(header: str | None) -> str | None:
@@ -125,9 +126,10 @@ def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
 )
 @api_view(["GET"])
 def file_list(request: Request, store_id: int) -> Response:
-    """Every Markdown file of the store; `?view=hashes` gives only `sha256:<hex>` per key."""
+    """Every Markdown file of the store but those team sync keeps back; `?view=hashes` gives
+    only `sha256:<hex>` per key."""
     store = get_store_for_user(request.user, store_id)
-    files = store.files.order_by("path")
+    files = store.files.exclude(path__in=withheld(store)).order_by("path")
     if request.query_params.get("view") == "hashes":
         sums = {path: CHECKSUM_PREFIX + sha for path, sha in files.values_list("path", "sha256")}
         return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
@@ -156,6 +158,8 @@ def file_list(request: Request, store_id: int) -> Response:
 
 def _file_response(store: Store, key: str, request: Request) -> Response:
     path = store_file_path(store, key)
+    if key in withheld(store):
+        raise ApiError(409, "kept_back", kept_back_message(key))
     try:
         data = path.read_bytes()
     except (FileNotFoundError, IsADirectoryError):
@@ -245,5 +249,5 @@ def file_batch(request: Request, store_id: int) -> Response:
         via=Via.AGENT_SYNC,
         mtimes=data["mtimes"],
     )
-    checksums = {f.path: f.checksum for f in store.files.only("store", "path", "sha256")}
-    return Response({**result, "checksums": checksums})
+    files = store.files.exclude(path__in=withheld(store)).only("store", "path", "sha256")
+    return Response({**result, "checksums": {f.path: f.checksum for f in files}})

@@ -35,6 +35,7 @@ from memapp.memdir.ranking import (
 )
 from memapp.stores.memory_search import best_memories
 from memapp.stores.models import Store
+from memapp.stores.withheld import withheld
 
 __all__ = ["MAX_QUERY", "Hit", "SearchResult", "search_past_context"]
 
@@ -77,16 +78,25 @@ class SearchResult:
         return not self.memories and not self.sessions
 
 
-def search_past_context(user, query: str, limit: int = 20) -> SearchResult:
+def search_past_context(
+    user, query: str, limit: int = 20, *, for_agent: bool = False
+) -> SearchResult:
     """The memories `user` may see and the entries of their own sessions that match `query`,
-    best first, at most `limit` of each."""
+    best first, at most `limit` of each; `for_agent`: without the team files memhub gives no
+    agent (memapp.stores.withheld)."""
     result = SearchResult(query)
     query = query[:MAX_QUERY].strip()
     terms = match_terms(query)
     if not terms or not user.is_authenticated:
         return result
     stores = list(Store.objects.visible_to(user))
-    result.memories = [_memory_hit(query, *found) for found in best_memories(stores, query, limit)]
+    kept = {(store.pk, key) for store in stores for key in withheld(store)} if for_agent else set()
+    found = [
+        (memory, score)
+        for memory, score in best_memories(stores, query, limit + len(kept))
+        if (memory.store_id, memory.path) not in kept
+    ]
+    result.memories = [_memory_hit(query, *hit) for hit in found[:limit]]
     passages = _summaries(user, terms) + _entries(user, query, terms)
     ranked = rank_passages(query, passages)
     literal = query.casefold()

@@ -42,6 +42,7 @@ from memapp.stores.projects import resolve_store
 from memapp.stores.prompting import assemble_for, team_store_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.tokens import scope_allows
+from memapp.stores.withheld import kept_back_message, withheld
 
 ROOT = "/memories"  # the memory tool's root (Anthropic's memory_20250818), as agents know it
 TEAM = "team"  # the team store's folder under it, as in Claude Code's own memory dir
@@ -133,7 +134,7 @@ def recall(
 
 def search(query: str, limit: int) -> str:
     who = caller()
-    result = search_past_context(who.user, query, limit)
+    result = search_past_context(who.user, query, limit, for_agent=True)
     if result.empty:
         return f"Nothing in your memories or past sessions matches {query!r}."
     lines = []
@@ -188,6 +189,8 @@ def _target(path: str | None, project: str | None, *, file: bool = True) -> Targ
 
 
 def _read(target: Target) -> str:
+    if target.key in withheld(target.store):
+        raise ToolError(kept_back_message(target.shown))
     try:
         return (Path(target.store.path) / target.key).read_bytes().decode("utf-8", "replace")
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -199,9 +202,12 @@ def _listing(target: Target) -> str:
     if not root.is_dir():
         raise ToolError(f"{target.shown} does not exist.")
     rows = []
+    kept_back = withheld(target.store)
     for path in sorted(root.rglob("*.md")):
         rel = path.relative_to(target.store.path).as_posix()
         if rel.split("/", 1)[0] in target.store.exclude or len(rows) >= MAX_VIEW_FILES:
+            continue
+        if rel in kept_back:
             continue
         rows.append(f"{path.stat().st_size}\t{target.shown}/{path.relative_to(root).as_posix()}")
     if target.store.kind == Store.Kind.PRIVATE and not target.key:
@@ -421,7 +427,8 @@ def resources() -> list[tuple[str, str, str]]:
     for store in stores:
         base = f"memhub://{store.project.repo_slug or store.project.key}/{store.kind}"
         found.append((f"{base}/{INDEX_FILENAME}", f"{store} index", "The store's MEMORY.md."))
-        for path, description in store.files.values_list("path", "description"):
+        files = store.files.exclude(path__in=withheld(store))
+        for path, description in files.values_list("path", "description"):
             found.append((f"{base}/{path}", path, description))
     return found
 

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from memapp.stores.events import flush_events
 from memapp.stores.flags import set_flag
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
 from tests.api.conftest import api_client
@@ -306,6 +307,40 @@ def test_a_team_file_kept_back_for_a_secret_is_recalled_for_no_one(bob_api, bob,
     assert recall(bob_api, query=query, scope="team")["memories"] == []
     BlockedFile.objects.all().delete()  # fixed: it goes to git, and to recall, again
     assert paths(recall(bob_api, query=query, scope="team")) == ["team/project_deploy.md"]
+
+
+def test_a_team_file_kept_back_is_read_listed_and_found_by_no_agent(bob_api, bob, both_scopes):
+    """What recall does not give a teammate's agent, the files API and search do not either:
+    an agent that asks for it by name is told why, and the file is back once it is fixed."""
+    from teamsync.models import BlockedFile
+
+    _, team = both_scopes
+    team.project.members.add(bob)
+    rescan_store(team)
+    url = f"/api/v1/stores/{team.pk}/files"
+    assert bob_api.get(f"{url}/project_deploy.md").status_code == 200
+    assert [f["key"] for f in bob_api.get(f"{url}/").json()["files"]] == ["project_deploy.md"]
+    BlockedFile.objects.create(store=team, key="project_deploy.md", reason="secret", hits=[])
+
+    response = bob_api.get(f"{url}/project_deploy.md")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "kept_back"
+    assert error["message"] == (
+        "Team sync keeps project_deploy.md back from the team (a secret, a size or entry cap, or "
+        "not text), so memhub gives it to no agent until a person fixes it: the Team sync page "
+        "says why."
+    )
+    assert "ArgoCD" not in response.content.decode()
+    assert bob_api.get(f"{url}/").json()["files"] == []
+    assert "project_deploy.md" not in bob_api.get(f"{url}/?view=hashes").json()["checksums"]
+    found = bob_api.get("/api/v1/search", {"q": "ArgoCD"}).json()
+    assert found["memories"] == []
+
+    BlockedFile.objects.all().delete()  # fixed
+    assert bob_api.get(f"{url}/project_deploy.md").status_code == 200
+    found = bob_api.get("/api/v1/search", {"q": "ArgoCD"}).json()
+    assert [hit["path"] for hit in found["memories"]] == ["project_deploy.md"]
 
 
 def test_an_outsider_with_no_store_gets_nothing(charlie, both_scopes):

@@ -397,3 +397,54 @@ def test_a_read_token_creates_no_project_where_a_write_token_would(server, sam):
     )
     assert not recalled.is_error
     assert Project.objects.get(key="acme/fresh").members.get() == sam
+
+
+def test_a_team_file_kept_back_is_given_to_no_agent_until_it_is_fixed(server, alice, project):
+    from teamsync.models import BlockedFile
+
+    team = resolve_store(alice, SLUG, "team")
+    do_save_memory(
+        team,
+        alice,
+        name="Deploys",
+        description="How deploys work",
+        memory_type="project",
+        body="Deploys go out on Tuesdays.\n",
+    )
+    BlockedFile.objects.create(store=team, key="project_deploys.md", reason="secret", hits=[])
+
+    async def work(client):
+        results = [
+            await client.call_tool(name, args)
+            for name, args in (
+                ("memory", {"command": "view", "path": "/memories/team/project_deploys.md"}),
+                ("memory", {"command": "view", "path": "/memories/team"}),
+                ("search", {"query": "tuesdays"}),
+            )
+        ]
+        listing = await client.list_resources()
+        try:
+            await client.read_resource(f"memhub://{SLUG}/team/project_deploys.md")
+        except Exception as exc:  # the SDK's error for the tool's refusal
+            return results, listing, str(exc)
+        return results, listing, None
+
+    (viewed, listed, searched), listing, read = over_http(
+        f"{server.url}/mcp/{SLUG}/", server.token, work
+    )
+    refusal = (
+        "Team sync keeps /memories/team/project_deploys.md back from the team (a secret, a size "
+        "or entry cap, or not text), so memhub gives it to no agent until a person fixes it: "
+        "the Team sync page says why."
+    )
+    assert viewed.is_error and _text(viewed).endswith(refusal)
+    assert "project_deploys.md" not in _text(listed)
+    assert "Tuesdays" not in _text(searched) and "project_deploys" not in _text(searched)
+    assert not any("project_deploys" in str(r.uri) for r in listing.resources)
+    assert read is not None and refusal in read
+
+    BlockedFile.objects.all().delete()  # fixed
+    (viewed,) = _tools(server)(
+        ("memory", {"command": "view", "path": "/memories/team/project_deploys.md"})
+    )
+    assert "Deploys go out on Tuesdays." in _text(viewed)

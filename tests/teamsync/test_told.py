@@ -1,6 +1,7 @@
 """Telling people what team sync did (docs/design.md §12, §22): Home and Events name the
 memories a pull moved to the Trash or brought, with undo while the Trash holds them, and the
-files kept back; routine events are folded and written as sentences."""
+files kept back (on the memory's own page too); routine events are folded and written as
+sentences."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from django.urls import reverse
 
 from memapp.stores.events import record_event
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event
+from teamsync.models import BlockedFile
 from teamsync.service import do_sync_team
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.teamsync.gitutil import memory
@@ -101,6 +104,30 @@ def test_files_kept_back_are_named_until_they_are_fixed(client, team_store, alic
     path.write_text(memory("CI", "The CI token lives in the vault.\n", "reference"))
     do_sync_team()
     assert "Still kept back" not in text(client.get(reverse("events")))
+
+
+def test_the_memory_page_says_why_a_file_is_kept_back_and_what_to_do(
+    client, team_store, alice, remote
+):
+    token = fake_tokens(1)["github-pat"]
+    path = Path(team_store.path) / "reference_tokens.md"
+    path.write_text(memory("CI", f"The CI token is {token}\n", "reference"))
+    rescan_store(team_store)
+    page = reverse("memory", kwargs={"store_id": team_store.pk, "path": "reference_tokens.md"})
+    client.force_login(alice)
+    assert "Kept back from the team" not in text(client.get(page))
+    do_sync_team()
+    [hit] = BlockedFile.objects.get(key="reference_tokens.md").hits
+    shown = text(client.get(page))
+    assert (
+        "Kept back from the team Team sync does not push this file to the shared repository, "
+        "and memhub gives it to no agent (recall, the files API, MCP). Why: contains a secret: "
+        f"{hit['label']} ( github-pat ), line {hit['line']}. Edit it to remove that, or forget "
+        "it; see Team sync ."
+    ) in shown
+    path.write_text(memory("CI", "The CI token lives in the vault.\n", "reference"))
+    do_sync_team()
+    assert "Kept back from the team" not in text(client.get(page))
 
 
 def test_routine_events_are_folded_into_one_sentence(client, alice, team_store):

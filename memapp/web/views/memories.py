@@ -37,6 +37,7 @@ from memapp.web.forms import MemoryForm, unknown_type, unknown_type_warning
 from memapp.web.markdown import render_markdown
 from memapp.web.share_preview import confirm_share
 from memapp.web.undo import undo_button
+from teamsync.models import BlockedFile
 
 
 def _read(store: Store, path: str) -> bytes:
@@ -120,6 +121,7 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         + ([unknown_type_warning(odd)] if odd else []),
         "unknown_type": odd,
         "recalled": store.recall_stats.filter(path=path).first(),
+        "kept_back": BlockedFile.objects.filter(store=store, key=path).first(),
         "team_store": team_store_for(request.user, store.project)
         if store.kind == Store.Kind.PRIVATE
         else None,
