@@ -67,7 +67,9 @@ class MemoryHeader:
     ``path`` is relative to the scanned directory, ``/``-separated. ``problem`` says why the
     header could not be read (invalid YAML, not closed within 30 lines, binary, unreadable...).
     ``body_start``: where the body begins in the decoded text, so that a reader of the whole
-    file (the mirror) need not parse the header again.
+    file (the mirror) need not parse the header again. ``ctime_ns``: the file's ctime when it
+    was read (0 for a header made from bytes), which a mirror keeps to know a rewrite that
+    kept the mtime and size.
     """
 
     path: str
@@ -80,6 +82,7 @@ class MemoryHeader:
     problem: str | None
     has_frontmatter: bool = False
     body_start: int = field(default=0, compare=False)
+    ctime_ns: int = field(default=0, compare=False)
 
 
 # st_mtime_ns, st_size, st_ctime_ns, header
@@ -198,7 +201,7 @@ class KnownFile(NamedTuple):
     def written(cls, header: MemoryHeader, st: os.stat_result) -> KnownFile:
         """`header` (parsed before the write ended) with the stat the write left."""
         mtime_ms = st.st_mtime_ns // 1_000_000
-        header = dataclasses.replace(header, mtime_ms=mtime_ms)
+        header = dataclasses.replace(header, mtime_ms=mtime_ms, ctime_ns=st.st_ctime_ns)
         return cls(header, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
@@ -249,7 +252,7 @@ def scan_store(
                 if written is not None and _still_written(written, name, dir_fd, ctime_ns):
                     header = written.header
                 else:
-                    header = _read_header(name, dir_fd, prefix + name, mtime_ns, size)
+                    header = _read_header(name, dir_fd, prefix + name, mtime_ns, size, ctime_ns)
                 entries[name] = (mtime_ns, size, ctime_ns, header)
                 misses += 1
         dirs[prefix] = _Dir(names, ctimes, sizes, entries)
@@ -298,20 +301,26 @@ def header_of(rel: str, data: bytes) -> MemoryHeader:
     return _parse_head(head, cut, rel, 0, len(data))
 
 
-def _read_header(name: str, dir_fd: int, rel: str, mtime_ns: int, size: int) -> MemoryHeader:
+def _read_header(
+    name: str, dir_fd: int, rel: str, mtime_ns: int, size: int, ctime_ns: int
+) -> MemoryHeader:
     mtime_ms = mtime_ns // 1_000_000
     try:
         data, cut = _read_head(name, dir_fd, size)
     except OSError as exc:
         unreadable = f"unreadable: {exc.strerror or exc}"
-        return MemoryHeader(rel, mtime_ms, size, None, None, None, None, unreadable)
-    return _parse_head(data, cut, rel, mtime_ms, size)
+        return MemoryHeader(
+            rel, mtime_ms, size, None, None, None, None, unreadable, ctime_ns=ctime_ns
+        )
+    return _parse_head(data, cut, rel, mtime_ms, size, ctime_ns)
 
 
-def _parse_head(data: bytes, cut: bool, rel: str, mtime_ms: int, size: int) -> MemoryHeader:
+def _parse_head(
+    data: bytes, cut: bool, rel: str, mtime_ms: int, size: int, ctime_ns: int = 0
+) -> MemoryHeader:
     text, problem = decode_bytes(data, final=not cut)
     if problem == BINARY_FILE:
-        return MemoryHeader(rel, mtime_ms, size, None, None, None, None, problem)
+        return MemoryHeader(rel, mtime_ms, size, None, None, None, None, problem, ctime_ns=ctime_ns)
     h = parse_header(text)
     if h.problem:
         if cut and not h.has_frontmatter and h.problem == HEADER_NOT_CLOSED:
@@ -330,6 +339,7 @@ def _parse_head(data: bytes, cut: bool, rel: str, mtime_ms: int, size: int) -> M
         problem,
         h.has_frontmatter,
         h.body_start,
+        ctime_ns,
     )
 
 

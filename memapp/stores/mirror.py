@@ -1,7 +1,8 @@
 """Keeping the database mirror in step with the directories on disk (docs/design.md §1, §20).
 
 Disk is the truth. A rescan stats every file (the core's scan cache makes an unchanged file cost
-one stat), re-reads only files whose mtime or size changed, and drops rows of files that are
+one stat), re-reads only files whose mtime, size or ctime changed (a rewrite that kept the
+mtime, as a client's upload does, still changes the ctime), and drops rows of files that are
 gone. It never writes to the store's directory, and reads through the store's one reader
 (:func:`memapp.memdir.store_files.read_file`), so bytes, mtimes and atimes stay as they were.
 """
@@ -39,7 +40,8 @@ class RescanResult(NamedTuple):
 # A mirror row's columns: the store, the path and the stamps, what `_fields` reads from the
 # file (in its order), then the two that depend on other files.
 _COLUMNS = (
-    "store_id", "path", "size", "mtime_ms", "name", "description", "type", "type_form", "sha256",
+    "store_id", "path", "size", "mtime_ms", "ctime_ns", "name", "description", "type", "type_form",
+    "sha256",
     "links", "problem", "body", "missing_sections", "relative_dates", "in_index", "dangling_links",
 )  # fmt: skip
 
@@ -144,7 +146,7 @@ def rescan_store(
     existing = {
         row["path"]: row
         for row in store.files.values(
-            "pk", "path", "mtime_ms", "size", "in_index", "dangling_links"
+            "pk", "path", "mtime_ms", "ctime_ns", "size", "in_index", "dangling_links"
         )
     }
     added: list[tuple] = []
@@ -153,7 +155,12 @@ def rescan_store(
     contents: dict[str, bytes] = {}
     for header in headers:
         row = existing.pop(header.path, None)
-        if row is not None and row["mtime_ms"] == header.mtime_ms and row["size"] == header.size:
+        if (
+            row is not None
+            and row["ctime_ns"] == header.ctime_ns
+            and row["mtime_ms"] == header.mtime_ms
+            and row["size"] == header.size
+        ):
             unchanged += 1
             continue
         path = header.path
@@ -161,7 +168,7 @@ def rescan_store(
             fields = written[path][0].fields
         else:
             fields = _read_fields(root, header, contents)
-        stamped = (store.pk, path, header.size, header.mtime_ms, *fields)
+        stamped = (store.pk, path, header.size, header.mtime_ms, header.ctime_ns, *fields)
         if row is None:
             added.append((*stamped, False, []))
         else:  # in_index and dangling_links as they were: refreshed below with the rest

@@ -191,6 +191,8 @@ class MemoryFile(models.Model):
     type_form = models.CharField(max_length=16, blank=True)
     size = models.BigIntegerField()
     mtime_ms = models.BigIntegerField()
+    # The file's ctime when mirrored: a rewrite that kept the mtime and size changes it.
+    ctime_ns = models.BigIntegerField(default=0)
     sha256 = models.CharField(max_length=64)
     links = models.JSONField(default=list, blank=True)
     dangling_links = models.JSONField(default=list, blank=True)

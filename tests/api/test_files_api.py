@@ -260,6 +260,22 @@ def test_a_batch_keeps_each_files_mtime_but_none_in_the_future(alice_api, store)
     assert not Path(store.path, "c.md").exists()
 
 
+def test_a_rewrite_that_keeps_the_mtime_and_size_is_still_mirrored(alice_api, store):
+    """A client carries each file's mtime: a new text of the same length with the same mtime
+    as the old one is still a change, for the listing, recall and the next sync's checksums."""
+    url = f"/api/v1/stores/{store.pk}/batch"
+    mtime = 1_700_000_000_000
+    first = MEMORY.replace("real database", "live database")
+    second = MEMORY.replace("real database", "mock database")
+    for text in (first, second):
+        body = {"files": {"feedback_db.md": text}, "mtimes": {"feedback_db.md": mtime}}
+        answer = alice_api.post(url, body, format="json")
+        assert answer.status_code == 200
+        assert answer.json()["checksums"]["feedback_db.md"] == sha(text)
+    [row] = alice_api.get(f"/api/v1/stores/{store.pk}/files/").json()["files"]
+    assert (row["checksum"], row["description"]) == (sha(second), "Tests hit a mock database")
+
+
 def test_batch_writes_only_changed_files(alice_api, store):
     url = f"/api/v1/stores/{store.pk}/batch"
     alice_api.post(url, {"files": {"a.md": "A", "b.md": "B"}}, format="json")
