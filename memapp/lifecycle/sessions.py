@@ -109,7 +109,7 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def _row(session: Session, seq: int, entry: Entry) -> TranscriptEntry:
+def _row(session: Session | None, seq: int, entry: Entry) -> TranscriptEntry:
     return TranscriptEntry(
         session=session,
         seq=seq,
@@ -162,8 +162,8 @@ def _parsed(raw_entries: list) -> tuple[list[Entry], Counter[str], int]:
 
 def _title(session: Session, entries: list[Entry]) -> str:
     """The session's title: its summary, else the first prompt; redacted by both secret
-    layers when it is new (it is shown at once, while the entries' second layer waits for the
-    extraction task), then cut: cut first, a secret across the cut would not be found."""
+    layers when it is new, as the entries are, then cut: cut first, a secret across the cut
+    would not be found."""
     for entry in entries:
         if entry.type == "summary" and entry.prose:
             return _redacted_title(entry.prose)
@@ -195,9 +195,15 @@ def do_ingest_entries(
     agent: str = "claude-code",
 ) -> IngestResult:
     """Store the new entries of one of `user`'s sessions (idempotent by entry key), redacted by
-    the fast rules at once. detect-secrets redacts them again in the extraction task, before
-    anything reads them (docs/design.md §14.3)."""
+    both secret layers before they are stored: no secret either finds is ever stored in clear
+    (docs/design.md §14.3). detect-secrets runs before the transaction, so the session's row
+    is locked only while the entries are written."""
     kept, skipped, redacted = _parsed(raw_entries)
+    gated = {}
+    for entry in kept:
+        if entry.key not in gated:
+            row = _row(None, 0, entry)
+            gated[entry.key] = (row, _gate(row))
     for reason, count in (client_skipped or {}).items():
         skipped[str(reason)[:40]] += count
     with transaction.atomic():
@@ -221,7 +227,10 @@ def do_ingest_entries(
             if entry.key not in seen:
                 seen.add(entry.key)
                 fresh.append(entry)
-        rows = [_row(session, session.entry_count + i + 1, e) for i, e in enumerate(fresh)]
+        rows = [gated[e.key][0] for e in fresh]
+        for i, row in enumerate(rows):
+            row.session, row.seq = session, session.entry_count + i + 1
+        redacted += sum(gated[e.key][1] for e in fresh)
         TranscriptEntry.objects.bulk_create(rows, batch_size=500)
         turns = count_turns(fresh)
         now = timezone.now()
@@ -265,28 +274,37 @@ def do_ingest_entries(
 
 def check_with_gate(sessions) -> int:
     """Run the push gate's second layer (detect-secrets) over the entries of `sessions` not yet
-    checked, redacting what it finds, and mark them checked: only checked entries are read
-    (by extraction, search and the session page). Returns how many secrets were redacted."""
+    checked (stored before ingest ran it), redacting what it finds, and mark them checked: only
+    checked entries are read (by extraction, search and the session page). Returns how many
+    secrets were redacted."""
     found: Counter[int] = Counter()
     clean: list[int] = []
     pending = TranscriptEntry.objects.filter(session__in=sessions, gate_checked=False)
     for row in pending.only("pk", "session", "prose", "tools", "errors", "text").iterator():
-        text, hits = redact_with_gate(row.text)
+        hits = _gate(row)
         if not hits:
             clean.append(row.pk)
             continue
-        found[row.session_id] += len(hits)
-        row.text = text
-        row.prose = redact_with_gate(row.prose)[0]
-        row.tools = [[name, redact_with_gate(arg)[0], path] for name, arg, path in row.tools]
-        row.errors = [redact_with_gate(error)[0] for error in row.errors]
-        row.gate_checked = True
+        found[row.session_id] += hits
         row.save(update_fields=["text", "prose", "tools", "errors", "gate_checked"])
     for start in range(0, len(clean), 500):
         TranscriptEntry.objects.filter(pk__in=clean[start : start + 500]).update(gate_checked=True)
     for session_pk, count in found.items():
         Session.objects.filter(pk=session_pk).update(redactions=F("redactions") + count)
     return sum(found.values())
+
+
+def _gate(row: TranscriptEntry) -> int:
+    """Redact what detect-secrets finds in `row` (its text, and then its parts) and mark it
+    checked; how many secrets it found."""
+    text, hits = redact_with_gate(row.text)
+    row.gate_checked = True
+    if hits:
+        row.text = text
+        row.prose = redact_with_gate(row.prose)[0]
+        row.tools = [[name, redact_with_gate(arg)[0], path] for name, arg, path in row.tools]
+        row.errors = [redact_with_gate(error)[0] for error in row.errors]
+    return len(hits)
 
 
 def do_forget_session(session: Session) -> int:

@@ -120,9 +120,13 @@ def test_bob_never_sees_alices_sessions_or_private_memories(bob, alice, history)
 
 
 def test_entries_not_yet_checked_for_secrets_are_not_searched(alice, alice_api, history):
+    """New entries are checked as they are stored; one an older memhub stored unchecked is
+    found once a task has checked it."""
     late = Transcript()
     late.turn("the kraken release is blocked", "ok")
     upload(alice_api, late)
+    assert not search_past_context(alice, "kraken").empty
+    TranscriptEntry.objects.update(gate_checked=False)
     assert search_past_context(alice, "kraken").empty
     check_with_gate(Session.objects.all())
     assert not search_past_context(alice, "kraken").empty

@@ -65,8 +65,7 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
     call = t.tool_use("Bash", {"command": bearer})
     t.tool_result(call, 'db:\n  password = "hunterfoo-but-longer"\n')
     answer = upload(alice_api, t)
-    assert answer["redacted"] == 2
-    check_with_gate(Session.objects.all())  # the task's second layer
+    assert answer["redacted"] == 3  # the two tokens, and the password detect-secrets finds
     stored = " ".join(f"{e.prose} {e.tools} {e.text}" for e in TranscriptEntry.objects.all())
     for value in (tokens["stripe-access-token"], tokens["github-pat"], "hunterfoo-but-longer"):
         assert value not in stored
@@ -76,9 +75,8 @@ def test_planted_secrets_are_never_stored_in_clear(alice_api):
 
 
 def test_a_title_is_redacted_by_both_layers_before_it_is_shown(alice_api, client, alice):
-    """The title is on the Sessions page at once, before the task's second layer redacts the
-    entries: a key only detect-secrets knows (an AWS key of few distinct characters) in the
-    summary must not be in it."""
+    """The title is on the Sessions page at once: a key only detect-secrets knows (an AWS key
+    of few distinct characters) in the summary must not be in it."""
     t = Transcript()
     t.turn("What did we set up?", "The deploy user.")
     t.summary("Deploy user set up with AKIABCCCCCCCCCCCCCC5")
@@ -95,9 +93,12 @@ def test_a_title_is_redacted_by_both_layers_before_it_is_shown(alice_api, client
     assert "hJ8sK" not in title and len(title) <= 300
 
 
-def test_unchecked_entries_wait_for_the_second_layer(alice_api, transcript):
+def test_entries_stored_before_ingest_checked_them_wait_for_the_second_layer(alice_api, transcript):
+    """Entries of an older memhub, stored before ingest ran detect-secrets, are read only once
+    a task has checked them."""
     upload(alice_api, transcript)
-    assert not TranscriptEntry.objects.filter(gate_checked=True).exists()
+    assert not TranscriptEntry.objects.filter(gate_checked=False).exists()
+    TranscriptEntry.objects.update(gate_checked=False)
     check_with_gate(Session.objects.all())
     assert not TranscriptEntry.objects.filter(gate_checked=False).exists()
 
