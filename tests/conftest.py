@@ -220,6 +220,18 @@ def sam(django_user_model):
     return _user(django_user_model, "sam", is_staff=True)
 
 
+def kept_after_leaving(user, project_key: str):
+    """`user`'s private store of the project, made while a member and kept after they were
+    removed: memhub makes no store for a non-member, but keeps the one they had."""
+    from memapp.stores.projects import find_project, resolve_store
+
+    project = find_project(project_key)
+    project.members.add(user)
+    store = resolve_store(user, project_key, "private")
+    project.members.remove(user)
+    return store
+
+
 def write_memory(
     directory: Path, filename: str, name: str, description: str, type_: str, body: str = "Body.\n"
 ) -> Path:

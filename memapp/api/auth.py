@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
@@ -86,11 +86,25 @@ def needed_scope(request, view) -> str:
         return ApiToken.Scope.TEAM_WRITE
     store_id = match.kwargs.get("store_id") if match else None
     if store_id is None:
-        store_id = data.get("store")
-    numeric = isinstance(store_id, int | str) and str(store_id).isdigit()
-    if numeric and Store.objects.filter(pk=int(store_id), kind=Store.Kind.TEAM).exists():
+        store_id = _store_id(data.get("store"))
+    # A team store the caller cannot see needs no more than its own: the view answers 404,
+    # as for any store it cannot see, so the scope tells nothing of what the id is.
+    team = Store.objects.visible_to(request.user).filter(pk=store_id, kind=Store.Kind.TEAM)
+    if store_id is not None and team.exists():
         return ApiToken.Scope.TEAM_WRITE
     return ApiToken.Scope.WRITE
+
+
+def _store_id(value) -> int | None:
+    """A body's `store` as the view's serializer will read it (an `IntegerField` also takes
+    `1.0`, `"1.0"` and `" 1"`), or None when it reads none."""
+    if value is None:
+        return None
+    try:
+        store_id = serializers.IntegerField().to_internal_value(value)
+    except serializers.ValidationError:
+        return None
+    return store_id if 0 < store_id < 2**63 else None  # a row's id, as the database holds it
 
 
 def may_write(token: ApiToken) -> bool:

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from memapp.memdir.store_files import FileRejected
+from memapp.stores.projects import NoProject
 
 
 class ApiError(exceptions.APIException):
@@ -65,6 +66,8 @@ def api_exception_handler(exc, context):
     """Every API error as `{"error": {"code", "message", "details"}}` (docs/design.md §15)."""
     if isinstance(exc, FileRejected):
         exc = ApiError(status_for(exc.code), exc.code, str(exc), exc.details)
+    elif isinstance(exc, NoProject):
+        exc = ApiError(404, "no_project", str(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, PermissionDenied):

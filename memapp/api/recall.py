@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import (
     extend_schema,
@@ -20,7 +19,7 @@ from memapp.api.auth import may_write
 from memapp.api.errors import ApiError
 from memapp.lifecycle.summaries import hook_summary
 from memapp.stores.models import Store
-from memapp.stores.projects import find_project, no_project_message, resolve_store
+from memapp.stores.projects import no_project_message, reading_store
 from memapp.stores.prompting import agent_store_for, assemble_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.session_start import session_start_for
@@ -28,38 +27,16 @@ from memapp.stores.warm import remembered
 
 
 def _reading_store(user, data, may_write: bool) -> Store | None:
-    """The user's private store of the project a prompt or recall is about. Reading makes one
-    only in a project the user belongs to, or a new one when the token may write (a read-scope
-    token creates no project): a non-member's recall leaves no store behind in someone else's
-    project. None: a non-member who kept no store from before. Kept by a warm worker
-    (memapp.stores.warm)."""
+    """The user's private store of the project a prompt or recall is about
+    (`reading_store`: made only for a member, or in a new project when the token may write);
+    None: a project the user cannot reach. Kept by a warm worker (memapp.stores.warm)."""
     key = ("reading-store", user.pk, data["project"], data["project_dirname"], may_write)
-    return remembered(key, lambda: _find_reading_store(user, data, may_write))
-
-
-def _find_reading_store(user, data, may_write: bool) -> Store | None:
-    project = find_project(data["project"]) or (
-        find_project(data["project_dirname"]) if data["project_dirname"] else None
+    return remembered(
+        key,
+        lambda: reading_store(
+            user, data["project"], alias=data["project_dirname"], new_project=may_write
+        ),
     )
-    member = project is None or project.members.filter(pk=user.pk).exists()
-    try:
-        return resolve_store(
-            user,
-            data["project"],
-            "private",
-            alias=data["project_dirname"],
-            create=member,
-            new_project=may_write,
-        )
-    except Http404:
-        if project is None:
-            raise ApiError(404, "no_project", no_project_message(data["project"])) from None
-        if member:
-            raise
-        return None
-
-
-NOT_A_MEMBER = "You are not a member of this project: ask an admin to add you."
 
 
 def _memory_store(user, data, may_write: bool) -> Store:
@@ -67,7 +44,7 @@ def _memory_store(user, data, may_write: bool) -> Store:
     when memhub has none of it), else the user's private store of the project."""
     private = _reading_store(user, data, may_write)
     if private is None:
-        raise ApiError(404, "not_a_member", NOT_A_MEMBER)
+        raise ApiError(404, "no_project", no_project_message(data["project"]))
     if not data["agent_type"]:
         return private
     store = agent_store_for(user, private.project, data["agent_type"], data["agent_scope"])
@@ -143,7 +120,7 @@ def recall_answer(user, data, *, may_write: bool) -> dict:
             "memories": [],
             "rendered": "",
             "selector": "offline",
-            "fallback_reason": NOT_A_MEMBER,
+            "fallback_reason": no_project_message(data["project"]),
         }
     store = private
     if data["agent_type"]:

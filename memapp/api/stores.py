@@ -27,7 +27,7 @@ from memapp.stores.actions import (
     store_file_path,
 )
 from memapp.stores.models import Store, Via
-from memapp.stores.projects import no_project_message, resolve_store
+from memapp.stores.projects import NoProject, no_project_message, reading_store, resolve_store
 from memapp.stores.withheld import kept_back_message, withheld
 
 
@@ -81,20 +81,30 @@ def store_list(request: Request) -> Response:
 @api_view(["POST"])
 def store_resolve(request: Request) -> Response:
     """The caller's private store or the project's team store, created on first use unless
-    `create` is false (a dry run must leave the server as it was)."""
+    `create` is false (a dry run must leave the server as it was) or the token may only read
+    (then only a member's own private store is made)."""
     data = s.validated(s.ResolveStoreSerializer, request.data)
+    writes = may_write(request.auth)
+    if not writes and data["create"] and data["scope"] == Store.Kind.PRIVATE:
+        # A read-scope token makes nothing but the reader's own private store, as a read does.
+        store = reading_store(
+            request.user, data["project"], alias=data["project_dirname"], new_project=False
+        )
+        if store is None:
+            raise ApiError(404, "no_project", no_project_message(data["project"]))
+        return Response(s.StoreSerializer(store).data)
     try:
         store = resolve_store(
             request.user,
             data["project"],
             data["scope"],
             alias=data["project_dirname"],
-            create=data["create"],
-            new_project=may_write(request.auth),
+            create=data["create"] and writes,
+            new_project=writes,
         )
+    except NoProject:
+        raise  # 404 no_project (memapp.api.errors)
     except Http404:
-        if data["create"]:
-            raise ApiError(404, "no_project", no_project_message(data["project"])) from None
         raise ApiError(404, "no_store", "No such store yet; a sync creates it.") from None
     return Response(s.StoreSerializer(store).data)
 

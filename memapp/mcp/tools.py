@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
 from mcp.server.mcpserver.exceptions import ToolError
@@ -38,7 +37,7 @@ from memapp.stores.actions import (
 )
 from memapp.stores.flags import get_flags
 from memapp.stores.models import ApiToken, Store, Via
-from memapp.stores.projects import resolve_store
+from memapp.stores.projects import reading_store
 from memapp.stores.prompting import assemble_for, team_store_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.tokens import scope_allows
@@ -82,6 +81,13 @@ def needs_scope(needed: str) -> None:
         )
 
 
+def _needs_scope_for(store: Store) -> None:
+    """A write's check of the store it names: team memory takes a team-write token, as the
+    REST API asks for any write naming a team store (docs/design.md §26)."""
+    if store.kind == Store.Kind.TEAM:
+        needs_scope(ApiToken.Scope.TEAM_WRITE)
+
+
 def _refused(exc: FileRejected) -> ToolError:
     message = str(exc).rstrip(".")
     if "nothing was written" not in message:
@@ -91,7 +97,8 @@ def _refused(exc: FileRejected) -> ToolError:
 
 def private_store(project: str | None) -> Store:
     """The caller's private store of the project named by the argument or, failing that, by
-    the URL; `ToolError` when neither names one, or one a read-scope token may not create."""
+    the URL, as a read finds it (`reading_store`: made only for a member, or in a new project
+    when the token may write); `ToolError` when neither names one the caller can reach."""
     who = caller()
     ref = (project or "").strip() or who.project
     if not ref:
@@ -99,10 +106,10 @@ def private_store(project: str | None) -> Store:
             "Which project? Pass `project` (the repository's owner/name) or connect to "
             "/mcp/<owner>/<repo>/."
         )
-    try:
-        return resolve_store(who.user, ref, "private", new_project=may_write(who.token))
-    except Http404:
-        raise ToolError(f"No project {ref!r} that you can use.") from None
+    store = reading_store(who.user, ref, new_project=may_write(who.token))
+    if store is None:
+        raise ToolError(f"No project {ref!r} that you can use.")
+    return store
 
 
 # recall and search -------------------------------------------------------------------------
@@ -307,8 +314,11 @@ def memory(
         return _numbered(text, view_range)
     needs_scope(ApiToken.Scope.WRITE)  # every command but view writes, or proposes a write
     if command == "rename":
-        return _rename(_target(old_path, project), _target(new_path, project))
+        old, new = _target(old_path, project), _target(new_path, project)
+        _needs_scope_for(old.store)
+        return _rename(old, new)
     target = _target(path, project)
+    _needs_scope_for(target.store)
     if target.key == INDEX_FILENAME:
         raise ToolError(
             f"{INDEX_FILENAME} is the index and memhub keeps it: write topic files, and each "

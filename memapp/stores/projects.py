@@ -54,6 +54,15 @@ def register_claimed(check: Callable[[str], bool]) -> None:
     _claimed_checks.append(check)
 
 
+class NoProject(Http404):
+    """No project `ref` the caller can reach: unknown, or one they are no member of (the API
+    answers both alike, 404 `no_project` with `no_project_message`)."""
+
+    def __init__(self, ref: str) -> None:
+        super().__init__(no_project_message(ref))
+        self.ref = ref
+
+
 def no_project_message(ref: str) -> str:
     """What an agent is told when memhub has no project `ref` it may reach (the same for one
     that does not exist and one the caller is no member of, so nothing leaks)."""
@@ -130,6 +139,18 @@ def _find_store(user, project_ref: str, scope: str, alias: str, create: bool, ne
     )
 
 
+def reading_store(user, project_ref: str, *, alias: str = "", new_project: bool = True):
+    """The user's private store of a project for a read (a prompt, recall, an MCP read): made
+    only in a project the user belongs to, or in a new one when `new_project` (a token that may
+    write, and a user who may create it). None when there is none the user can reach: an
+    unknown project and a non-member's (who kept no store there from before) alike, so the
+    answer tells nothing of which projects exist, and nothing is left in someone else's."""
+    try:
+        return resolve_store(user, project_ref, "private", alias=alias, new_project=new_project)
+    except Http404:
+        return None
+
+
 @transaction.atomic
 def _resolve_store(
     user,
@@ -146,9 +167,10 @@ def _resolve_store(
     under it takes the slug as its identity (docs/design.md §1), but only for a member who
     may create a project of that name (and not for a read-scope token: `new_project` false). A
     team store needs membership (else 404, so nothing leaks); a private store is the user's own
-    and is created on first use in a project memhub knows, or one the user may create
-    (`may_create_project`) unless `new_project` is false. With `create` false nothing is
-    written, not even that link: a missing store is a 404.
+    and is created on first use in a project the user belongs to, or one the user may create
+    (`may_create_project`) unless `new_project` is false; a non-member keeps only a store made
+    before. With `create` false nothing is written, not even that link: a missing store is a
+    404.
     """
     project = find_project(project_ref) or (find_project(alias) if alias else None)
     linkable = (
@@ -165,7 +187,7 @@ def _resolve_store(
         adopt_slug(project, project_ref)
     if scope == Store.Kind.TEAM:
         if project is None or not project.members.filter(pk=user.pk).exists():
-            raise Http404("No such project.")
+            raise NoProject(project_ref)
         store = project.stores.filter(kind=Store.Kind.TEAM, mount="").first()
         if store is None and create:
             path = managed_store_dir(project, scope)
@@ -177,13 +199,19 @@ def _resolve_store(
             raise Http404("No team store.")
         return store
     if project is None:
-        if not (create and new_project) or not may_create_project(user, project_ref):
-            raise Http404("No such project.")
+        if not new_project or not may_create_project(user, project_ref):
+            raise NoProject(project_ref)
+        if not create:  # one the caller may create: a dry run's "not yet"
+            raise Http404("No such project yet.")
         slug = project_ref if REPO_SLUG_RE.fullmatch(project_ref) else ""
         project = Project.objects.create(key=project_ref, repo_slug=slug)
         project.members.add(user)
     store = project.stores.filter(kind=Store.Kind.PRIVATE, owner=user, agent_type="").first()
     if store is None:
+        # Nothing is made in someone else's project: a non-member is told what an unknown
+        # project's caller is (one who kept a store from before still finds it above).
+        if not project.members.filter(pk=user.pk).exists():
+            raise NoProject(project_ref)
         if not create:
             raise Http404("No private store.")
         path = managed_store_dir(project, scope, user)

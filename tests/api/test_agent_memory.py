@@ -114,7 +114,8 @@ def test_an_agent_memhub_has_no_memory_of_recalls_from_the_project(alice_api, pr
 
 def test_nobody_else_is_served_an_agents_memory(bob_api, alice, bob, tmp_path):
     agent_store(alice, tmp_path)
-    resolve_store(alice, "acme/app", "private")  # staff create the project; bob joins it
+    # staff create the project; bob joins it
+    resolve_store(alice, "acme/app", "private").project.members.add(bob)
     resolve_store(bob, "acme/app", "private")
 
     prompt = post(bob_api, "/api/v1/prompt", agent_type="reviewer")

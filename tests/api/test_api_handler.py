@@ -122,7 +122,7 @@ def test_a_removed_member_gets_the_same_answer(alice, bob, token):
     for path, status in ((RECALL, "200 OK"), (PROMPT, "404 Not Found")):
         whole, plain, lean = both(path, **bearer(bobs))
         assert lean and plain[0] == status and plain == whole
-    assert json.loads(plain[2])["error"]["code"] == "not_a_member"
+    assert json.loads(plain[2])["error"]["code"] == "no_project"  # as for an unknown one
 
 
 @pytest.mark.parametrize("script_name", ["", "/memhub"])

@@ -11,6 +11,7 @@ from memapp.stores.events import flush_events
 from memapp.stores.flags import set_flag
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
+from tests.conftest import kept_after_leaving
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +127,7 @@ def test_team_memory_off_gives_individual_mode(alice_api, team, alice):
 
 
 def test_a_user_outside_the_project_never_sees_its_team_index(bob_api, bob, team):
-    resolve_store(bob, "acme/app", "private")
+    kept_after_leaving(bob, "acme/app")
     body = prompt(bob_api)
     assert body["mode"] == "individual"
     assert TEAM_INDEX.strip() not in body["text"] and PRIVATE_INDEX.strip() not in body["text"]

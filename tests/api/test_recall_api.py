@@ -17,7 +17,7 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event
 from memapp.stores.projects import resolve_store
 from tests.api.conftest import api_client
-from tests.conftest import write_memory
+from tests.conftest import kept_after_leaving, write_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -278,7 +278,7 @@ def test_team_memory_off_leaves_only_private_memories(alice_api, both_scopes, al
 
 
 def test_another_users_private_memories_never_appear(bob_api, bob, both_scopes):
-    bobs = resolve_store(bob, "acme/app", "private")
+    bobs = kept_after_leaving(bob, "acme/app")
     put(bobs, "feedback_deploy.md", "Bob deploys", "Bob deploys with the blue-green script", "user")
     body = recall(bob_api, query="how do we deploy to production?")
     assert paths(body) == ["feedback_deploy.md"]
@@ -459,7 +459,7 @@ def test_without_a_session_id_there_is_no_session_budget(alice_api, private):
 
 def test_sessions_of_different_users_do_not_share_a_budget(alice_api, bob_api, bob, private):
     deploy_notes(private, 20, body="Check the payments dashboard.\n" * 300)
-    bobs = resolve_store(bob, "acme/app", "private")
+    bobs = kept_after_leaving(bob, "acme/app")
     deploy_notes(bobs, 5, body="Check the payments dashboard.\n" * 300)
     surfaced: list[str] = []
     for _ in range(3):

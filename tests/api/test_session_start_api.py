@@ -14,7 +14,7 @@ from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project
 from memapp.stores.projects import resolve_store
 from memapp.stores.session_start import MAX_PULL_BYTES
-from tests.conftest import write_memory
+from tests.conftest import kept_after_leaving, write_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -118,7 +118,7 @@ def test_no_team_index_when_the_prompt_would_show_none(alice_api, alice, team, f
 
 
 def test_no_team_index_for_someone_outside_the_team(bob_api, bob, team):
-    resolve_store(bob, "acme/app", "private")
+    kept_after_leaving(bob, "acme/app")
 
     assert start(bob_api)["team_index"] == ""
 

@@ -4,6 +4,7 @@ says when and from which client."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -72,6 +73,51 @@ def test_a_write_token_writes_its_own_memory_but_not_the_teams(alice):
     assert "'team write'" in response.json()["error"]["message"]
     team_store = Project.objects.get(key="acme/app").stores.filter(kind="team")
     assert not team_store.exists() or not team_store.get().files.exists()
+
+
+def test_a_read_token_makes_no_team_store(alice, bob):
+    _remember(_client(alice, "write")[0])  # acme/app, with no team store yet
+    Project.objects.get(key="acme/app").members.add(bob)
+    reader, _ = _client(bob, "read")
+    body = {"project": "acme/app", "scope": "team"}
+    response = reader.post("/api/v1/stores/resolve", body, format="json")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "no_store"
+    assert not Project.objects.get(key="acme/app").stores.filter(kind="team").exists()
+
+
+def _team_memory(user) -> None:
+    client, _ = _client(user, "team_write")
+    assert _remember(client).status_code == 201  # the project and its stores exist from here
+    assert _remember(client, scope="team", name="Release freeze").status_code == 201
+
+
+@pytest.mark.parametrize("spelled", [float, lambda pk: f"{pk}.0", lambda pk: f" {pk}"])
+def test_a_write_token_reaches_no_team_store_however_its_id_is_spelled(alice, spelled):
+    _team_memory(alice)
+    team = Project.objects.get(key="acme/app").stores.get(kind="team")
+    client, _ = _client(alice, "write")
+    before = sorted(p.name for p in Path(team.path).iterdir())
+    remembered = _remember(client, store=spelled(team.pk), name="Sneaked in")
+    forgot = client.post(
+        "/api/v1/forget",
+        {"store": spelled(team.pk), "path": "project_release_freeze.md"},
+        format="json",
+    )
+    for refused in (remembered, forgot):
+        assert refused.status_code == 403
+        assert "'team write'" in refused.json()["error"]["message"]
+    assert sorted(p.name for p in Path(team.path).iterdir()) == before
+
+
+def test_the_scope_a_write_needs_tells_an_outsider_nothing_of_a_team_store(alice, charlie):
+    _team_memory(alice)
+    team = Project.objects.get(key="acme/app").stores.get(kind="team")
+    client, _ = _client(charlie, "write")
+    for store in (team.pk, 99_999):
+        assert _remember(client, store=store).status_code == 404
+        batch = client.post(f"/api/v1/stores/{store}/batch", {"delete": []}, format="json")
+        assert batch.status_code == 404
 
 
 def test_a_team_write_token_writes_the_teams_memory(alice):

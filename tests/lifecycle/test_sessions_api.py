@@ -12,6 +12,7 @@ from django.utils import timezone
 from memapp.lifecycle.models import Session, TranscriptEntry
 from memapp.lifecycle.past_context import search_past_context
 from memapp.lifecycle.sessions import check_with_gate, prune_sessions
+from memapp.stores.models import Project
 from tests.lifecycle.conftest import upload
 from tests.memdir.test_secret_rules import fake_tokens
 from tests.transcripts import Transcript
@@ -103,8 +104,9 @@ def test_entries_stored_before_ingest_checked_them_wait_for_the_second_layer(ali
     assert not TranscriptEntry.objects.filter(gate_checked=False).exists()
 
 
-def test_sessions_are_private_to_their_owner(alice_api, bob_api, transcript):
+def test_sessions_are_private_to_their_owner(alice_api, bob_api, bob, transcript):
     upload(alice_api, transcript)
+    Project.objects.get().members.add(bob)
     other = Transcript(session_id=transcript.session_id)
     other.turn("bob's own question", "bob's answer")
     upload(bob_api, other)  # the same session id is a different session for bob

@@ -448,3 +448,30 @@ def test_a_team_file_kept_back_is_given_to_no_agent_until_it_is_fixed(server, al
         ("memory", {"command": "view", "path": "/memories/team/project_deploys.md"})
     )
     assert "Deploys go out on Tuesdays." in _text(viewed)
+
+
+def test_team_memory_takes_a_team_write_token_and_a_non_member_leaves_nothing(
+    server, alice, bob, charlie, project
+):
+    resolve_store(alice, SLUG, "team")
+    _, writer = do_create_api_token(bob, "laptop", scope=ApiToken.Scope.WRITE)
+    (created,) = _tools(server, token=writer)(
+        ("memory", {"command": "create", "path": "/memories/team/build.md", "file_text": TOPIC})
+    )
+    assert created.is_error
+    assert _text(created).endswith(
+        ": Token 'laptop' has the 'write (own memory)' scope; this call needs 'team write': "
+        "nothing was written."
+    )
+    assert not Proposal.objects.exists()
+
+    _, outsider = do_create_api_token(charlie, "charlie's laptop")
+    recalled, viewed = _tools(server, token=outsider)(
+        ("recall", {"query": "deploys"}),
+        ("memory", {"command": "view", "path": "/memories"}),
+    )
+    for refused in (recalled, viewed):
+        assert refused.is_error and _text(refused).endswith(
+            f"No project {SLUG!r} that you can use."
+        )
+    assert not project.stores.filter(owner=charlie).exists()

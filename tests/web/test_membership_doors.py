@@ -18,7 +18,7 @@ from memapp.stores.events import record_event
 from memapp.stores.members import do_remove_member
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, MemoryVersion, Store
-from memapp.stores.projects import resolve_store
+from memapp.stores.projects import no_project_message, resolve_store
 from teamsync.models import TeamConflict
 from tests.api.conftest import api_client
 from tests.conftest import write_memory
@@ -342,12 +342,24 @@ def test_a_removed_member_no_longer_lists_the_team_through_the_api(team, bob):
 
 
 def test_a_non_member_recalling_gets_no_store_in_the_project(team, charlie):
-    """Charlie belongs to nothing: his recall and prompt say so and create nothing."""
+    """Charlie belongs to nothing: his recall, prompt and writes are answered as for a project
+    that does not exist (so they tell nothing of which do), and create nothing."""
     api = api_client(charlie)
-    recall = {"project": "acme/app", "query": "release freeze"}
-    answer = api.post("/api/v1/recall", recall, format="json").json()
-    assert answer["memories"] == [] and "not a member" in answer["fallback_reason"]
-    assert api.get("/api/v1/prompt?project=acme/app").status_code == 404
+    for project in ("acme/app", "acme/nothing-here"):
+        recall = {"project": project, "query": "release freeze"}
+        answer = api.post("/api/v1/recall", recall, format="json").json()
+        assert answer["memories"] == []
+        assert answer["fallback_reason"] == no_project_message(project)
+        prompt = api.get(f"/api/v1/prompt?project={project}")
+        line = {"project": project, "text": "a line", "date": "2026-11-30"}
+        logged = api.post("/api/v1/logs", line, format="json")
+        for refused in (prompt, logged):
+            assert refused.status_code == 404
+            assert refused.json()["error"] == {
+                "code": "no_project",
+                "message": no_project_message(project),
+                "details": {},
+            }
     assert not Store.objects.filter(owner=charlie).exists()
 
 
