@@ -39,7 +39,8 @@ def etag_value(header: str | None) -> str | None:
 def _expected_checksum(store: Store, key: str, header: str | None) -> str | None:
     """The checksum a file's If-Match asks it to have now, as RFC 9110 reads the header: `*`
     any existing file (412 at once when there is none), a list any of its tags (none current:
-    the first, which makes the write's 412). None: no precondition."""
+    the first, which makes the write's 412; an empty tag `""` matches no file). None: no
+    precondition."""
     if not header or not header.strip():
         return None
     tags = [etag_value(tag) or "" for tag in header.split(",")]
@@ -222,7 +223,7 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
             store,
             request.user,
             {key: data["content"]},
-            if_match={key: if_match} if if_match else None,
+            if_match=None if if_match is None else {key: if_match},
         )
         new = checksum(data["content"].encode())
         code = status.HTTP_200_OK if key in result["unchanged"] else status.HTTP_201_CREATED
@@ -232,7 +233,11 @@ def file_detail(request: Request, store_id: int, key: str) -> Response:
     if not store_file_path(store, key).is_file():
         raise Http404
     do_put_files(
-        store, request.user, {}, delete=(key,), if_match={key: if_match} if if_match else None
+        store,
+        request.user,
+        {},
+        delete=(key,),
+        if_match=None if if_match is None else {key: if_match},
     )
     return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -158,6 +158,19 @@ def test_a_stale_if_match_gets_412_and_writes_nothing(alice_api, store):
     assert alice_api.delete(url, HTTP_IF_MATCH=sha("v1")).status_code == 412
 
 
+@pytest.mark.parametrize("key", ["a.md", "new.md"])
+def test_an_empty_if_match_tag_matches_nothing_and_writes_nothing(alice_api, store, key):
+    alice_api.put(f"/api/v1/stores/{store.pk}/files/a.md", {"content": "v1"}, format="json")
+    url = f"/api/v1/stores/{store.pk}/files/{key}"
+    response = alice_api.put(url, {"content": "v2"}, format="json", HTTP_IF_MATCH='""')
+    assert response.status_code == 412
+    assert response.json()["error"]["code"] == "precondition_failed"
+    assert Path(store.path, "a.md").read_text() == "v1"
+    assert not Path(store.path, "new.md").exists()
+    assert alice_api.delete(url, HTTP_IF_MATCH='""').status_code == (412 if key == "a.md" else 404)
+    assert Path(store.path, "a.md").read_text() == "v1"
+
+
 def test_if_match_star_and_lists_are_read_as_http_reads_them(alice_api, store):
     """`*` matches any existing file, a list matches when any of its tags does."""
     url = f"/api/v1/stores/{store.pk}/files/a.md"
