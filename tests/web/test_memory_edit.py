@@ -299,6 +299,28 @@ def test_a_file_whose_header_is_not_closed_is_not_given_a_second_one(client, sto
     assert target.read_text() == original
 
 
+@pytest.mark.parametrize(
+    ("header", "problem"),
+    [
+        ("name: Tabs\n\tdescription: indented with a tab\n", "found a tab character"),
+        ("- name: Listed\n- description: a list\n", "frontmatter is not a mapping (it is a list)"),
+    ],
+)
+def test_a_header_that_cannot_be_read_is_shown_before_saving_replaces_it(
+    client, stores, alice, header, problem
+):
+    target = root(stores.private) / "user_odd.md"
+    target.write_text(f"---\n{header}---\nBody.\n")
+    rescan_store(stores.private)
+    client.force_login(alice)
+    form = client.get(url("memory_edit", stores.private, "user_odd.md"))
+    page = text(form)
+    assert "This file's header could not be read: " in page and problem in page
+    assert "Saving replaces it with a header written from the fields below" in page
+    raw = re.search(r'<pre id="raw-header">(.*?)</pre>', form.content.decode(), re.S)
+    assert raw and unescape(raw.group(1)) == f"---\n{header}---"
+
+
 def test_the_form_rejects_a_multi_line_description_and_an_unknown_type(client, stores, alice):
     target = root(stores.private) / "user_role.md"
     before = target.read_bytes()

@@ -206,6 +206,16 @@ def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
         return mine["body"]
 
 
+def _unread_header(data: bytes, memory: Memory) -> dict | None:
+    """Why the file's header could not be read, and its text: saving writes the header from
+    the form's fields, so the person sees what it replaces and can copy from it."""
+    if not memory.problem or memory.header_unclosed:  # saving that one is refused instead
+        return None
+    text = data.decode("utf-8", "replace")
+    header = text[: len(text) - len(memory.body)] if text.endswith(memory.body) else ""
+    return {"problem": memory.problem, "text": header.strip("\n")}
+
+
 def _refuse_read_only(request: HttpRequest, store: Store, path: str) -> HttpResponse:
     messages.error(request, f"Not changed: {READ_ONLY}")
     return redirect(_memory_url(store, path))
@@ -272,6 +282,7 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
         "warnings": warnings,
         "preview": preview,
         "unknown_type": unknown_type_warning(odd) if odd else "",
+        "unread_header": _unread_header(data, memory),
     }
     return render(request, "memapp/edit.html", context)
 
