@@ -203,6 +203,27 @@ def do_save_memory(
     return store.files.get(path=path)
 
 
+def do_keep_disk_version(store: Store, user, path: str, discarded: str) -> None:
+    """Settle an edit conflict for the file on disk, writing nothing to it: the edit not kept
+    becomes a version in the file's history (then the disk's bytes again, so the latest
+    version is what is on disk), restorable as the conflict page promises."""
+    with store_lock(store):
+        capture_before_write(store, [path])
+        try:
+            current = store_file_path(store, path).read_bytes()
+        except FileNotFoundError:
+            current = None
+        mine = discarded.encode("utf-8")
+        if mine == current:
+            return
+        note = "an edit not kept: the version on disk was kept"
+        record_changes(store, {path: mine}, via=Via.UI, user=user, note=note)
+        if current is not None:
+            note = "the version on disk, kept over an edit"
+            record_changes(store, {path: current}, via=Via.UI, user=user, note=note)
+        rescan_store(store)
+
+
 def do_forget_memory(
     store: Store, user, path: str, via: str = Via.UI, *, index: bool = True
 ) -> None:

@@ -7,7 +7,9 @@ import re
 from html import unescape
 
 import pytest
+from django.urls import reverse
 
+from memapp.stores.history import timeline
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
 from tests.web.memory_pages import INDEX, base_sha256, root, sha256, text, url
@@ -240,8 +242,10 @@ def test_a_file_changed_on_disk_after_the_form_opened_is_not_overwritten(client,
         in html
     )
     assert '<span class="visually-hidden">added: </span><mark>My edit</mark>.' in html
-    keep_disk = url("memory", stores.private, "feedback_tests.md")
-    assert f'<a class="button secondary" href="{keep_disk}">Keep the version on disk</a>' in html
+    assert (
+        '<button type="submit" name="keep_disk" value="1" class="secondary">'
+        "Keep the version on disk</button>"
+    ) in html
     assert (root(stores.private) / "MEMORY.md").read_text() == INDEX
 
     # "Replace … with mine" submits the conflict page's form, based on the version on disk now.
@@ -253,6 +257,37 @@ def test_a_file_changed_on_disk_after_the_form_opened_is_not_overwritten(client,
     assert resolved.status_code == 302
     assert target.read_text().endswith(f"---\n{mine['body']}")
     assert "description: Tests hit a real database (edited)\n" in target.read_text()
+
+
+def test_keeping_the_version_on_disk_keeps_the_other_edit_restorable(client, stores, alice):
+    target = root(stores.private) / "feedback_tests.md"
+    theirs = target.read_text() + "Tab A's line.\n"
+    mine = {"name": "Real DB", "description": "Mine", "type": "feedback", "body": "Tab B.\n"}
+    conflict = save_after(
+        client, alice, stores.private, "feedback_tests.md", lambda: target.write_text(theirs), mine
+    )
+    kept = client.post(
+        url("memory_edit", stores.private, "feedback_tests.md"),
+        {**mine, "base_sha256": base_sha256(conflict), "keep_disk": "1"},
+        follow=True,
+    )
+    assert target.read_text() == theirs
+    assert "Your edit is in its history, marked not kept" in text(kept)
+    history = client.get(url("memory_history", stores.private, "feedback_tests.md"))
+    assert "an edit not kept: the version on disk was kept" in text(history)
+    latest, not_kept = list(timeline(stores.private, "feedback_tests.md"))[:2]
+    assert not_kept.note == "an edit not kept: the version on disk was kept"
+    page = reverse(
+        "memory_version",
+        kwargs={
+            "store_id": stores.private.pk,
+            "path": "feedback_tests.md",
+            "version_id": not_kept.pk,
+        },
+    )
+    version = client.get(page)
+    assert "Tab B." in text(version) and "description: Mine" in text(version)
+    assert f'<tr id="version-{latest.pk}" class="current">' in history.content.decode()
 
 
 def test_a_conflict_page_is_not_a_licence_to_overwrite_a_second_change(client, stores, alice):

@@ -25,6 +25,7 @@ from memapp.stores.actions import (
     READ_ONLY,
     EditConflict,
     do_forget_memory,
+    do_keep_disk_version,
     do_save_memory,
     do_share_memories,
     edited_text,
@@ -175,7 +176,7 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
                 "store": store,
                 "path": path,
                 "mine": mine,
-                "diff": diff_lines(conflict.disk_text, _my_text(conflict, path, mine)),
+                "diff": diff_lines(conflict.disk_text, _my_text(conflict.disk_text, path, mine)),
                 "form": MemoryForm(initial={**mine, "base_sha256": conflict.disk_sha256}),
             },
             status=409,
@@ -196,9 +197,9 @@ def _save(request: HttpRequest, store: Store, form: MemoryForm, path: str | None
     return _Saved(redirect(_memory_url(store, file.path)), [])
 
 
-def _my_text(conflict: EditConflict, path: str, mine: dict) -> str:
+def _my_text(disk_text: str, path: str, mine: dict) -> str:
     """The file the refused edit would have written over what is on disk now."""
-    previous = parse_memory(conflict.disk_text.encode("utf-8"), path=path)
+    previous = parse_memory(disk_text.encode("utf-8"), path=path)
     fields = (mine["name"], mine["description"], mine["type"], mine["body"])
     try:
         return edited_text(previous, path, *fields)
@@ -214,6 +215,24 @@ def _unread_header(data: bytes, memory: Memory) -> dict | None:
     text = data.decode("utf-8", "replace")
     header = text[: len(text) - len(memory.body)] if text.endswith(memory.body) else ""
     return {"problem": memory.problem, "text": header.strip("\n")}
+
+
+def _keep_disk(request: HttpRequest, store: Store, path: str, data: bytes) -> HttpResponse:
+    """The conflict page's "Keep the version on disk": the person's edit is kept in the
+    memory's history (not on disk), so it stays restorable as the page says."""
+    form = MemoryForm(request.POST)
+    form.is_valid()
+    fields = ("name", "description", "type", "body")
+    mine = {f: form.cleaned_data.get(f, request.POST.get(f, "")) for f in fields}
+    do_keep_disk_version(
+        store, request.user, path, _my_text(data.decode("utf-8", "replace"), path, mine)
+    )
+    messages.success(
+        request,
+        f"Kept the version on disk of {path}. Your edit is in its history, marked not kept: "
+        "restore it from there if you change your mind.",
+    )
+    return redirect(_memory_url(store, path))
 
 
 def _refuse_read_only(request: HttpRequest, store: Store, path: str) -> HttpResponse:
@@ -250,6 +269,8 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
         raise Http404("No such memory.") from None
     if store.read_only:
         return _refuse_read_only(request, store, path)
+    if request.method == "POST" and "keep_disk" in request.POST:
+        return _keep_disk(request, store, path, data)
     warnings: list[str] = []
     preview = None
     memory = parse_memory(data, path=path)
