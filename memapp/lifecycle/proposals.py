@@ -13,7 +13,7 @@ so the two never differ: the file name, the checks and the store follow the edit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -26,9 +26,17 @@ from memapp.memdir.comparison import FileChange, compare_file, side_by_side
 from memapp.memdir.extraction import ProposedChange, change_checks
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory, render_memory
 from memapp.memdir.scan import detect_type_form
-from memapp.memdir.store_files import FileRejected, checksum
+from memapp.memdir.store_files import (
+    FileRejected,
+    check_entry,
+    check_key_neighbours,
+    checksum,
+    normalize_key,
+    walk_store,
+)
 from memapp.stores.actions import (
     EditConflict,
+    check_secrets,
     do_forget_memory,
     do_put_files,
     do_save_memory,
@@ -68,6 +76,12 @@ MEMORY_TYPES = ("user", "feedback", "project", "reference")
 # The checks a change's own text decides, taken again after an edit; the others (a file edited
 # after the run read it, a date fix to tick) stay as the run left them.
 TEXT_CHECKS = frozenset({"secret", "cap", "relative_dates", "why_how", "duplicate"})
+
+
+HELD_BACK = (
+    "Not written: another change of this approval was refused or changed meanwhile, and a "
+    "proposal is applied whole or not at all."
+)
 
 
 class ProposalClosed(ValueError):
@@ -240,11 +254,30 @@ class ProposalResult:
     skipped: list[str] = field(default_factory=list)
 
 
-def _apply_change(store: Store, user, change: ProposalChange) -> None:
+def _check_change(store: Store, change: ProposalChange, replacing: Collection[str]) -> None:
+    """Raise what writing `change` would (EditConflict for a file changed since it was
+    proposed, FileRejected, FrontmatterError), writing nothing: every change of an approval is
+    checked before any is written. `replacing` are the keys the approval deletes."""
     current = file_on_disk(store, change.key)
     if disk_checksum(current) != change.base_checksum:
         text = (current or b"").decode("utf-8", "replace")
         raise EditConflict(change.key, text, disk_checksum(current))
+    if change.action == ProposalChange.Action.DELETE:
+        store_file_path(store, change.key)
+        return
+    if _whole_file(change):
+        text = change.body
+    else:
+        text = rendered_change(store, change, current)
+    check_entry(change.key, text, exclude=store.exclude)
+    if current is None:
+        on_disk = {f.key for f in walk_store(store.path, store.exclude)}
+        check_key_neighbours([normalize_key(change.key)], on_disk - set(replacing))
+    if store.kind == Store.Kind.TEAM:
+        check_secrets(store, {change.key: text})
+
+
+def _apply_change(store: Store, user, change: ProposalChange, replacing: Collection[str]) -> None:
     if _whole_file(change):
         if_match = {change.key: change.base_checksum or None}
         do_put_files(store, user, {change.key: change.body}, if_match=if_match, via=VIA)
@@ -264,7 +297,57 @@ def _apply_change(store: Store, user, change: ProposalChange) -> None:
         base_sha256=change.base_checksum,
         via=VIA,
         index=index,
+        replacing=replacing,
     )
+
+
+def _failed(change: ProposalChange, result: ProposalResult, action, *args) -> bool:
+    """Run `action(*args)` for `change`; when it raises a conflict or a refusal, mark the
+    change so (with the reason) and count it in `result`, and answer True."""
+    try:
+        action(*args)
+    except EditConflict as exc:
+        change.status, change.current_text = ProposalChange.Status.CONFLICT, exc.disk_text
+        change.message = "The file changed since this was proposed."
+        result.conflicts.append(change.key)
+    except (FileRejected, FrontmatterError, EditRefused) as exc:
+        change.status, change.message = ProposalChange.Status.REFUSED, str(exc)
+        result.refused.append(change.key)
+    else:
+        return False
+    return True
+
+
+def _write(
+    store: Store,
+    user,
+    pending: list[ProposalChange],
+    picked: list[ProposalChange],
+    targets: Mapping[int, Store],
+    deleted: Collection[str],
+    result: ProposalResult,
+) -> None:
+    """Write the checked changes `picked` of `pending` (each to its target store), skip the
+    others."""
+    for change in pending:
+        if change not in picked:
+            change.status = ProposalChange.Status.SKIPPED
+            result.skipped.append(change.key)
+            change.save(update_fields=["status"])
+            continue
+        target = targets[change.pk]
+        replacing = deleted if target.pk == store.pk else ()
+        if not _failed(change, result, _apply_change, target, user, change, replacing):
+            change.status, change.message = ProposalChange.Status.APPLIED, ""
+            result.applied.append(change.key)
+        change.save()
+
+
+def _hold_back(changes: Iterable[ProposalChange]) -> None:
+    """The changes of an approval that another change stopped: left pending, saying why."""
+    for change in changes:
+        change.message = HELD_BACK
+        change.save(update_fields=["message"])
 
 
 def _edit(change: ProposalChange, edit: Mapping[str, str]) -> set[str]:
@@ -394,11 +477,13 @@ def do_apply_proposal(
     """Approve a proposal: write the selected pending changes (all when `change_ids` is None),
     each with the person's `edits` (change id → name/description/body/type/scope, through
     `revise_change`), through the normal write path. The pending changes not selected are
-    skipped. A change whose file changed
-    since it was proposed becomes a conflict (nothing written, both versions kept) and keeps
-    the proposal open; one the write path refuses (a secret, a broken header) is refused with
-    the reason. Raises ProposalClosed when the proposal was already decided, AccessLost when
-    `user` may no longer see its store, and ValueError for a change id that is not one of its
+    skipped. Every selected change is checked before any is written, and they are written
+    all or none: a change whose file changed since it was proposed becomes a conflict (both
+    versions kept), one the write path would refuse (a secret, a broken header) is refused
+    with the reason, and then nothing is written and the other changes stay pending. A new
+    key may look like a key the same approval deletes (a case-only rename). Raises
+    ProposalClosed when the proposal was already decided, AccessLost when `user` may no
+    longer see its store, and ValueError for a change id that is not one of its
     pending changes."""
     if proposal.status != Proposal.Status.PENDING:
         raise ProposalClosed(f"this proposal was already {proposal.status}")
@@ -408,26 +493,22 @@ def do_apply_proposal(
     if wanted is not None and wanted - {c.pk for c in pending}:
         raise ValueError("only pending changes of this proposal can be approved")
     store, result = proposal.store, ProposalResult()
-    for change in pending:
-        if wanted is not None and change.pk not in wanted:
-            change.status = ProposalChange.Status.SKIPPED
-            result.skipped.append(change.key)
-            change.save(update_fields=["status"])
-            continue
-        try:
-            revision = revise_change(store, user, change, (edits or {}).get(change.pk, {}))
-            _apply_change(revision.store, user, change)
-        except EditConflict as exc:
-            change.status, change.current_text = ProposalChange.Status.CONFLICT, exc.disk_text
-            change.message = "The file changed since this was proposed."
-            result.conflicts.append(change.key)
-        except (FileRejected, FrontmatterError, EditRefused) as exc:
-            change.status, change.message = ProposalChange.Status.REFUSED, str(exc)
-            result.refused.append(change.key)
-        else:
-            change.status, change.message = ProposalChange.Status.APPLIED, ""
-            result.applied.append(change.key)
-        change.save()
+    picked = [c for c in pending if wanted is None or c.pk in wanted]
+    deleted = {c.key for c in picked if c.action == ProposalChange.Action.DELETE}
+    targets: dict[int, Store] = {}
+
+    def check(change: ProposalChange) -> None:
+        target = revise_change(store, user, change, (edits or {}).get(change.pk, {})).store
+        targets[change.pk] = target
+        _check_change(target, change, deleted if target.pk == store.pk else ())
+
+    failed = [change for change in picked if _failed(change, result, check, change)]
+    if failed:
+        for change in failed:
+            change.save()
+        _hold_back([change for change in picked if change not in failed])
+    else:
+        _write(store, user, pending, picked, targets, deleted, result)
     close_proposal(proposal, user, decision, result)
     if proposal.kind == Proposal.Kind.INBOX and proposal.status == Proposal.Status.APPLIED:
         clear_applied_inbox(proposal)

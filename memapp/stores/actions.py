@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,6 +142,7 @@ def do_save_memory(
     via: str = Via.UI,
     index_line: str | None = None,
     index: bool = True,
+    replacing: Collection[str] = (),
 ) -> MemoryFile:
     """Create (path None, or `path` with `base_sha256` "": a file that must not exist yet) or
     update a topic file and its MEMORY.md line: `index_line` as given (a line that is already
@@ -152,7 +153,8 @@ def do_save_memory(
     matches the file on disk, or a create whose file appeared meanwhile, raises EditConflict and
     writes nothing, so an edit never overwrites a change made behind the form's back. The bytes
     it replaces are in the file's history (docs/design.md §23). `index` false leaves MEMORY.md
-    alone (the `skip_index` flag, for memhub's own writes).
+    alone (the `skip_index` flag, for memhub's own writes). `replacing` are keys the same
+    change deletes next (a rename), which a new key may look like (`Good.md` → `good.md`).
     """
     check_writable(store)
     if store.kind == Store.Kind.TEAM and memory_type == "user" and via in _NO_TICK:
@@ -169,7 +171,8 @@ def do_save_memory(
             path = new_memory_path(root, name, memory_type, form)
         if created:
             path = normalize_key(path)
-            check_key_neighbours([path], {f.key for f in walk_store(root, store.exclude)})
+            on_disk = {f.key for f in walk_store(root, store.exclude)}
+            check_key_neighbours([path], on_disk - set(replacing))
         target = store_file_path(store, path)
         if created:
             if target.exists():
@@ -378,16 +381,21 @@ def do_put_files(
 
 
 def do_rename_memory(store: Store, user, old: str, new: str, via: str = Via.API) -> None:
-    """Move a topic file to a free key, its MEMORY.md line following it; `FileNotFoundError`
-    when `old` is missing, `FileRejected` (`already_exists`, a bad key) and nothing written
-    when `new` is taken or no memory file. Both keys keep their history."""
+    """Move a topic file to a free key (in NFC; a look-alike only of `old` itself, such as a
+    case-only rename, is free), its MEMORY.md line following it; `FileNotFoundError` when
+    `old` is missing, `FileRejected` (`already_exists`, a bad key, a look-alike of another
+    file) and nothing written when `new` is taken or no memory file. Both keys keep their
+    history."""
     check_writable(store)
     root = Path(store.path)
+    new = normalize_key(new)
     source, target = store_file_path(store, old), store_file_path(store, new)
     with store_lock(store):
         data = source.read_bytes()
-        if target.exists():
+        if target.exists():  # on macOS, also the file itself renamed in case only: refused
             raise FileRejected("already_exists", f"{new!r} already exists", {"key": new})
+        on_disk = {f.key for f in walk_store(root, store.exclude)}
+        check_key_neighbours([new], on_disk - {old})
         text = check_entry(new, data, exclude=store.exclude)
         capture_before_write(store, [old])
         lines = index_lines(root, [old])

@@ -141,7 +141,9 @@ def test_a_file_changed_since_the_proposal_is_a_conflict_with_both_versions(prop
     (Path(store.path) / "feedback_tests.md").write_text("Someone else's edit.\n")
     result = do_apply_proposal(proposal, alice)
     assert result.conflicts == ["feedback_tests.md"]
-    assert result.applied == ["project_deploys.md"]
+    assert result.applied == []  # whole or not at all
+    assert not (Path(store.path) / "project_deploys.md").exists()
+    assert "another change of this approval" in proposal.changes.get(action="create").message
     assert text(store, "feedback_tests.md") == "Someone else's edit.\n"  # never overwritten
     update = proposal.changes.get(action="update")
     assert update.status == "conflict"
@@ -193,6 +195,52 @@ def test_an_edit_that_adds_a_secret_is_refused_and_nothing_written(proposal, sto
     create.refresh_from_db()
     assert create.status == "refused" and "secret" in create.message
     assert token not in create.message
+
+
+def test_a_case_only_rename_proposed_by_an_agent_is_approved_whole(alice_api, store):
+    """What the MCP memory tool's rename proposes in review mode: create the new key, delete
+    the old one."""
+    old = text(store, "feedback_tests.md")
+    proposal = do_propose_changes(
+        "extraction",
+        store,
+        store.owner,
+        [
+            proposed(
+                file="Feedback_Tests.md",
+                name="Real DB",
+                description="Integration tests hit a real database",
+                type="feedback",
+                body="Use the real database.\n",
+            ),
+            proposed(action="delete", file="feedback_tests.md"),
+        ],
+    )
+    response = alice_api.post(f"/api/v1/proposals/{proposal.pk}/approve", {}, format="json")
+    assert response.json()["applied"] == ["Feedback_Tests.md", "feedback_tests.md"]
+    assert response.json()["refused"] == []
+    assert sorted(p.name for p in Path(store.path).glob("*.md")) == [
+        "Feedback_Tests.md",
+        "MEMORY.md",
+    ]
+    assert text(store, "Feedback_Tests.md") == old
+
+
+def test_a_refused_change_stops_the_whole_approval_and_says_why(alice_api, store, alice):
+    token = fake_tokens(4)["slack-bot-token"]
+    proposal = do_propose_changes(
+        "extraction",
+        store,
+        alice,
+        [proposed(body=token), proposed(action="delete", file="feedback_tests.md")],
+    )
+    response = alice_api.post(f"/api/v1/proposals/{proposal.pk}/approve", {}, format="json")
+    assert response.json()["applied"] == [] and response.json()["refused"] == ["project_deploys.md"]
+    assert "Use the real database." in text(store, "feedback_tests.md")  # not deleted
+    assert not (Path(store.path) / "project_deploys.md").exists()
+    delete = proposal.changes.get(action="delete")
+    assert delete.status == "pending" and "applied whole or not at all" in delete.message
+    assert Proposal.objects.get(pk=proposal.pk).status == "pending"
 
 
 def test_rejecting_writes_nothing_and_closes_the_proposal(proposal, store, alice):

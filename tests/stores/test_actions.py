@@ -7,6 +7,7 @@ from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
     do_rebuild_index_entries,
+    do_rename_memory,
     do_save_memory,
 )
 from memapp.stores.mirror import rescan_store
@@ -121,6 +122,23 @@ def test_forgetting_removes_the_file_and_its_index_line(store, alice):
         "path": "user_role.md",
         "via": "ui",
     }
+
+
+def test_a_case_only_rename_moves_the_file_and_its_index_line(store, alice):
+    text = Path(store.path, "user_role.md").read_text()
+    do_rename_memory(store, alice, "user_role.md", "User_Role.md")
+    assert sorted(p.name for p in Path(store.path).iterdir()) == ["MEMORY.md", "User_Role.md"]
+    assert Path(store.path, "User_Role.md").read_text() == text
+    assert "(User_Role.md)" in Path(store.path, "MEMORY.md").read_text()
+
+
+def test_a_rename_to_a_look_alike_of_another_file_is_refused(store, alice):
+    write_memory(Path(store.path), "notes.md", "Notes", "Some notes", "project")
+    rescan_store(store)
+    with pytest.raises(FileRejected, match="lookalike-duplicate"):
+        do_rename_memory(store, alice, "user_role.md", "Notes.md")
+    assert Path(store.path, "user_role.md").exists()
+    assert not Path(store.path, "Notes.md").exists()
 
 
 @pytest.mark.parametrize("key", ["../escape.md", "/etc/passwd", "a/../../b.md", "%2e%2e%2fx.md"])

@@ -95,7 +95,11 @@ def _result_message(request: HttpRequest, result: ProposalResult) -> None:
             "Both versions are shown below.",
         )
     if result.refused:
-        messages.error(request, f"Refused: {', '.join(result.refused)} (see below).")
+        messages.error(
+            request,
+            f"Refused, so nothing was written: {', '.join(result.refused)} (see below). A "
+            "proposal is applied whole or not at all.",
+        )
 
 
 def _previewed(request: HttpRequest, proposal: Proposal, form: ProposalDecisionForm) -> dict:
