@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
+from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic, write_atomic_bytes
 from memapp.memdir.frontmatter import Memory, parse_memory, render_memory, user_memories
 from memapp.memdir.index import (
     INDEX_FILENAME,
@@ -442,12 +442,50 @@ def index_entry_for(text: str, path: str) -> str:
     return _entry_for(text, path)
 
 
+def _put_back(
+    store: Store, user, path: str, data: bytes, *, base: str | None, line: str | None, note: str
+) -> None:
+    """Write `data` back to `path` exactly as it was, with its MEMORY.md `line` (None: the
+    index is left alone). A restore is an undo, not a new write: bytes today's entry checks
+    would refuse (NUL, invalid UTF-8, over the size limit, a secret; a team store's push gate
+    still keeps a secret from teammates and agents) come back as they were, while the key
+    still passes the path rules (docs/design.md §4), names a memory file and looks like no
+    other file. `base` is the checksum the person saw ("" for no file; None: none)."""
+    check_writable(store)
+    root, target = Path(store.path), store_file_path(store, path)
+    with store_lock(store):
+        current = _current_checksum(target)
+        if base is not None and current != (base or None):
+            raise FileRejected(
+                "precondition_failed",
+                f"{path!r} changed on the server since it was read",
+                {"key": path, "checksum": current},
+            )
+        if current is None:
+            on_disk = {f.key for f in walk_store(root, store.exclude)}
+            check_key_neighbours([path], on_disk)
+        capture_before_write(store, [path, INDEX_FILENAME])
+        index_before = read_index_bytes(store)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic_bytes(target, data)
+        if line is not None:
+            write_index_entry(root, path, line)
+        if path != INDEX_FILENAME:
+            lines = {path: line} if line else {}
+            record_changes(store, {path: data}, via=Via.UI, user=user, note=note, index_lines=lines)
+        record_index(store, index_before, via=Via.UI, user=user, note=note)
+        rescan_store(store)
+    announce_change(store, user, {path, INDEX_FILENAME})
+    created = current is None
+    record_event("memory_written", store=store, user=user, path=path, via=Via.UI, created=created)
+
+
 def do_restore_version(
     store: Store, user, version: MemoryVersion, *, base_checksum: str | None = None
 ) -> str:
-    """Make a past version the file's content again, through the normal write path (so the
-    restore is itself a new version, and the current bytes stay in the history). Its
-    MEMORY.md line follows the restored header when the file is listed or was deleted.
+    """Make a past version the file's content again, byte for byte (so the restore is itself a
+    new version, and the current bytes stay in the history). Its MEMORY.md line follows the
+    restored header when the file is listed or was deleted.
 
     `base_checksum` (`sha256:…`, or "" for a file that did not exist) is what the person saw:
     if the file changed since, FileRejected (`precondition_failed`) and nothing is written.
@@ -456,49 +494,30 @@ def do_restore_version(
     if data is None:
         raise FileRejected("not_found", "This version's content is no longer kept.")
     path = version.path
-    text = data.decode("utf-8", "surrogateescape")
     root = Path(store.path)
-    index: dict[str, str] = {}
+    line = None
     if path != INDEX_FILENAME:  # the index itself is restored whole, as any memory
         listed = path in index_lines(root, [path])
-        line = version.index_line or _entry_for(text, path)
-        index = {path: line} if listed or not (root / path).exists() else {}
-    if_match = None if base_checksum is None else {path: base_checksum or None}
-    if base_checksum == "" and (root / path).exists():
-        raise FileRejected(
-            "precondition_failed", f"{path!r} was created again since you opened this page"
-        )
-    do_put_files(
-        store,
-        user,
-        {path: text},
-        if_match=if_match,
-        via=Via.UI,
-        index=index,
-        note=f"restored the version of {version.created_at:%Y-%m-%d %H:%M:%S}",
-    )
+        if listed or not (root / path).exists():
+            line = version.index_line or _entry_for(data.decode("utf-8", "replace"), path)
+    note = f"restored the version of {version.created_at:%Y-%m-%d %H:%M:%S}"
+    _put_back(store, user, path, data, base=base_checksum, line=line, note=note)
     return path
 
 
 def do_restore_from_trash(item: TrashItem, user) -> str:
-    """Put a forgotten memory back with its MEMORY.md line; under a new name when a file has
-    taken its place meanwhile. Returns the path it was restored to."""
+    """Put a forgotten memory back, byte for byte, with its MEMORY.md line; under a new name
+    when a file has taken its place meanwhile. Returns the path it was restored to."""
     store = item.store
     data = blob_bytes(item.sha256)
     if data is None:
         raise FileRejected("not_found", "This memory's content is no longer kept.")
-    text = data.decode("utf-8", "surrogateescape")
     root = Path(store.path)
     path = free_path(root, item.path, "restored")
+    text = data.decode("utf-8", "replace")
     line = item.index_line if path == item.path and item.index_line else _entry_for(text, path)
-    do_put_files(
-        store,
-        user,
-        {path: text},
-        via=Via.UI,
-        index={path: line},
-        note=f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})",
-    )
+    note = f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})"
+    _put_back(store, user, path, data, base="", line=line, note=note)
     item.delete()
     return path
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from memapp.stores.actions import do_forget_memory, do_save_memory
 from memapp.stores.history import timeline
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import TrashItem
 from tests.web.memory_pages import INDEX, root, text, url
 
@@ -250,3 +251,45 @@ def test_one_trash_lists_every_store_the_person_sees(client, stores, alice, bob)
     client.force_login(bob)  # a teammate: the team's trash, never alice's private one
     page = text(client.get(reverse("trash_all")))
     assert "project_release.md" in page and "user_role.md" not in page
+
+
+ODD_BYTES = {
+    "nul_bytes.md": b"---\nname: Nul\n---\nbefore\x00after\n",
+    "binary.md": b"---\nname: Latin-1\n---\ncaf\xe9 \xff\xfe\n",
+    "big.md": b"---\nname: Big\n---\n" + b"x" * 300_000 + b"\n",
+}
+
+
+@pytest.mark.parametrize("name", ODD_BYTES)
+def test_a_forgotten_file_comes_back_byte_for_byte_whatever_it_holds(client, stores, alice, name):
+    """A restore is an undo: bytes today's write checks refuse (NUL, not UTF-8, over the size
+    limit) come back as they were."""
+    target = root(stores.private) / name
+    target.write_bytes(ODD_BYTES[name])
+    rescan_store(stores.private)
+    client.force_login(alice)
+    client.post(url("memory_forget", stores.private, name))
+    assert not target.exists()
+    item = TrashItem.objects.get(path=name)
+    response = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    assert f"Restored {name}" in text(response)
+    assert "Nothing was restored" not in text(response)
+    assert target.read_bytes() == ODD_BYTES[name]
+
+
+def test_a_version_that_is_not_utf8_is_restored_byte_for_byte(client, stores, alice):
+    target = root(stores.private) / "binary.md"
+    target.write_bytes(ODD_BYTES["binary.md"])
+    rescan_store(stores.private)
+    target.write_text("---\nname: Fixed\n---\nReplaced by an agent.\n")
+    rescan_store(stores.private)
+    _new, old = timeline(stores.private, "binary.md")
+    client.force_login(alice)
+    forms = restore_forms(client.get(history_url(stores.private, "binary.md")))
+    restore = reverse(
+        "memory_version_restore",
+        kwargs={"store_id": stores.private.pk, "path": "binary.md", "version_id": old.pk},
+    )
+    response = client.post(restore, {"base": forms[str(old.pk)]}, follow=True)
+    assert "Nothing was restored" not in text(response)
+    assert target.read_bytes() == ODD_BYTES["binary.md"]
