@@ -7,6 +7,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -77,6 +78,29 @@ def store_file_path(store: Store, key: str) -> Path:
     """The path of a memory file of the store: the file rule of docs/design.md §6a (safe key,
     a memory file, not inside a store of its own); `FileRejected` otherwise."""
     return entry_path(store.path, key, store.exclude)
+
+
+ODD_NAME = (
+    "Its name holds a backslash, which Windows reads as a folder separator, so memhub keeps "
+    "no memory under such a name: read it and forget it here; restored from the trash, it "
+    "comes back with a dash instead."
+)
+
+
+def listed_file_path(store: Store, key: str) -> Path:
+    """`store_file_path`, but also a file the mirror lists whose name holds a backslash (a
+    plain character on Linux and macOS, where an agent made it): a person can read and forget
+    it (docs/design.md §4). Its folders must still lie inside the store, no symlink on it."""
+    try:
+        return store_file_path(store, key)
+    except FileRejected as exc:
+        if exc.details.get("rule") != "backslash" or not store.files.filter(path=key).exists():
+            raise
+        path = Path(store.path).joinpath(*key.split("/"))
+        inside = path.parent.resolve().is_relative_to(Path(store.path).resolve())
+        if not inside or path.is_symlink() or {".", "..", ""} & set(key.split("/")):
+            raise
+        return path
 
 
 def _current_checksum(path: Path) -> str | None:
@@ -242,7 +266,7 @@ def do_forget_memories(
     `skip_index` flag); returns the paths that were there."""
     check_writable(store)
     root = Path(store.path)
-    targets = {path: store_file_path(store, path) for path in paths}
+    targets = {path: listed_file_path(store, path) for path in paths}
     forgotten: dict[str, bytes] = {}
     with store_lock(store):
         capture_before_write(store, [*targets, INDEX_FILENAME])
@@ -255,7 +279,8 @@ def do_forget_memories(
                 continue
             delete_file(target, missing_ok=True)
             if index:
-                delete_index_entry(root, path)
+                with suppress(ValueError):  # a name no index line can link to has none
+                    delete_index_entry(root, path)
         record_changes(store, {}, forgotten, via=via, user=user, index_lines=lines)
         record_index(store, index_before, via=via, user=user, note="lines of forgotten memories")
         rescan_store(store)
@@ -507,13 +532,14 @@ def do_restore_version(
 
 def do_restore_from_trash(item: TrashItem, user) -> str:
     """Put a forgotten memory back, byte for byte, with its MEMORY.md line; under a new name
-    when a file has taken its place meanwhile. Returns the path it was restored to."""
+    when a file has taken its place meanwhile (or its name held a backslash, now a dash).
+    Returns the path it was restored to."""
     store = item.store
     data = blob_bytes(item.sha256)
     if data is None:
         raise FileRejected("not_found", "This memory's content is no longer kept.")
     root = Path(store.path)
-    path = free_path(root, item.path, "restored")
+    path = free_path(root, item.path.replace("\\", "-"), "restored")
     text = data.decode("utf-8", "replace")
     line = item.index_line if path == item.path and item.index_line else _entry_for(text, path)
     note = f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})"

@@ -48,3 +48,30 @@ def test_the_message_after_forgetting_offers_undo(client, stores, alice):
     assert (
         "- [Role](user_role.md) — who Alice is" in (root(stores.private) / "MEMORY.md").read_text()
     )
+
+
+def test_a_file_named_with_a_backslash_is_shown_forgotten_and_restored(client, stores, alice):
+    """An agent on Linux made `back\\slash.md`: no key of memhub's may hold a backslash, but
+    the file is the person's, so it is read, forgotten and restored (under a safe name)."""
+    from memapp.stores.mirror import rescan_store
+    from memapp.stores.models import TrashItem
+
+    odd = "back\\slash.md"
+    data = b"---\nname: Odd\ndescription: made on Linux\n---\nKeep me.\n"
+    (root(stores.private) / odd).write_bytes(data)
+    rescan_store(stores.private)
+    client.force_login(alice)
+    page = client.get(url("memory", stores.private, odd))
+    assert page.status_code == 200
+    assert "Keep me." in text(page)
+    assert "This file's name is odd. Its name holds a backslash" in text(page)
+    edit = client.get(url("memory_edit", stores.private, odd), follow=True)
+    assert f"{odd} cannot be edited." in text(edit)
+    assert client.get(url("memory_forget", stores.private, odd)).status_code == 200
+    forgot = client.post(url("memory_forget", stores.private, odd), follow=True)
+    assert f"Forgot {odd}" in text(forgot)
+    assert not (root(stores.private) / odd).exists()
+    item = TrashItem.objects.get(path=odd)
+    restored = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    assert f"Restored {odd} as back-slash.md (its name had a backslash)" in text(restored)
+    assert (root(stores.private) / "back-slash.md").read_bytes() == data

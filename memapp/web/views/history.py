@@ -151,6 +151,7 @@ def trash_restore(request: HttpRequest, store_id: int, item_id: int) -> HttpResp
     except FileRejected as exc:
         messages.error(request, f"Nothing was restored: {exc}")
         return redirect("trash", store_id=store.pk)
-    renamed = "" if path == item.path else f" as {path} (a new memory has taken its name)"
+    why = "its name had a backslash" if "\\" in item.path else "a new memory has taken its name"
+    renamed = "" if path == item.path else f" as {path} ({why})"
     messages.success(request, f"Restored {item.path}{renamed}, with its index line.")
     return redirect(reverse("memory", kwargs={"store_id": store.pk, "path": path}))

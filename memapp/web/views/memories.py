@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 from django.conf import settings
@@ -17,11 +16,11 @@ from django.views.decorators.http import require_POST
 from memapp.memdir.freshness import memory_age, memory_header, staleness_note
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory
 from memapp.memdir.index import format_index_entry
-from memapp.memdir.keys import validate_key
 from memapp.memdir.lint import link_targets, memory_warnings
 from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
+    ODD_NAME,
     READ_ONLY,
     EditConflict,
     do_forget_memory,
@@ -29,6 +28,7 @@ from memapp.stores.actions import (
     do_save_memory,
     do_share_memories,
     edited_text,
+    listed_file_path,
 )
 from memapp.stores.history import index_lines
 from memapp.stores.models import MemoryFile, Store
@@ -42,7 +42,7 @@ from teamsync.models import BlockedFile
 
 
 def _read(store: Store, path: str) -> bytes:
-    return validate_key(Path(store.path), path).read_bytes()
+    return listed_file_path(store, path).read_bytes()
 
 
 def _memory_url(store: Store, path: str) -> str:
@@ -121,6 +121,7 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "warnings": _warnings(store, memory.type, memory.body, memory.description, names)
         + ([unknown_type_warning(odd)] if odd else []),
         "unknown_type": odd,
+        "odd_name": ODD_NAME if "\\" in path else "",
         "recalled": store.recall_stats.filter(path=path).first(),
         "kept_back": BlockedFile.objects.filter(store=store, key=path).first(),
         "team_store": team_store_for(request.user, store.project)
@@ -269,6 +270,9 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
         raise Http404("No such memory.") from None
     if store.read_only:
         return _refuse_read_only(request, store, path)
+    if "\\" in path:
+        messages.error(request, f"{path} cannot be edited. {ODD_NAME}")
+        return redirect(_memory_url(store, path))
     if request.method == "POST" and "keep_disk" in request.POST:
         return _keep_disk(request, store, path, data)
     warnings: list[str] = []
