@@ -27,10 +27,12 @@ from memapp.memdir.secret_gate import scan_for_push
 from memapp.memdir.store_files import (
     FileRejected,
     check_entries,
+    check_key_neighbours,
     checksum,
     is_index_key,
     read_store,
     store_checksums,
+    store_keys,
 )
 from memapp.stores.actions import do_put_files
 from memapp.stores.events import record_event
@@ -219,6 +221,8 @@ def do_put_team_memory(
         sums = _served_checksums(store, on_disk, withheld)
         uploaded = _without_copies_kept_back(uploaded, on_disk, withheld)
         _check_put(store, uploaded, sums, if_match)
+        # As do_put_files will, but before a new store is made: a refused PUT creates nothing.
+        check_key_neighbours(store_keys(uploaded, on_disk).values(), on_disk)
         if store.pk is None:
             store = _create_team_store(user, slug)
         tombstoned = list(Tombstone.objects.filter(store=store, key__in=list(uploaded)))

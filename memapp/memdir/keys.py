@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -29,6 +29,7 @@ __all__ = [
     "fold_key",
     "memory_dir_override_problem",
     "normalize_key",
+    "stored_keys",
     "validate_key",
     "validate_keys",
     "validate_memory_dir_override",
@@ -49,8 +50,8 @@ RULES: dict[str, str] = {
     "name-too-long": "a segment of the key is over 255 bytes, longer than a file name can be",
     "invisible-character": "the key contains a bidirectional or invisible control character",
     "index-lookalike": "a name in the key looks like MEMORY.md but is not spelt MEMORY.md",
-    "lookalike-duplicate": "the key differs from another key of the store only in case, width "
-    "or Unicode form (macOS and Windows would see one file)",
+    "lookalike-duplicate": "the key differs from another key of the store or the write only in "
+    "case, width or Unicode form (macOS and Windows would see one file)",
     "parent-is-file": "a folder of the key is a file",
     "key-is-folder": "the key names a folder, not a file",
     "outside-root": "the key resolves outside the store root",
@@ -82,16 +83,23 @@ _MAX_SEGMENT_BYTES = 255
 class PathTraversalError(ValueError):
     """A key (or a store root) failed a path-security rule; nothing may be read or written.
 
-    `rule` is a stable id from `RULES`; `key` is the offending key, unchanged; `detail` is for
-    logs only (it may name server paths) and is kept out of the message, which API responses
-    may show.
+    `rule` is a stable id from `RULES`; `key` is the offending key, unchanged; `beside` the
+    key it would be one with (`lookalike-duplicate`), named in the message so a person
+    can find both; `detail` is for logs only (it may name server paths) and is kept out of the
+    message, which API responses may show.
     """
 
-    def __init__(self, rule: str, key: object, detail: str = "") -> None:
+    def __init__(
+        self, rule: str, key: object, detail: str = "", *, beside: str | None = None
+    ) -> None:
         self.rule = rule
         self.key = key
         self.detail = detail
-        super().__init__(f"unsafe memory key {_quote(key)}: {RULES[rule]} [{rule}]")
+        self.beside = beside
+        message = f"unsafe memory key {_shown(key)}: {RULES[rule]} [{rule}]"
+        if beside is not None:
+            message += f"; the other is {_shown(beside)}"
+        super().__init__(message)
 
 
 def _quote(key: object) -> str:
@@ -99,6 +107,13 @@ def _quote(key: object) -> str:
     if isinstance(key, str) and len(key) > _MAX_QUOTED_KEY:
         return repr(key[:_MAX_QUOTED_KEY]) + "..."
     return repr(key)
+
+
+def _shown(key: object) -> str:
+    """:func:`_quote`, marked when not in NFC: `café.md` in NFC and in NFD print alike."""
+    if isinstance(key, str) and not unicodedata.is_normalized("NFC", key):
+        return f"{_quote(key)} (decomposed)"
+    return _quote(key)
 
 
 def _decoded_variants(key: str) -> set[str] | None:
@@ -172,6 +187,22 @@ def fold_key(key: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
 
 
+def stored_keys(keys: Iterable[str], on_disk: Collection[str]) -> dict[str, str]:
+    """Each of `keys` → the key it is written under: its own when a file on disk is spelt so,
+    else its NFC form (`normalize_key`). `PathTraversalError` (`lookalike-duplicate`) when two
+    of them would be written under one key (`café.md` sent in NFC and in NFD): one file's
+    content would silently replace the other's."""
+    stored: dict[str, str] = {}
+    spelt: dict[str, str] = {}
+    for key in keys:
+        target = key if key in on_disk else normalize_key(key)
+        other = spelt.setdefault(target, key)
+        if other != key:
+            raise PathTraversalError("lookalike-duplicate", key, beside=other)
+        stored[key] = target
+    return stored
+
+
 _INDEX_FOLDED = fold_key(INDEX_NAME)
 
 
@@ -209,7 +240,7 @@ def new_key_problems(keys: Iterable[str], existing: Iterable[str]) -> dict[str, 
             continue  # an existing file rewritten: its neighbours were there before
         other = taken.setdefault(fold_key(key), key)
         if other != key:
-            problems[key] = PathTraversalError("lookalike-duplicate", key, f"beside {other!r}")
+            problems[key] = PathTraversalError("lookalike-duplicate", key, beside=other)
     files = set(wanted) | kept
     for key in wanted:
         parts = key.split("/")

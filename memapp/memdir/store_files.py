@@ -33,6 +33,7 @@ from memapp.memdir.keys import (
     check_key_name,
     check_new_keys,
     normalize_key,
+    stored_keys,
     validate_keys,
 )
 from memapp.memdir.secret_rules import place, scan_name, scan_text
@@ -66,6 +67,7 @@ __all__ = [
     "read_store_file",
     "settled_signature",
     "store_checksums",
+    "store_keys",
     "secret_hits",
     "split_batches",
     "walk_store",
@@ -502,7 +504,23 @@ def check_key_neighbours(keys: Iterable[str], existing: Iterable[str]) -> None:
     try:
         check_new_keys(keys, existing)
     except PathTraversalError as exc:
-        raise FileRejected("invalid_key", str(exc), {"key": exc.key, "rule": exc.rule}) from None
+        raise _neighbour_refused(exc) from None
+
+
+def store_keys(keys: Iterable[str], on_disk: Collection[str]) -> dict[str, str]:
+    """Each of `keys` → the key it is written under (``stored_keys``, docs/design.md §4);
+    :class:`FileRejected` (``invalid_key``) naming both when two would be written as one."""
+    try:
+        return stored_keys(keys, on_disk)
+    except PathTraversalError as exc:
+        raise _neighbour_refused(exc) from None
+
+
+def _neighbour_refused(exc: PathTraversalError) -> FileRejected:
+    details = {"key": exc.key, "rule": exc.rule}
+    if exc.beside is not None:
+        details["beside"] = exc.beside
+    return FileRejected("invalid_key", str(exc), details)
 
 
 def secret_hits(key: str, text: str) -> list[dict[str, Any]]:

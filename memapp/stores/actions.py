@@ -34,6 +34,7 @@ from memapp.memdir.store_files import (
     checksum,
     entry_path,
     normalize_key,
+    store_keys,
     walk_store,
 )
 from memapp.stores.changes import announce_change
@@ -332,15 +333,13 @@ def do_put_files(
     none later than now: the age an agent sees is the memory's, not the sync's."""
     check_writable(store)
     on_disk = {f.key for f in walk_store(store.path, store.exclude)}
-
-    def normal(key: str) -> str:  # NFC, but a file already on disk keeps its own spelling
-        return key if key in on_disk else normalize_key(key)
-
-    files = {normal(key): text for key, text in files.items()}
-    delete = tuple(normal(key) for key in delete)
-    if_match = {normal(key): sum_ for key, sum_ in (if_match or {}).items()}
-    index = {normal(key): line for key, line in (index or {}).items()}
-    mtimes = {normal(key): ms for key, ms in (mtimes or {}).items()}
+    # NFC, a file on disk keeping its spelling; two keys of one file refused, not merged.
+    stored = store_keys([*files, *delete], on_disk)
+    files = {stored[key]: text for key, text in files.items()}
+    delete = tuple(stored[key] for key in delete)
+    if_match = {stored.get(key, key): sum_ for key, sum_ in (if_match or {}).items()}
+    index = {stored.get(key, key): line for key, line in (index or {}).items()}
+    mtimes = {stored.get(key, key): ms for key, ms in (mtimes or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
     check_key_neighbours(files, on_disk - set(delete))
     encoded = {

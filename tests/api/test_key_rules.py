@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memapp.stores.models import Project
+from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +117,42 @@ def test_a_file_already_named_so_can_still_be_read_and_removed(alice_api, store)
     assert refusal(put(alice_api, store, "\u202edm.exe.md", "y\n")) == "invisible-character"
     assert alice_api.delete(url).status_code == 204
     assert os.listdir(store.path) == []
+
+
+def test_a_batch_sending_one_name_in_nfc_and_in_nfd_is_refused_whole(alice_api, store):
+    """Both spellings are one file once stored in NFC: writing both kept one text only."""
+    batch = alice_api.post(
+        f"/api/v1/stores/{store.pk}/batch",
+        {"files": {NFC: "composed\n", NFD: "decomposed\n", "other.md": "x\n"}},
+        format="json",
+    )
+    assert refusal(batch) == "lookalike-duplicate"
+    error = batch.json()["error"]
+    assert (error["details"]["key"], error["details"]["beside"]) == (NFD, NFC)
+    assert f"{NFD!r} (decomposed)" in error["message"]
+    assert f"the other is {NFC!r}" in error["message"]
+    assert not Path(store.path).exists() or os.listdir(store.path) == []
+
+
+def test_a_batch_deleting_a_file_it_writes_in_another_form_is_refused(alice_api, store):
+    assert put(alice_api, store, NFC, "kept\n").status_code == 201
+    batch = alice_api.post(
+        f"/api/v1/stores/{store.pk}/batch",
+        {"files": {NFD: "new\n"}, "delete": [NFC]},
+        format="json",
+    )
+    assert refusal(batch) == "lookalike-duplicate"
+    assert Path(store.path, NFC).read_text() == "kept\n"
+
+
+def test_the_team_protocol_refuses_one_name_in_two_forms_and_creates_nothing(alice, alice_api):
+    project = Project.objects.create(key="acme/forms", repo_slug="acme/forms")
+    project.members.add(alice)
+    url = "/api/claude_code/team_memory?repo=acme%2Fforms"
+    response = alice_api.put(url, {"entries": {NFC: "one\n", NFD: "two\n"}}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_key"
+    assert "[lookalike-duplicate]" in error["message"]
+    assert {error["details"]["key"], error["details"]["beside"]} == {NFC, NFD}
+    assert not Store.objects.filter(project=project).exists()  # a refused PUT makes no store
