@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memapp.client.config import private_dir
-from memapp.client.sync import is_syncable_key, plan_sync, scan_local
+from memapp.client.sync import as_stored, is_syncable_key, plan_sync, scan_local
 from memapp.client.sync_state import (
     exclusive,
     load_base,
@@ -44,12 +44,13 @@ class _Busy(Exception):
     """A sync of this memory dir is running: it will take the server's changes itself."""
 
 
-def _target(memory_dir: Path, key: str) -> Path | None:
-    """The local path of a key from the server, or None when it may not be written here."""
+def _target(memory_dir: Path, key: str, name: str) -> Path | None:
+    """The local path of a key from the server (`name`: the local file's, as sync keeps it),
+    or None when it may not be written here."""
     if not is_syncable_key(key):
         return None
     try:
-        return validate_key(memory_dir, key)
+        return validate_key(memory_dir, name)
     except PathTraversalError:
         return None
 
@@ -79,10 +80,10 @@ def pull_changes(
     private_dir(state_dir)
     with contextlib.suppress(_Busy), exclusive(path.with_suffix(".lock"), _Busy()):
         base = load_base(path, identity)
-        local, untouchable = scan_local(memory_dir) if scanned is None else scanned
-        remote = {k: v for k, v in checksums.items() if k not in untouchable}
+        local = as_stored(*(scan_local(memory_dir) if scanned is None else scanned), checksums)
+        remote = {k: v for k, v in checksums.items() if k not in local.untouchable}
         actions, settled = plan_sync(
-            local, remote, {k: v for k, v in base.items() if k not in untouchable}
+            local.checksums, remote, {k: v for k, v in base.items() if k not in local.untouchable}
         )
         for key, value in settled.items():
             if value is None:
@@ -95,7 +96,7 @@ def pull_changes(
             for action in actions:
                 if action.conflict or action.kind not in ("download", "delete_local"):
                     continue  # changed here, or on both sides: for sync to settle
-                target = _target(memory_dir, action.key)
+                target = _target(memory_dir, action.key, local.spelt.get(action.key, action.key))
                 if target is None or local_checksum(target) != action.local:
                     continue  # unsafe here, or changed since the scan: sync decides later
                 if action.kind == "delete_local":

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 from memapp.client.config import private_dir
@@ -51,7 +51,7 @@ from memapp.client.sync_state import (
     state_path,
 )
 from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
-from memapp.memdir.keys import PathTraversalError, validate_key
+from memapp.memdir.keys import PathTraversalError, normalize_key, validate_key
 from memapp.memdir.secret_rules import place, scan_name, scan_text
 from memapp.memdir.store_files import (
     INDEX_FILENAME,
@@ -73,6 +73,8 @@ __all__ = [
     "PRIVATE_STORES",
     "Action",
     "PrivateSyncReport",
+    "StoredKeys",
+    "as_stored",
     "conflict_copy_key",
     "is_syncable_key",
     "merge_index_lines",
@@ -172,6 +174,42 @@ def scan_local(memory_dir: Path) -> tuple[dict[str, str], set[str]]:
     return checksums, untouchable
 
 
+class StoredKeys(NamedTuple):
+    """A scan of the memory dir by the keys the server stores its files under."""
+
+    checksums: dict[str, str]  # stored key -> the local file's checksum
+    spelt: dict[str, str]  # stored key -> the local file's own name, where the two differ
+    untouchable: set[str]  # scan_local's, and every key of `twins`: left alone
+    twins: list[list[str]]  # local names the server would store as one, its spelling first
+
+
+def as_stored(local: dict[str, str], untouchable: set[str], remote: Collection[str]) -> StoredKeys:
+    """`local` (a :func:`scan_local`) keyed as the server stores each file: under its own
+    name when the server has that spelling, else in NFC (docs/design.md §4), so a file a Mac
+    named in NFD is the server's NFC key, not a second file. Local files that would be one
+    there (`café.md` in NFC and in NFD, side by side on Linux) are left alone: sending both
+    would keep one's text, and a later sync delete the other as gone from the server."""
+    names: dict[str, list[str]] = {}
+    for name in local:
+        names.setdefault(name if name in remote else normalize_key(name), []).append(name)
+    found = StoredKeys({}, {}, set(untouchable), [])
+    for key, spellings in names.items():
+        if len(spellings) > 1:
+            found.twins.append(sorted(spellings, key=lambda name: (name != key, name)))
+            found.untouchable.update([key, *spellings])
+            continue
+        found.checksums[key] = local[spellings[0]]
+        if spellings[0] != key:
+            found.spelt[key] = spellings[0]
+    return found
+
+
+def _twins_refused(twins: list[str]) -> str:
+    first, *others = twins
+    refused = [str(PathTraversalError("lookalike-duplicate", o, beside=first)) for o in others]
+    return f"{'; '.join(refused)}; not synced until all but one are renamed"
+
+
 # --- the report -----------------------------------------------------------------------------
 
 
@@ -231,10 +269,13 @@ class _Upload:
         return len(json.dumps(self.key)) * 2 + len(json.dumps(self.content)) + 80
 
 
-def _read_local(memory_dir: Path, key: str, report: PrivateSyncReport) -> str | None:
-    """A local file's text for upload, or None (reported) when it cannot be sent."""
+def _read_local(
+    memory_dir: Path, key: str, report: PrivateSyncReport, spelt: dict[str, str]
+) -> str | None:
+    """A local file's text for upload (`spelt`: its local name, by key, where it is not the
+    key), or None (reported) when it cannot be sent."""
     try:
-        data = (memory_dir / key).read_bytes()
+        data = (memory_dir / spelt.get(key, key)).read_bytes()
     except OSError as exc:
         report.errors.append(f"{key}: cannot read it ({exc.strerror}); skipped")
         return None
@@ -283,9 +324,11 @@ class _Run:
         secret_scan: SecretScan | None,
         save: Callable[[], None],
         remote: dict[str, str],
+        spelt: dict[str, str],
     ) -> None:
         self.client, self.store_id, self.memory_dir = client, store_id, memory_dir
         self.remote = remote  # the server's checksums when the round began
+        self.spelt = spelt  # a key's local name, where it is not the key (as_stored)
         self.base, self.report, self.bar = base, report, bar
         self.secret_scan, self.save = secret_scan, save
 
@@ -295,7 +338,7 @@ class _Run:
             self.report.errors.append(f"{key!r}: not a file of the private store; skipped")
             return None
         try:
-            return validate_key(self.memory_dir, key)
+            return validate_key(self.memory_dir, self.spelt.get(key, key))
         except PathTraversalError as exc:
             self.report.errors.append(f"{exc}; skipped")
             return None
@@ -339,8 +382,11 @@ class _Run:
         else:
             self.base[key] = value
 
+    def _local(self, key: str) -> Path:
+        return self.memory_dir / self.spelt.get(key, key)
+
     def _read(self, key: str) -> str | None:
-        return _read_local(self.memory_dir, key, self.report)
+        return _read_local(self.memory_dir, key, self.report, self.spelt)
 
     def download(self, action: Action) -> None:
         self.bar.update(1)
@@ -439,7 +485,7 @@ class _Run:
         if action.conflict:
             self.report.conflicts.append(f"{action.key}: {action.conflict}; uploaded yours again")
         try:
-            mtime_ms = (self.memory_dir / action.key).stat().st_mtime_ns // 1_000_000
+            mtime_ms = self._local(action.key).stat().st_mtime_ns // 1_000_000
         except OSError:
             mtime_ms = None
         uploads.append(_Upload(action.key, content, action.remote, mtime_ms))
@@ -537,6 +583,7 @@ def private_store_id(client: Client, project: Project, *, create: bool) -> int |
 
 def _dry_run(
     memory_dir: Path,
+    local: StoredKeys,
     actions: list[Action],
     secret_scan: SecretScan | None,
     *,
@@ -545,10 +592,11 @@ def _dry_run(
     """A dry run's report: the plan, less the uploads a sync would skip, which are reported as
     the sync reports them (read and scanned by the same functions)."""
     report = PrivateSyncReport(new_store=new_store)
+    report.errors += map(_twins_refused, local.twins)
     uploads = []
     for action in actions:
         if action.kind in ("upload", "keep_both"):
-            content = _read_local(memory_dir, action.key, report)
+            content = _read_local(memory_dir, action.key, report, local.spelt)
             if content is not None:
                 uploads.append(_Upload(action.key, content, action.remote))
     sent = {item.key for item in _without_local_secrets(uploads, secret_scan, report)}
@@ -558,9 +606,9 @@ def _dry_run(
 
 def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> PrivateSyncReport:
     """A dry run's decision when the server has no store yet: every local file is uploaded."""
-    local, _ = scan_local(memory_dir)
-    actions, _ = plan_sync(local, {}, {})
-    return _dry_run(memory_dir, actions, secret_scan, new_store=True)
+    local = as_stored(*scan_local(memory_dir), remote=())
+    actions, _ = plan_sync(local.checksums, {}, {})
+    return _dry_run(memory_dir, local, actions, secret_scan, new_store=True)
 
 
 def sync_project(
@@ -600,17 +648,19 @@ def sync_project(
     lock = contextlib.nullcontext() if dry_run else exclusive(path.with_suffix(".lock"))
     with lock:
         for round_number in range(MAX_ROUNDS):
-            local, untouchable = scan_local(memory_dir)
-            remote = _remote_checksums(client, store_id, {*local, *base})
+            scanned, untouchable = scan_local(memory_dir)
+            remote = _remote_checksums(client, store_id, {*scanned, *base})
+            local = as_stored(scanned, untouchable, remote)
             actions, settled = plan_sync(
-                local,
-                {k: v for k, v in remote.items() if k not in untouchable},
-                {k: v for k, v in base.items() if k not in untouchable},
+                local.checksums,
+                {k: v for k, v in remote.items() if k not in local.untouchable},
+                {k: v for k, v in base.items() if k not in local.untouchable},
             )
             if dry_run:
-                planned = _dry_run(memory_dir, actions, secret_scan)
+                planned = _dry_run(memory_dir, local, actions, secret_scan)
                 planned.store_id = store_id
                 return planned
+            report.errors += map(_twins_refused, local.twins)
             for key, value in settled.items():
                 if value is None:
                     base.pop(key, None)
@@ -621,7 +671,16 @@ def sync_project(
                 total=total, desc="memhub sync", unit="file", disable=not progress or None
             ) as bar:
                 run = _Run(
-                    client, store_id, memory_dir, base, report, bar, secret_scan, save, remote
+                    client,
+                    store_id,
+                    memory_dir,
+                    base,
+                    report,
+                    bar,
+                    secret_scan,
+                    save,
+                    remote,
+                    local.spelt,
                 )
                 try:
                     _execute(run, actions)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import string
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -404,3 +405,58 @@ def test_the_session_start_pull_keeps_a_memorys_age_too(a, b):
 
     assert result.returncode == 0, result.stderr
     assert abs((b.memory_dir / "project_freeze.md").stat().st_mtime - weeks_ago) < 1
+
+
+NFC = unicodedata.normalize("NFC", "zzé.md")
+NFD = unicodedata.normalize("NFD", "zzé.md")
+
+
+def test_two_local_names_the_server_stores_as_one_are_both_kept(a):
+    """`zzé.md` in NFC and in NFD are one key on the server: sending both once kept one text
+    there, and the next sync deleted the other here as gone from the server."""
+    a.write(NFC, topic("Composed", "the NFC file"))
+    a.write(NFD, topic("Decomposed", "the NFD file"))
+
+    for _ in range(2):
+        result = a.sync(status=1)
+        assert result.stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+        assert f"error: unsafe memory key '{NFD}' (decomposed)" in result.stderr
+        assert f"[lookalike-duplicate]; the other is '{NFC}'" in result.stderr
+
+    assert a.files() == {
+        NFC: topic("Composed", "the NFC file"),
+        NFD: topic("Decomposed", "the NFD file"),
+    }
+    assert server_keys() == []
+
+
+def test_a_name_spelt_in_nfd_here_syncs_as_the_servers_nfc_key(a, b):
+    """A Mac may name a file in NFD; the server stores it in NFC. It stays one file, under its
+    own name here: a second sync deleted it as gone from the server."""
+    a.write(NFD, topic("CV", "first"))
+
+    assert a.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
+    assert server_keys() == [NFC]
+    assert a.sync().stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+    assert a.files() == {NFD: topic("CV", "first")}
+
+    assert b.sync().stdout.strip() == summary(0, 1, 0, 0, 0, 0)
+    b.write(NFC, topic("CV", "edited on b"))
+    assert b.sync().stdout.strip() == summary(1, 0, 0, 0, 0, 0)
+    assert a.sync().stdout.strip() == summary(0, 1, 0, 0, 0, 0)
+    assert a.files() == {NFD: topic("CV", "edited on b")}
+
+
+def test_the_session_start_pull_writes_a_change_into_the_nfd_file(a, b):
+    from tests.client.test_hooks import payload
+
+    a.write(NFD, topic("CV", "first"))
+    a.sync()
+    b.sync()
+    b.write(NFC, topic("CV", "edited on b"))
+    b.sync()
+
+    result = a.hook("session-start", payload(a, "session-start"))
+
+    assert result.returncode == 0, result.stderr
+    assert a.files() == {NFD: topic("CV", "edited on b")}
