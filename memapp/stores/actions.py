@@ -342,6 +342,7 @@ def do_put_files(
     mtimes = {stored.get(key, key): ms for key, ms in (mtimes or {}).items()}
     paths = {key: store_file_path(store, key) for key in [*files, *delete]}
     check_key_neighbours(files, on_disk - set(delete))
+    _check_index_lines(index)
     encoded = {
         key: text.encode("utf-8")
         for key, text in check_entries(files, exclude=store.exclude).items()
@@ -402,6 +403,19 @@ def do_put_files(
     for key in result["deleted"]:
         record_event("memory_forgotten", store=store, user=user, path=key, via=via)
     return result
+
+
+def _check_index_lines(index: Mapping[str, str]) -> None:
+    """`FileRejected` (``invalid_index_line``) before any write when a MEMORY.md line is not
+    one line linking to its key: found after the files were written, it would leave them
+    written without their lines."""
+    for key, line in index.items():
+        try:
+            with_index_entry("", key, line)
+        except ValueError as exc:
+            raise FileRejected(
+                "invalid_index_line", f"{key}: its MEMORY.md line is refused: {exc}", {"key": key}
+            ) from None
 
 
 def do_rename_memory(store: Store, user, old: str, new: str, via: str = Via.API) -> None:

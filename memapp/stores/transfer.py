@@ -22,7 +22,7 @@ from typing import IO
 
 from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import INDEX_FILENAME, parse_index_entries, read_index
-from memapp.memdir.keys import new_key_problems, normalize_key
+from memapp.memdir.keys import PathTraversalError, new_key_problems, stored_keys
 from memapp.memdir.secret_rules import place
 from memapp.memdir.store_files import (
     MAX_ENTRY_BYTES,
@@ -102,16 +102,21 @@ def read_import(store: Store, upload: IO[bytes], *, allow_user: bool = False) ->
                 f"The zip holds {len(infos):,} files; at most {MAX_IMPORT_ENTRIES:,} are imported "
                 "at once."
             )
-        plan, total, seen = ImportPlan(), 0, set()
+        existing = {found.key for found in walk_store(store.path, store.exclude)}
+        plan, total = ImportPlan(), 0
+        seen: dict[str, str] = {}  # stored key -> the first entry name stored under it
         for info in infos:
             name = info.filename
             if name.startswith(_IGNORED_PREFIXES) or posixpath.basename(name).startswith("."):
                 plan.skipped.append((name, "hidden or system metadata"))
                 continue
-            if name in seen:
-                plan.skipped.append((name, "appears twice in the zip"))
+            # Stored as a write stores it (NFC, docs/design.md §4; macOS zips spell names in
+            # NFD), so its index line and history name the file written.
+            key = stored_keys([name], existing)[name]
+            if key in seen:
+                plan.skipped.append((name, _twice(name, seen[key])))
                 continue
-            seen.add(name)
+            seen[key] = name
             is_index = posixpath.basename(name) == INDEX_FILENAME
             if is_index and name != INDEX_FILENAME:
                 plan.skipped.append((name, "an index of another directory"))
@@ -136,8 +141,8 @@ def read_import(store: Store, upload: IO[bytes], *, allow_user: bool = False) ->
                     if entry.path:
                         plan.index.setdefault(entry.path, entry.raw)
             else:
-                plan.files[name] = text
-    _neighbours(store, plan)
+                plan.files[key] = text
+    _neighbours(plan, existing)
     if store.kind == Store.Kind.TEAM and not allow_user:
         for key in user_memories(plan.files):
             plan.skipped.append((key, f"a user memory: {USER_MEMORY_PRIVATE}"))
@@ -149,15 +154,19 @@ def read_import(store: Store, upload: IO[bytes], *, allow_user: bool = False) ->
     return plan
 
 
-def _neighbours(store: Store, plan: ImportPlan) -> None:
+def _twice(name: str, twin: str) -> str:
+    if twin == name:
+        return "appears twice in the zip"
+    return str(PathTraversalError("lookalike-duplicate", name, beside=twin))
+
+
+def _neighbours(plan: ImportPlan, existing: set[str]) -> None:
     """Skip each file that would sit beside another (in the store or, before it, in the zip) as
     one file on macOS or Windows (`Code_Review.md` beside `code_review.md`), or under a file:
     the import's own check of the keys it writes, made here on all of them at once."""
-    existing = {found.key for found in walk_store(store.path, store.exclude)}
-    written = {normalize_key(key): key for key in plan.files}  # as the import writes them
-    for key, problem in new_key_problems(written, existing).items():
-        plan.skipped.append((written[key], str(problem)))
-        del plan.files[written[key]]
+    for key, problem in new_key_problems(plan.files, existing).items():
+        plan.skipped.append((key, str(problem)))
+        del plan.files[key]
 
 
 def _team_secrets(store: Store, plan: ImportPlan) -> None:

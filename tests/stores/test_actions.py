@@ -6,6 +6,7 @@ from memapp.memdir.store_files import FileRejected, checksum
 from memapp.stores.actions import (
     EditConflict,
     do_forget_memory,
+    do_put_files,
     do_rebuild_index_entries,
     do_rename_memory,
     do_save_memory,
@@ -160,3 +161,19 @@ def test_rebuilding_the_index_adds_only_missing_lines(store, alice):
         "- [X rule](feedback_x.md) — Always x\n- [Y](notes/reference_y.md) — Where y lives\n"
     )
     assert do_rebuild_index_entries(store, alice) == []
+
+
+def test_a_write_whose_index_line_names_another_file_writes_nothing(store, alice):
+    """Found after the files were written, the bad line left them there without their lines
+    (and a 500 for whoever asked)."""
+    with pytest.raises(FileRejected) as refused:
+        do_put_files(
+            store,
+            alice,
+            {"a.md": "a\n", "b.md": "b\n"},
+            index={"a.md": "- [A](a.md) — fine", "b.md": "- [B](other.md) — not b.md"},
+        )
+    assert refused.value.code == "invalid_index_line"
+    assert str(refused.value).startswith("b.md: its MEMORY.md line is refused")
+    assert not (Path(store.path) / "a.md").exists()
+    assert (Path(store.path) / "MEMORY.md").read_bytes() == INDEX.encode()

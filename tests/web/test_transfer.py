@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import struct
+import unicodedata
 import zipfile
 
 import pytest
@@ -172,6 +173,38 @@ def test_the_first_check_finds_what_the_import_would_refuse(client, stores, alic
     assert "Imported 1 memory; 2 skipped:" in text(response)
     assert (root(stores.team) / "project_good.md").exists()
     assert not (root(stores.team) / "user_role.md").exists()
+
+
+RESUME_NFC = unicodedata.normalize("NFC", "résumé.md")
+RESUME_NFD = unicodedata.normalize("NFD", "résumé.md")
+CV = "---\nname: CV\ndescription: Alice's résumé\ntype: user\n---\nBody.\n"
+
+
+def test_names_a_mac_zip_spells_decomposed_are_imported_composed(client, empty, alice):
+    """As every write stores keys (docs/design.md §4): the file, its index line and its
+    history all name the NFC key."""
+    client.force_login(alice)
+    index = f"- [CV]({RESUME_NFD}) — the zip's line\n"
+    response = upload(client, empty, make_zip({RESUME_NFD: CV, "MEMORY.md": index}))
+    assert "Imported 1 memory." in text(response)
+    assert sorted(p.name for p in root(empty).iterdir()) == ["MEMORY.md", RESUME_NFC]
+    assert (root(empty) / "MEMORY.md").read_text() == f"- [CV]({RESUME_NFC}) — Alice's résumé\n"
+    assert [v.via for v in timeline(empty, RESUME_NFC)] == ["import"]
+
+
+def test_a_zip_holding_one_name_in_two_forms_imports_neither_silently(client, empty, alice):
+    client.force_login(alice)
+    archive = make_zip({RESUME_NFC: CV, RESUME_NFD: CV.replace("Body", "Other")})
+    response = upload(client, empty, archive)
+    assert response.status_code == 400
+    page = text(response)
+    assert "1 file did not pass: nothing was imported" in page
+    assert f"{RESUME_NFD}: unsafe memory key '{RESUME_NFD}' (decomposed)" in page
+    assert f"[lookalike-duplicate]; the other is '{RESUME_NFC}'" in page
+    assert list(root(empty).iterdir()) == []
+    response = upload(client, empty, archive, skip_failing="on")
+    assert "Imported 1 memory; 1 skipped:" in text(response)
+    assert (root(empty) / RESUME_NFC).read_text() == CV
 
 
 def test_a_zip_bomb_and_a_lying_header_are_refused(client, stores, alice):
