@@ -50,8 +50,9 @@ RULES: dict[str, str] = {
     "name-too-long": "a segment of the key is over 255 bytes, longer than a file name can be",
     "invisible-character": "the key contains a bidirectional or invisible control character",
     "index-lookalike": "a name in the key looks like MEMORY.md but is not spelt MEMORY.md",
-    "lookalike-duplicate": "the key differs from another key of the store or the write only in "
-    "case, width or Unicode form (macOS and Windows would see one file)",
+    "lookalike-duplicate": "the key, or a folder of it, differs from another of the store or "
+    "the write only in case, width, Unicode form or trailing dots and spaces (macOS or Windows "
+    "would see one)",
     "parent-is-file": "a folder of the key is a file",
     "key-is-folder": "the key names a folder, not a file",
     "outside-root": "the key resolves outside the store root",
@@ -84,7 +85,7 @@ class PathTraversalError(ValueError):
     """A key (or a store root) failed a path-security rule; nothing may be read or written.
 
     `rule` is a stable id from `RULES`; `key` is the offending key, unchanged; `beside` the
-    key it would be one with (`lookalike-duplicate`), named in the message so a person
+    key or folder it would be one with (`lookalike-duplicate`), named in the message so a person
     can find both; `detail` is for logs only (it may name server paths) and is kept out of the
     message, which API responses may show.
     """
@@ -183,8 +184,10 @@ def normalize_key(key: str) -> str:
 def fold_key(key: str) -> str:
     """What two keys share when a case- or width-insensitive file system (macOS, Windows) or a
     reader would take them for one file: NFKC (full-width `ｍ` is `m`, `é` in NFC or NFD is one
-    character), then case folded."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
+    character), then case folded, and each segment without trailing dots and spaces (Windows
+    drops them: `sub.` and `sub ` are the folder `sub`)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", key).casefold())
+    return "/".join(segment.rstrip(". ") for segment in folded.split("/"))
 
 
 def stored_keys(keys: Iterable[str], on_disk: Collection[str]) -> dict[str, str]:
@@ -220,7 +223,8 @@ def check_key_name(key: str) -> None:
 def check_new_keys(keys: Iterable[str], existing: Iterable[str]) -> None:
     """`PathTraversalError` when a key to be written would sit beside another as one file on
     macOS or Windows (`lookalike-duplicate`: `café.md` in NFC beside its NFD spelling,
-    `Notes.md` beside `notes.md`), or a key's folder is another key (`parent-is-file`).
+    `Notes.md` beside `notes.md`), or a folder of it beside another folder (`SUB/y.md` beside
+    `sub/x.md`, `sub./y.md` too), or a key's folder is another key (`parent-is-file`).
     `existing` are the store's keys that stay; `keys` the ones written (already NFC)."""
     problems = new_key_problems(keys, existing)
     if problems:
@@ -229,18 +233,20 @@ def check_new_keys(keys: Iterable[str], existing: Iterable[str]) -> None:
 
 def new_key_problems(keys: Iterable[str], existing: Iterable[str]) -> dict[str, PathTraversalError]:
     """Every key of `keys` that :func:`check_new_keys` refuses, with its error, in one pass:
-    look-alikes first (of an existing key, or of one earlier in `keys`), then keys whose
-    folder is a file, each in the order of `keys`."""
+    look-alikes first (of an existing key or folder, or of one earlier in `keys`), then keys
+    whose folder is a file, each in the order of `keys`."""
     wanted = list(keys)
     kept = set(existing)
     taken: dict[str, str] = {fold_key(key): key for key in kept}
+    folders = _Folders(kept)
     problems: dict[str, PathTraversalError] = {}
     for key in wanted:
         if key in kept:
             continue  # an existing file rewritten: its neighbours were there before
         other = taken.setdefault(fold_key(key), key)
-        if other != key:
-            problems[key] = PathTraversalError("lookalike-duplicate", key, beside=other)
+        beside = other if other != key else folders.lookalike(key)
+        if beside is not None:
+            problems[key] = PathTraversalError("lookalike-duplicate", key, beside=beside)
     files = set(wanted) | kept
     for key in wanted:
         parts = key.split("/")
@@ -249,6 +255,39 @@ def new_key_problems(keys: Iterable[str], existing: Iterable[str]) -> dict[str, 
         ):
             problems[key] = PathTraversalError("parent-is-file", key)
     return problems
+
+
+class _Folders:
+    """The folders keys lie in, by their folded spelling: a new folder must not be one with
+    another on macOS or Windows. A folder that already holds a key is always fine: its files
+    stay readable and writable, whatever its neighbours."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.spelt: set[str] = set()
+        self.folded: dict[str, str] = {}
+        for key in keys:
+            self._add(key)
+
+    def _add(self, key: str) -> None:
+        for folder in _folders_of(key):
+            self.spelt.add(folder)
+            self.folded.setdefault(fold_key(folder), folder)
+
+    def lookalike(self, key: str) -> str | None:
+        """The existing folder a new folder of `key` would be one with; else None, and the
+        key's folders count as existing for the keys after it."""
+        for folder in _folders_of(key):
+            other = self.folded.get(fold_key(folder), folder)
+            if folder not in self.spelt and other != folder:
+                return f"{other}/"
+        self._add(key)
+        return None
+
+
+def _folders_of(key: str) -> list[str]:
+    """`a/b/c.md` → `a`, `a/b`."""
+    parts = key.split("/")
+    return ["/".join(parts[:depth]) for depth in range(1, len(parts))]
 
 
 def _is_inside(path: str, root: str) -> bool:

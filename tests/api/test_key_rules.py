@@ -156,3 +156,40 @@ def test_the_team_protocol_refuses_one_name_in_two_forms_and_creates_nothing(ali
     assert "[lookalike-duplicate]" in error["message"]
     assert {error["details"]["key"], error["details"]["beside"]} == {NFC, NFD}
     assert not Store.objects.filter(project=project).exists()  # a refused PUT makes no store
+
+
+@pytest.mark.parametrize("new", ["sub./y.md", "sub /y.md", "SUB/y.md", "Sub/deeper/y.md"])
+def test_a_folder_spelt_like_one_the_store_has_is_refused(alice_api, store, new):
+    """macOS and Windows would put the file in the folder `sub` the store already has."""
+    assert put(alice_api, store, "sub/x.md").status_code == 201
+    response = put(alice_api, store, new)
+    assert refusal(response) == "lookalike-duplicate"
+    assert response.json()["error"]["details"]["beside"] == "sub/"
+    assert os.listdir(store.path) == ["sub"]
+    assert put(alice_api, store, "sub/y.md").status_code == 201  # its own spelling is fine
+
+
+def test_two_folders_of_one_batch_spelt_alike_are_refused(alice_api, store):
+    batch = alice_api.post(
+        f"/api/v1/stores/{store.pk}/batch",
+        {"files": {"notes/a.md": "a\n", "Notes/b.md": "b\n"}},
+        format="json",
+    )
+    assert refusal(batch) == "lookalike-duplicate"
+    assert batch.json()["error"]["details"] == {
+        "key": "Notes/b.md",
+        "rule": "lookalike-duplicate",
+        "beside": "notes/",
+    }
+
+
+def test_files_in_look_alike_folders_already_on_disk_stay_readable_and_removable(alice_api, store):
+    for folder in ("sub", "sub."):
+        Path(store.path, folder).mkdir(parents=True)
+        Path(store.path, folder, "x.md").write_text(f"in {folder}\n")
+    files = f"/api/v1/stores/{store.pk}/files"
+    assert alice_api.get(f"{files}/sub./x.md").json()["content"] == "in sub.\n"
+    assert put(alice_api, store, "sub./x.md", "edited\n").status_code == 201
+    assert put(alice_api, store, "sub./y.md", "new\n").status_code == 201  # a folder it has
+    assert alice_api.delete(f"{files}/sub./x.md").status_code == 204
+    assert Path(store.path, "sub", "x.md").read_text() == "in sub\n"
