@@ -18,7 +18,6 @@ from memapp.client.commands import (
     EXIT_AUTH,
     JSON_OPTION,
     LOGIN_ENVIRONMENT,
-    NOT_LOGGED_IN,
     PROG,
     PROJECT_ENVIRONMENT,
     TIMEOUT_OPTION,
@@ -26,6 +25,7 @@ from memapp.client.commands import (
     add_command,
     connect,
     current_project,
+    not_logged_in,
     print_json,
 )
 from memapp.client.config import (
@@ -128,7 +128,7 @@ def _status(args: argparse.Namespace) -> dict[str, Any]:
     }
     config = load_config()
     if config is None:
-        raise CommandError(NOT_LOGGED_IN, EXIT_AUTH)
+        raise CommandError(not_logged_in(), EXIT_AUTH)
     from_environment = bool(os.environ.get("MEMHUB_URL") or os.environ.get("MEMHUB_TOKEN"))
     status.update(server=config.url, login_from="environment" if from_environment else "file")
     client = connect(config, timeout=args.timeout)

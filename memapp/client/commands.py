@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memapp.client.config import Config, load_config
+from memapp.client.config import Config, config_problem, load_config
 from memapp.client.http import Backoff, Client
 from memapp.client.project import Project, find_project
 
@@ -57,6 +57,13 @@ PROJECT_ENVIRONMENT = """\
   CLAUDE_CODE_REMOTE_MEMORY_DIR        the memory base, when set
   CLAUDE_COWORK_MEMORY_PATH_OVERRIDE   the memory dir itself, when set"""
 NOT_LOGGED_IN = f"not logged in: run `{PROG} login URL --token -` (or set MEMHUB_URL/MEMHUB_TOKEN)"
+
+
+def not_logged_in() -> str:
+    """What a command that needs a login says without one: why the stored one is broken,
+    when it is, and how to log in."""
+    problem = config_problem()
+    return f"{problem}: log in again, `{PROG} login URL --token -`" if problem else NOT_LOGGED_IN
 
 
 class CommandError(Exception):
@@ -140,7 +147,7 @@ def connect(
     answer after `timeout` seconds, retries included, and saying so when it retries."""
     config = config or load_config()
     if config is None:
-        raise CommandError(NOT_LOGGED_IN, EXIT_AUTH)
+        raise CommandError(not_logged_in(), EXIT_AUTH)
     if timeout <= 0:
         raise CommandError("--timeout must be a positive number of seconds")
     return Client(

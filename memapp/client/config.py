@@ -76,6 +76,29 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def config_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """Why the stored login cannot be used, when its file is there but broken (not JSON, not
+    an object, a URL that is none, a directory); None when it is fine or missing. Said by the
+    commands that need a login, instead of a bare "not logged in"."""
+    path = config_dir(env) / CONFIG_FILENAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"{path} cannot be read as memhub's login ({exc})"
+    if not isinstance(data, dict):
+        return f"{path} holds no login (a JSON object with url and token)"
+    url, token = data.get("url"), data.get("token")
+    if not isinstance(url, str) or not isinstance(token, str) or not url or not token:
+        return f"{path} holds no url and token"
+    try:
+        normalize_url(url)
+    except ValueError as exc:
+        return f"{path} holds {exc}"
+    return None
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config | None:
     """The login to use, or None when there is no URL or no token (not logged in)."""
     environ = _environ(env)

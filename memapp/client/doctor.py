@@ -19,7 +19,7 @@ from memapp.client.commands import (
     connect,
     current_project,
 )
-from memapp.client.config import load_config
+from memapp.client.config import config_problem, load_config
 from memapp.client.http import ApiError, NotMemhub, Unreachable
 from memapp.client.install import agent_module, agents_here
 from memapp.client.mcp_stdio import Relay
@@ -45,7 +45,8 @@ def _server_checks() -> tuple[list[Check], bool]:
     config = load_config()
     login = f"{PROG} login URL --token -"
     if config is None:
-        return [Check("login", False, "not logged in", login)], False
+        problem = config_problem() or "not logged in"
+        return [Check("login", False, problem, login)], False
     try:
         me = connect(config, timeout=TIMEOUT).get("/api/v1/me")
     except NotMemhub as exc:

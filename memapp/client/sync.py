@@ -185,13 +185,18 @@ class StoredKeys(NamedTuple):
 
 def as_stored(local: dict[str, str], untouchable: set[str], remote: Collection[str]) -> StoredKeys:
     """`local` (a :func:`scan_local`) keyed as the server stores each file: under its own
-    name when the server has that spelling, else in NFC (docs/design.md §4), so a file a Mac
-    named in NFD is the server's NFC key, not a second file. Local files that would be one
+    name when the server has that spelling, else under the server's key of the same NFC form,
+    else in NFC (docs/design.md §4), so a file a Mac named in NFD is the server's NFC key (and
+    one named in NFC the server's older NFD key), not a second file. Local files that would be one
     there (`café.md` in NFC and in NFD, side by side on Linux) are left alone: sending both
     would keep one's text, and a later sync delete the other as gone from the server."""
+    # The server's keys by their NFC form: one it stored in NFD (before memhub composed names)
+    # is the file a machine here names in NFC.
+    composed = {normalize_key(key): key for key in remote}
     names: dict[str, list[str]] = {}
     for name in local:
-        names.setdefault(name if name in remote else normalize_key(name), []).append(name)
+        key = name if name in remote else composed.get(normalize_key(name), normalize_key(name))
+        names.setdefault(key, []).append(name)
     found = StoredKeys({}, {}, set(untouchable), [])
     for key, spellings in names.items():
         if len(spellings) > 1:

@@ -331,9 +331,9 @@ def _write(
     others."""
     for change in pending:
         if change not in picked:
-            change.status = ProposalChange.Status.SKIPPED
+            change.status, change.message = ProposalChange.Status.SKIPPED, ""
             result.skipped.append(change.key)
-            change.save(update_fields=["status"])
+            change.save(update_fields=["status", "message"])
             continue
         target = targets[change.pk]
         replacing = deleted if target.pk == store.pk else ()
@@ -343,11 +343,44 @@ def _write(
         change.save()
 
 
-def _hold_back(changes: Iterable[ProposalChange]) -> None:
-    """The changes of an approval that another change stopped: left pending, saying why."""
-    for change in changes:
-        change.message = HELD_BACK
-        change.save(update_fields=["message"])
+def _hold_back(picked: Iterable[ProposalChange], failed: Collection[ProposalChange]) -> None:
+    """An approval that wrote nothing: a refused change stays open (an edit may fix it, or the
+    person leaves it out; closed, its partner in a rename could be approved alone and the
+    memory deleted), the others say why they wait and keep the person's edits."""
+    for change in picked:
+        if change.status == ProposalChange.Status.REFUSED:
+            # Open again with the reason, but without the edit refused: it may hold the very
+            # secret it was refused for.
+            refused = ProposalChange.objects.filter(pk=change.pk)
+            refused.update(status=ProposalChange.Status.PENDING, message=change.message)
+            continue
+        if change not in failed:
+            change.message = HELD_BACK
+        change.save()
+
+
+def _look_alike_creates(
+    picked: Iterable[ProposalChange],
+    targets: Mapping[int, Store],
+    deleted: Collection[str],
+    result: ProposalResult,
+) -> list[ProposalChange]:
+    """The new files of one approval whose keys would be one file on macOS or Windows with
+    each other (each was checked alone against the disk), refused; [] when none are."""
+    by_store: dict[int, list[ProposalChange]] = {}
+    for change in picked:
+        target = targets[change.pk]
+        if change.action == ProposalChange.Action.CREATE and not file_on_disk(target, change.key):
+            by_store.setdefault(target.pk, []).append(change)
+    for changes in by_store.values():
+        try:
+            check_key_neighbours([normalize_key(c.key) for c in changes], ())
+        except FileRejected as exc:
+            clash = next(c for c in changes if normalize_key(c.key) == exc.details.get("key"))
+            clash.status, clash.message = ProposalChange.Status.REFUSED, str(exc)
+            result.refused.append(clash.key)
+            return [clash]
+    return []
 
 
 def _edit(change: ProposalChange, edit: Mapping[str, str]) -> set[str]:
@@ -480,8 +513,9 @@ def do_apply_proposal(
     skipped. Every selected change is checked before any is written, and they are written
     all or none: a change whose file changed since it was proposed becomes a conflict (both
     versions kept), one the write path would refuse (a secret, a broken header) is refused
-    with the reason, and then nothing is written and the other changes stay pending. A new
-    key may look like a key the same approval deletes (a case-only rename). Raises
+    with the reason, and then nothing is written and every change stays open, with the
+    person's edits. A new key may look like a key the same approval deletes (a case-only
+    rename), not another new one. Raises
     ProposalClosed when the proposal was already decided, AccessLost when `user` may no
     longer see its store, and ValueError for a change id that is not one of its
     pending changes."""
@@ -503,10 +537,10 @@ def do_apply_proposal(
         _check_change(target, change, deleted if target.pk == store.pk else ())
 
     failed = [change for change in picked if _failed(change, result, check, change)]
+    if not failed:
+        failed = _look_alike_creates(picked, targets, deleted, result)
     if failed:
-        for change in failed:
-            change.save()
-        _hold_back([change for change in picked if change not in failed])
+        _hold_back(picked, failed)
     else:
         _write(store, user, pending, picked, targets, deleted, result)
     close_proposal(proposal, user, decision, result)

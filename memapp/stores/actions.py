@@ -18,6 +18,7 @@ from memapp.memdir.index import (
     delete_index_entry,
     format_index_entry,
     index_health,
+    is_linkable,
     with_index_entry,
     write_index_entry,
 )
@@ -231,10 +232,17 @@ def do_save_memory(
     return store.files.get(path=path)
 
 
-def do_keep_disk_version(store: Store, user, path: str, discarded: str) -> None:
+def do_keep_disk_version(store: Store, user, path: str, discarded: str) -> str | None:
     """Settle an edit conflict for the file on disk, writing nothing to it: the edit not kept
     becomes a version in the file's history (then the disk's bytes again, so the latest
-    version is what is on disk), restorable as the conflict page promises."""
+    version is what is on disk), restorable as the conflict page promises. An edit saving
+    would have refused (a secret: a team store's history is every member's) is kept nowhere,
+    and why is returned; None otherwise."""
+    try:
+        check_entry(path, discarded, exclude=store.exclude)
+        check_secrets(store, {path: discarded})
+    except FileRejected as exc:
+        return str(exc)
     with store_lock(store):
         capture_before_write(store, [path])
         try:
@@ -243,13 +251,14 @@ def do_keep_disk_version(store: Store, user, path: str, discarded: str) -> None:
             current = None
         mine = discarded.encode("utf-8")
         if mine == current:
-            return
+            return None
         note = "an edit not kept: the version on disk was kept"
         record_changes(store, {path: mine}, via=Via.UI, user=user, note=note)
         if current is not None:
             note = "the version on disk, kept over an edit"
             record_changes(store, {path: current}, via=Via.UI, user=user, note=note)
-        rescan_store(store)
+        rescan_store(store)  # the mirror may not have seen the change that conflicted yet
+    return None
 
 
 def do_forget_memory(
@@ -534,7 +543,7 @@ def do_restore_version(
     path = version.path
     root = Path(store.path)
     line = None
-    if path != INDEX_FILENAME:  # the index itself is restored whole, as any memory
+    if path != INDEX_FILENAME and is_linkable(path):  # the index is restored whole, as any file
         listed = path in index_lines(root, [path])
         if listed or not (root / path).exists():
             line = version.index_line or _entry_for(data.decode("utf-8", "replace"), path)
@@ -554,7 +563,9 @@ def do_restore_from_trash(item: TrashItem, user) -> str:
     root = Path(store.path)
     path = free_path(root, item.path.replace("\\", "-"), "restored")
     text = data.decode("utf-8", "replace")
-    line = item.index_line if path == item.path and item.index_line else _entry_for(text, path)
+    line = item.index_line if path == item.path and item.index_line else None
+    if line is None and is_linkable(path):  # `#` or `<`: a memory no index line points at
+        line = _entry_for(text, path)
     note = f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})"
     _put_back(store, user, path, data, base="", line=line, note=note)
     item.delete()

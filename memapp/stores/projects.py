@@ -68,7 +68,8 @@ def no_project_message(ref: str) -> str:
     that does not exist and one the caller is no member of, so nothing leaks)."""
     return (
         f"memhub has no project {ref} that you can reach: if it is there under another name, "
-        "staff can give it this repo slug on its project page."
+        "staff can give it this repo slug on its project page; if you are not one of its "
+        "members, staff can add you."
     )
 
 

@@ -297,7 +297,8 @@ def test_a_read_token_reads_about_a_new_project_without_creating_it(sam, endpoin
     assert answers[0].json() == answers[1].json()
     message = (
         "memhub has no project acme/fresh that you can reach: if it is there under another "
-        "name, staff can give it this repo slug on its project page."
+        "name, staff can give it this repo slug on its project page; if you are not one of its "
+        "members, staff can add you."
     )
     if endpoint == "recall":
         assert [answer.status_code for answer in answers] == [200, 200]

@@ -191,8 +191,9 @@ def test_the_queue_edit_before_approving_and_a_conflict(live_server, page, scree
     page.wait_for_load_state()
     page.wait_for_selector(".message.error")
     assert "Changed since proposed" in page.inner_text(".messages")
-    written = (Path(store.path) / "project_release.md").read_text()
-    assert "starts 2026-03-12" in written
+    # All or nothing: the new memory waits too, with the person's edit.
+    assert not (Path(store.path) / "project_release.md").exists()
+    assert proposal.changes.get(action="create").body == "The release freeze starts 2026-03-12.\n"
     update = proposal.changes.get(action="update")
     conflict = page.locator(f"#change-{update.pk}")
     assert "Alice is CTO." in conflict.inner_text()
@@ -205,8 +206,11 @@ def test_the_queue_edit_before_approving_and_a_conflict(live_server, page, scree
     page.wait_for_selector(f"#change-{update.pk} input[type=checkbox]")
     page.click("button[value=reject]")
     assert page.locator("h1").inner_text() == "Reject this proposal?"  # it asks first
-    page.click("button:has-text('Reject it')")
+    page.go_back()
+    page.click("button[value=approve]")
     page.wait_for_selector(".message.success")
+    written = (Path(store.path) / "project_release.md").read_text()
+    assert "starts 2026-03-12" in written
     assert Proposal.objects.get().status == "applied"
 
 

@@ -22,6 +22,27 @@ def test_a_fresh_machine_is_told_to_log_in_and_install(machine_a):
     assert "ok   project: acme/widgets" in result.stdout
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ('{"url": "http://127.0.0.1:1", "tok', "cannot be read as memhub's login"),
+        ('["http://127.0.0.1:1", "mh_x"]', "holds no login (a JSON object with url and token)"),
+        ('{"url": "ftp://example", "token": "mh_x"}', "holds not a server URL: 'ftp://example'"),
+    ],
+)
+def test_a_broken_login_file_is_named_with_what_is_wrong(machine_a, content, why):
+    """Not a bare "not logged in": the person is told which file is broken and how."""
+    path = machine_a.config_dir / "agent.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    doctor = machine_a.run("doctor")
+    assert doctor.returncode == 1
+    assert f"FAIL login: {path} {why}" in doctor.stdout
+    status = machine_a.run("status")
+    assert status.returncode == 3
+    assert f"{path} {why}" in status.stderr and "log in again" in status.stderr
+
+
 def test_a_set_up_machine_passes_every_check(machine_a, server):
     machine_a.extra_env["PATH"] = f"{AGENT.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     machine_a.login(server)

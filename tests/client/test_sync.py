@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project, Store
+from memapp.stores.projects import resolve_store
 from tests.client.conftest import SLUG, topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -460,3 +462,21 @@ def test_the_session_start_pull_writes_a_change_into_the_nfd_file(a, b):
 
     assert result.returncode == 0, result.stderr
     assert a.files() == {NFD: topic("CV", "edited on b")}
+
+
+def test_a_file_the_server_keeps_in_nfd_is_the_one_named_in_nfc_here(a, alice):
+    """A server file named in NFD (stored before memhub composed names): a machine that names
+    it in NFC syncs it as that file (both texts kept), not as a second one the server refuses
+    as a look-alike on every sync."""
+    store = resolve_store(alice, SLUG, "private")
+    root = Path(store.path)
+    (root / NFD).write_text(topic("CV", "on the server"))
+    rescan_store(store)
+    a.write(NFC, topic("CV", "edited on a"))
+
+    for _ in range(2):
+        result = a.run("sync")
+        assert "lookalike" not in result.stderr and "refused" not in result.stderr
+    assert server_keys() == [NFD]
+    assert a.files()[NFC] == topic("CV", "edited on a")
+    assert topic("CV", "on the server") in a.files().values()  # a conflict copy here

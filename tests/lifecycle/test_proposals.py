@@ -193,8 +193,8 @@ def test_an_edit_that_adds_a_secret_is_refused_and_nothing_written(proposal, sto
     assert result.refused == ["project_deploys.md"]
     assert not (Path(store.path) / "project_deploys.md").exists()
     create.refresh_from_db()
-    assert create.status == "refused" and "secret" in create.message
-    assert token not in create.message
+    assert create.status == "pending" and "secret" in create.message  # open, to fix or leave
+    assert token not in create.message and token not in create.body
 
 
 def test_a_case_only_rename_proposed_by_an_agent_is_approved_whole(alice_api, store):
@@ -241,6 +241,42 @@ def test_a_refused_change_stops_the_whole_approval_and_says_why(alice_api, store
     delete = proposal.changes.get(action="delete")
     assert delete.status == "pending" and "applied whole or not at all" in delete.message
     assert Proposal.objects.get(pk=proposal.pk).status == "pending"
+    # The refused change stays open: approving again writes nothing either (the delete alone
+    # would lose the memory), and it says why.
+    create = proposal.changes.get(action="create")
+    assert create.status == "pending" and "Slack" in create.message
+    again = alice_api.post(f"/api/v1/proposals/{proposal.pk}/approve", {}, format="json")
+    assert again.json()["applied"] == [] and again.json()["refused"] == ["project_deploys.md"]
+    assert "Use the real database." in text(store, "feedback_tests.md")
+
+
+def test_a_held_back_approval_keeps_the_persons_edits(store, alice):
+    token = fake_tokens(4)["slack-bot-token"]
+    proposal = do_propose_changes(
+        "extraction",
+        store,
+        alice,
+        [proposed(body=token), proposed(file="project_freeze.md", name="Freeze")],
+    )
+    freeze = proposal.changes.get(key="project_freeze.md")
+    edits = {freeze.pk: {"body": "The freeze starts 2026-12-14.\n"}}
+    result = do_apply_proposal(proposal, alice, None, edits)
+    assert result.applied == [] and result.refused == ["project_deploys.md"]
+    freeze.refresh_from_db()
+    assert freeze.status == "pending" and freeze.body == "The freeze starts 2026-12-14.\n"
+
+
+def test_two_new_files_of_one_approval_that_look_alike_are_both_held(store, alice):
+    proposal = do_propose_changes(
+        "extraction",
+        store,
+        alice,
+        [proposed(file="project_a.md", name="A"), proposed(file="Project_A.md", name="A too")],
+    )
+    result = do_apply_proposal(proposal, alice)
+    assert result.applied == [] and result.refused == ["Project_A.md"]
+    assert not (Path(store.path) / "project_a.md").exists()
+    assert not (Path(store.path) / "Project_A.md").exists()
 
 
 def test_rejecting_writes_nothing_and_closes_the_proposal(proposal, store, alice):

@@ -76,7 +76,8 @@ def test_discover_then_a_members_slug_then_staff_set_it_loses_nothing_and_shows_
     assert refused.returncode == 5 and refused.stdout == ""
     assert refused.stderr == (
         "memhub-agent: memhub has no project acme/payments that you can reach: if it is there "
-        "under another name, staff can give it this repo slug on its project page.\n"
+        "under another name, staff can give it this repo slug on its project page; if you are "
+        "not one of its members, staff can add you.\n"
     )
     assert "ask an admin" not in refused.stderr
     assert Project.objects.count() == 1

@@ -490,7 +490,8 @@ def test_a_member_only_may_write(laptop, desktop, bob):
     assert result.returncode == 5  # the server refused
     assert result.stderr == (
         "memhub-agent: memhub has no project acme/widgets that you can reach: if it is there "
-        "under another name, staff can give it this repo slug on its project page.\n"
+        "under another name, staff can give it this repo slug on its project page; if you are "
+        "not one of its members, staff can add you.\n"
     )
     assert on_server()["feedback_db.md"] != "bob's edit\n"
 
@@ -688,7 +689,8 @@ def test_the_team_client_never_imports_django():
 
 NO_PROJECT = (
     f"memhub-agent: memhub has no project {SLUG} that you can reach: if it is there under "
-    "another name, staff can give it this repo slug on its project page.\n"
+    "another name, staff can give it this repo slug on its project page; if you are not one "
+    "of its members, staff can add you.\n"
 )
 
 

@@ -122,7 +122,8 @@ def not_found(code: str, message: str) -> dict:
 NO_PROJECT = not_found(
     "no_project",
     "memhub has no project acme/widgets that you can reach: if it is there under another "
-    "name, staff can give it this repo slug on its project page.",
+    "name, staff can give it this repo slug on its project page; if you are not one of its "
+    "members, staff can add you.",
 )
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from memapp.stores.history import timeline
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Store
+from tests.memdir.test_secret_rules import fake_tokens
 from tests.web.memory_pages import INDEX, base_sha256, root, sha256, text, url
 
 pytestmark = pytest.mark.django_db
@@ -288,6 +289,30 @@ def test_keeping_the_version_on_disk_keeps_the_other_edit_restorable(client, sto
     version = client.get(page)
     assert "Tab B." in text(version) and "description: Mine" in text(version)
     assert f'<tr id="version-{latest.pk}" class="current">' in history.content.decode()
+
+
+def test_an_edit_not_kept_that_holds_a_secret_is_kept_nowhere(client, stores, alice):
+    """A team store's history is every member's: the conflict page's promise to keep the
+    other edit does not stretch to a secret that saving it would have refused."""
+    team = stores.team
+    target = root(team) / "project_release.md"
+    theirs = target.read_text() + "Tab A's line.\n"
+    token = fake_tokens(7)["github-pat"]
+    mine = {"name": "Release", "description": "Mine", "type": "project", "body": f"{token}\n"}
+    conflict = save_after(
+        client, alice, team, "project_release.md", lambda: target.write_text(theirs), mine
+    )
+    versions = len(list(timeline(team, "project_release.md")))
+    kept = client.post(
+        url("memory_edit", team, "project_release.md"),
+        {**mine, "base_sha256": base_sha256(conflict), "keep_disk": "1"},
+        follow=True,
+    )
+    assert target.read_text() == theirs
+    assert "Your edit was not kept anywhere, as saving it would have been refused" in text(kept)
+    assert token not in kept.content.decode()
+    assert len(list(timeline(team, "project_release.md"))) == versions
+    assert not any(token in (v.note or "") for v in timeline(team, "project_release.md"))
 
 
 def test_a_conflict_page_is_not_a_licence_to_overwrite_a_second_change(client, stores, alice):

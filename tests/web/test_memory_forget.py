@@ -75,3 +75,23 @@ def test_a_file_named_with_a_backslash_is_shown_forgotten_and_restored(client, s
     restored = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
     assert f"Restored {odd} as back-slash.md (its name had a backslash)" in text(restored)
     assert (root(stores.private) / "back-slash.md").read_bytes() == data
+
+
+def test_a_memory_no_index_line_can_name_is_forgotten_and_restored(client, stores, alice):
+    """`a#b.md` is a memory (`#` would be a link's fragment in MEMORY.md, so it has no line):
+    forgetting and restoring it put the bytes back and leave the index alone."""
+    from memapp.stores.mirror import rescan_store
+    from memapp.stores.models import TrashItem
+
+    data = b"---\nname: Hash\ndescription: a hash in its name\n---\nKeep me.\n"
+    (root(stores.private) / "a#b.md").write_bytes(data)
+    rescan_store(stores.private)
+    index = (root(stores.private) / "MEMORY.md").read_bytes()
+    client.force_login(alice)
+    client.post(url("memory_forget", stores.private, "a#b.md"), follow=True)
+    item = TrashItem.objects.get(path="a#b.md")
+    restored = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    assert restored.status_code == 200
+    assert "Restored a#b.md" in text(restored)
+    assert (root(stores.private) / "a#b.md").read_bytes() == data
+    assert (root(stores.private) / "MEMORY.md").read_bytes() == index

@@ -225,14 +225,20 @@ def _keep_disk(request: HttpRequest, store: Store, path: str, data: bytes) -> Ht
     form.is_valid()
     fields = ("name", "description", "type", "body")
     mine = {f: form.cleaned_data.get(f, request.POST.get(f, "")) for f in fields}
-    do_keep_disk_version(
-        store, request.user, path, _my_text(data.decode("utf-8", "replace"), path, mine)
-    )
-    messages.success(
-        request,
-        f"Kept the version on disk of {path}. Your edit is in its history, marked not kept: "
-        "restore it from there if you change your mind.",
-    )
+    mine_text = _my_text(data.decode("utf-8", "replace"), path, mine)
+    refused = do_keep_disk_version(store, request.user, path, mine_text)
+    if refused:
+        messages.warning(
+            request,
+            f"Kept the version on disk of {path}. Your edit was not kept anywhere, as saving "
+            f"it would have been refused: {refused}",
+        )
+    else:
+        messages.success(
+            request,
+            f"Kept the version on disk of {path}. Your edit is in its history, marked not "
+            "kept: restore it from there if you change your mind.",
+        )
     return redirect(_memory_url(store, path))
 
 
