@@ -1,18 +1,19 @@
 """A team store's files as a member sees them (docs/design.md §6a, §17): hidden files are not
 memories, so the store page neither lists nor counts them; files team sync keeps back are
-listed on the Team sync page, each with why."""
+listed on the Team sync page, each with why, and their own page says so."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from memapp.stores.models import Project, Store
 from memapp.stores.projects import resolve_store
 from teamsync.service import do_sync_team
 from tests.browser.login import log_in
-from tests.browser.screens import SCREENS
+from tests.browser.screens import SCREENS, at_both_widths
 from tests.teamsync.gitutil import make_bare, memory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -59,3 +60,19 @@ def test_a_member_sees_the_memories_and_why_some_are_kept_back(
         assert any("latin1.md" in r and "not UTF-8 text" in r for r in rows)
         assert ".hidden.md" not in blocked.inner_text()
         screenshot(f"team-files-sync-{label}")
+
+
+def test_the_page_of_a_memory_kept_back_says_why(live_server, page, team_store, alice):
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/stores/{team_store.pk}/")
+    page.click("button:has-text('Rescan')")
+    page.wait_for_load_state()
+    page.goto(
+        live_server.url
+        + reverse("memory", kwargs={"store_id": team_store.pk, "path": "reference_dump.md"})
+    )
+    notice = page.locator("#kept-back").inner_text()
+    assert "memhub gives it to no agent" in notice and "over the size cap" in notice
+    at_both_widths(
+        page, "team-files-kept-back", part="#kept-back", where="a memory team sync keeps back"
+    )

@@ -122,7 +122,7 @@ def test_the_memory_page_says_why_a_file_is_kept_back_and_what_to_do(
     assert (
         "Kept back from the team Team sync does not push this file to the shared repository, "
         "and memhub gives it to no agent (recall, the files API, MCP). Why: contains a secret: "
-        f"{hit['label']} ( github-pat ), line {hit['line']}. Edit it to remove that, or forget "
+        f"{hit['label']} ( github-pat ), line {hit['line']}. Edit it to fix that, or forget "
         "it; see Team sync ."
     ) in shown
     path.write_text(memory("CI", "The CI token lives in the vault.\n", "reference"))
