@@ -149,3 +149,26 @@ def test_a_memory_with_broken_frontmatter_shows_the_problem(client, stores, alic
     page = text(client.get(url("memory", stores.private, "broken.md")))
     assert "Frontmatter problem: frontmatter is not a mapping (it is a string)" in page
     assert "Name — Description — Type untyped" in page
+
+
+def test_a_file_larger_than_a_memory_is_shown_in_part_and_not_edited(client, stores, alice):
+    """An agent's 2 MB dump: its page shows the first 250,000 bytes and says so (whole, a
+    50 MB file made a 50 MB page), and the edit form, whose save would be refused, says why."""
+    body = "é" * 1_000_000  # two bytes each: the cut must not split one
+    path = root(stores.private) / "reference_dump.md"
+    path.write_text(f"---\nname: Dump\ndescription: a dump\ntype: reference\n---\n{body}\n")
+    rescan_store(stores.private)
+    client.force_login(alice)
+    page = client.get(url("memory", stores.private, "reference_dump.md"))
+    assert page.status_code == 200
+    shown = text(page)
+    size = f"{path.stat().st_size:,}"
+    assert (
+        f"This file is {size} bytes, over the 250,000 a memory may hold, so only its first "
+        "250,000 are shown and it cannot be edited here: forget it, or shorten it on disk."
+    ) in shown
+    assert len(page.content) < 400_000
+    assert "Frontmatter problem" not in shown and "\ufffd" not in shown
+    edit = client.get(url("memory_edit", stores.private, "reference_dump.md"), follow=True)
+    assert f"reference_dump.md cannot be edited. This file is {size} bytes" in text(edit)
+    assert path.read_text().endswith(body + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from typing import NamedTuple
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from memapp.memdir.freshness import memory_age, memory_header, staleness_note
 from memapp.memdir.frontmatter import FrontmatterError, Memory, parse_memory
 from memapp.memdir.index import format_index_entry
 from memapp.memdir.lint import link_targets, memory_warnings
-from memapp.memdir.store_files import FileRejected, checksum
+from memapp.memdir.store_files import MAX_ENTRY_BYTES, FileRejected, checksum
 from memapp.stores.access import get_memory_for_user, get_store_for_user
 from memapp.stores.actions import (
     ODD_NAME,
@@ -43,6 +44,29 @@ from teamsync.models import BlockedFile
 
 def _read(store: Store, path: str) -> bytes:
     return listed_file_path(store, path).read_bytes()
+
+
+def _shown(data: bytes) -> bytes:
+    """The part of a file its page shows: all of it, or the first MAX_ENTRY_BYTES of a larger
+    one, not cutting a character in two (a file that is not UTF-8 is cut as it is)."""
+    if len(data) <= MAX_ENTRY_BYTES:
+        return data
+    head = data[:MAX_ENTRY_BYTES]
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(head, final=False).encode()
+    except UnicodeDecodeError:
+        return head
+
+
+def _too_large(data: bytes) -> str:
+    """What to say of a file larger than a memory may be; "" for any other."""
+    if len(data) <= MAX_ENTRY_BYTES:
+        return ""
+    return (
+        f"This file is {len(data):,} bytes, over the {MAX_ENTRY_BYTES:,} a memory may hold, so "
+        f"only its first {MAX_ENTRY_BYTES:,} are shown and it cannot be edited here: forget it, "
+        "or shorten it on disk."
+    )
 
 
 def _memory_url(store: Store, path: str) -> str:
@@ -101,7 +125,10 @@ def _backlinks(file: MemoryFile, rows: list[tuple[str, str, list]]) -> list[Memo
 @login_required
 def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     store, file = get_memory_for_user(request.user, store_id, path)
-    memory = parse_memory(_read(store, path), path=path)
+    data = _read(store, path)
+    # A file larger than a memory may be (an agent's dump) is shown in part: whole, a 50 MB
+    # file made a page of 50 MB that took seconds to load.
+    memory = parse_memory(_shown(data), path=path)
     odd = unknown_type(memory)
     # One read of the store's names and links for the links, backlinks and warnings.
     rows = list(store.files.values_list("path", "name", "links"))
@@ -124,6 +151,7 @@ def memory_detail(request: HttpRequest, store_id: int, path: str) -> HttpRespons
         "odd_name": ODD_NAME if "\\" in path else "",
         "recalled": store.recall_stats.filter(path=path).first(),
         "kept_back": BlockedFile.objects.filter(store=store, key=path).first(),
+        "too_large": _too_large(data),
         "team_store": team_store_for(request.user, store.project)
         if store.kind == Store.Kind.PRIVATE
         else None,
@@ -278,6 +306,9 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
         return _refuse_read_only(request, store, path)
     if "\\" in path:
         messages.error(request, f"{path} cannot be edited. {ODD_NAME}")
+        return redirect(_memory_url(store, path))
+    if too_large := _too_large(data):
+        messages.error(request, f"{path} cannot be edited. {too_large}")
         return redirect(_memory_url(store, path))
     if request.method == "POST" and "keep_disk" in request.POST:
         return _keep_disk(request, store, path, data)
