@@ -138,11 +138,15 @@ def new_memory_path(root: Path, name: str, memory_type: str | None, form: str) -
 def edited_text(
     previous: Memory, path: str, name: str, description: str, memory_type: str | None, body: str
 ) -> str:
-    """The file an edit writes: the fields replaced, every other frontmatter key kept.
+    """The file an edit writes: the fields replaced, every other frontmatter key kept, and the
+    body in the file's line endings (a form's textarea comes back in `\n`, which turned a
+    CRLF file's whole body into a change).
 
     replace() keeps the file's other keys and its problem: render_memory refuses a file whose
     header is not closed within 30 lines rather than adding a second header.
     """
+    if "\r\n" in previous.body and "\r" not in body:
+        body = body.replace("\n", "\r\n")
     memory = replace(
         previous,
         name=name,

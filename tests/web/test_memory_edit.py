@@ -534,3 +534,24 @@ def test_an_over_long_description_is_warned_before_saving(client, stores, alice)
     )
     assert "Save anyway" in text(response)
     assert "x" * 300 not in (root(stores.private) / "feedback_tests.md").read_text()
+
+
+def test_an_edit_of_a_crlf_file_keeps_its_line_endings(client, stores, alice):
+    """A browser sends the textarea back with its own line breaks: a CRLF file whose
+    description alone was edited keeps its body byte for byte."""
+    target = root(stores.private) / "feedback_windows.md"
+    body = "Line one.\r\nLine two.\r\n"
+    target.write_bytes(
+        b"---\nname: Windows\ndescription: Made on Windows\ntype: feedback\n---\n" + body.encode()
+    )
+    rescan_store(stores.private)
+    client.force_login(alice)
+    fields = {"name": "Windows", "description": "Edited", "type": "feedback", "body": body}
+    form = client.get(url("memory_edit", stores.private, "feedback_windows.md"))
+    client.post(
+        url("memory_edit", stores.private, "feedback_windows.md"),
+        {**fields, "base_sha256": base_sha256(form), "save_anyway": "1"},
+    )
+    written = target.read_bytes()
+    assert b"description: Edited\n" in written
+    assert written.endswith(b"---\n" + body.encode())
