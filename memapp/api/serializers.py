@@ -223,6 +223,11 @@ class BatchSerializer(StrictSerializer):
             stray = sorted(set(attrs[field]) - set(keys))
             if stray:
                 raise serializers.ValidationError({field: {key: [message] for key in stray}})
+        # Written and then deleted, a file's new text would be gone the moment it arrived.
+        both = sorted(set(attrs["files"]) & set(attrs["delete"]))
+        if both:
+            message = "Both uploaded and deleted in this batch: send one or the other."
+            raise serializers.ValidationError({"delete": {key: [message] for key in both}})
         return attrs
 
 

@@ -258,6 +258,19 @@ def test_a_token_in_a_files_name_is_refused_like_one_in_its_text(alice_api, stor
     assert list(Path(store.path).iterdir()) == []
 
 
+def test_a_batch_that_uploads_and_deletes_one_key_is_refused_whole(alice_api, store):
+    url = f"/api/v1/stores/{store.pk}/batch"
+    assert alice_api.post(url, {"files": {"a.md": "A"}}, format="json").status_code == 200
+    body = {"files": {"a.md": "A, new", "b.md": "B"}, "delete": ["a.md"]}
+    refused = alice_api.post(url, body, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["details"] == {
+        "delete": {"a.md": ["Both uploaded and deleted in this batch: send one or the other."]}
+    }
+    assert Path(store.path, "a.md").read_text() == "A"
+    assert not Path(store.path, "b.md").exists()
+
+
 def test_a_batch_keeps_each_files_mtime_but_none_in_the_future(alice_api, store):
     import time
 
