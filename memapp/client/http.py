@@ -84,7 +84,9 @@ NO_RETRY = Backoff(attempts=1)
 
 
 def _is_transient(status: int) -> bool:
-    return status == 429 or status >= 500
+    """Whether asking again may help: 501 and 505 say the server will never do it (a plain web
+    server behind the URL answers a POST with 501), so retrying them only waited ~30 s."""
+    return status == 429 or (status >= 500 and status not in (501, 505))
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -212,6 +212,17 @@ def test_a_proxys_error_page_is_retried_then_said_in_one_sentence(scripted):
     assert len(server.requests) == 3
 
 
+def test_a_server_that_cannot_do_the_request_is_not_asked_again(scripted):
+    """A plain web server behind the URL answers a POST with 501: it never will, so no retry."""
+    server = scripted((501, b"<html>Unsupported method</html>", {"Content-Type": "text/html"}))
+    slept: list[float] = []
+
+    with pytest.raises(NotMemhub, match="answered HTTP 501 with an HTML page"):
+        Client(server.url, "mh_x", backoff=Backoff(attempts=3), sleep=slept.append).post("/x", {})
+
+    assert len(server.requests) == 1 and slept == []
+
+
 def test_total_bounds_a_request_and_its_retries(silent_server):
     started = time.monotonic()
     client = Client(silent_server, "mh_x", timeout=30, total=0.5, backoff=Backoff(attempts=6))
