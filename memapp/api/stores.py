@@ -32,7 +32,10 @@ from memapp.stores.withheld import kept_back_message, withheld
 
 
 def etag_value(header: str | None) -> str | None:
-    """An If-Match / If-None-Match value with quotes (and a weak prefix) stripped."""
+    """An If-Match / If-None-Match value with quotes (and a weak prefix) stripped. A weak tag
+    matches in If-Match too, unlike RFC 9110's strong comparison: a compressing proxy (nginx's
+    gzip) weakens the ETags it passes on, and memhub's are checksums of the bytes, so a weak
+    one still names exactly one content."""
     return header.strip().removeprefix("W/").strip('"') if header else None
 
 

@@ -557,9 +557,9 @@ def do_restore_version(
 
 
 def do_restore_from_trash(item: TrashItem, user) -> str:
-    """Put a forgotten memory back, byte for byte, with its MEMORY.md line; under a new name
-    when a file has taken its place meanwhile (or its name held a backslash, now a dash).
-    Returns the path it was restored to."""
+    """Put a forgotten memory back, byte for byte, with the MEMORY.md line it had; under a new
+    name when a file has taken its place meanwhile (or its name held a backslash, now a
+    dash). Returns the path it was restored to."""
     store = item.store
     data = blob_bytes(item.sha256)
     if data is None:
@@ -567,9 +567,11 @@ def do_restore_from_trash(item: TrashItem, user) -> str:
     root = Path(store.path)
     path = free_path(root, item.path.replace("\\", "-"), "restored")
     text = data.decode("utf-8", "replace")
-    line = item.index_line if path == item.path and item.index_line else None
-    if line is None and is_linkable(path):  # `#` or `<`: a memory no index line points at
-        line = _entry_for(text, path)
+    # The line it had (none: it was not listed, and an undo lists it no more than before),
+    # written anew for a new name; `#` or `<` in a name: no line can point at it.
+    line = item.index_line or None
+    if line is not None and path != item.path:
+        line = _entry_for(text, path) if is_linkable(path) else None
     note = f"restored from the trash (forgotten {item.deleted_at:%Y-%m-%d %H:%M})"
     _put_back(store, user, path, data, base="", line=line, note=note)
     item.delete()

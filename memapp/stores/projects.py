@@ -29,10 +29,16 @@ def valid_project_key(key: str) -> bool:
 
 
 def _named(ref: str, prefix: str = "") -> Q:
-    """A project's names: its key, its repo slug and its aliases (docs/design.md §1)."""
+    """A project's names: its key, its repo slug and its aliases (docs/design.md §1). A repo
+    slug names its project in any case, as GitHub's do (`ACME/Widgets` is `acme/widgets`):
+    matched exactly, a client spelling it otherwise made a second project, and a second
+    folder in the shared team repository that macOS and Windows see as one. A directory
+    name (an alias, or a key that is not a slug) is matched exactly, as Linux paths differ
+    by case."""
+    match = "iexact" if REPO_SLUG_RE.fullmatch(ref) else "exact"
     return (
-        Q(**{f"{prefix}key": ref})
-        | Q(**{f"{prefix}repo_slug": ref})
+        Q(**{f"{prefix}key__{match}": ref})
+        | Q(**{f"{prefix}repo_slug__{match}": ref})
         | Q(**{f"{prefix}pk__in": ProjectAlias.objects.filter(name=ref).values("project")})
     )
 

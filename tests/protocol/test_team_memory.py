@@ -175,6 +175,21 @@ def test_if_none_match_with_the_current_checksum_is_304(alice_api, filled):
     assert alice_api.get(URL, HTTP_IF_NONE_MATCH='"sha256:0"').status_code == 200
 
 
+def test_a_repo_slug_in_another_case_is_the_same_project(sam, sam_api, alice_api, filled):
+    """GitHub's slugs name a repository in any case: a client that spells it `ACME/Widgets`
+    (staff, who may create projects) reaches acme/widgets, and makes no second project (nor a
+    second folder in the shared repository, which macOS and Windows would see as one)."""
+    Project.objects.get(key=SLUG).members.add(sam)
+    other = URL.replace("acme%2Fwidgets", "ACME%2FWidgets")
+    assert (
+        put(sam_api, {"feedback_ci.md": FREEZE.replace("Freeze", "CI")}, url=other).status_code
+        == 200
+    )
+    assert Project.objects.count() == 1
+    assert set(on_disk()) == {*filled, "feedback_ci.md"}
+    assert "feedback_ci.md" in alice_api.get(URL).json()["content"]["entries"]
+
+
 def test_a_repo_without_team_memory_is_404(alice_api, project):
     assert alice_api.get(URL).status_code == 404
     assert alice_api.get(URL).json() == not_found("empty", "acme/widgets has no team memory yet.")

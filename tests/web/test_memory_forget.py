@@ -95,3 +95,20 @@ def test_a_memory_no_index_line_can_name_is_forgotten_and_restored(client, store
     assert "Restored a#b.md" in text(restored)
     assert (root(stores.private) / "a#b.md").read_bytes() == data
     assert (root(stores.private) / "MEMORY.md").read_bytes() == index
+
+
+def test_restoring_a_memory_that_was_not_listed_lists_it_no_more_than_before(client, stores, alice):
+    """A restore is an undo: a memory MEMORY.md did not list comes back without a line."""
+    from memapp.stores.mirror import rescan_store
+    from memapp.stores.models import TrashItem
+
+    data = b"---\nname: Loose\ndescription: never indexed\ntype: project\n---\nKeep me.\n"
+    (root(stores.private) / "project_loose.md").write_bytes(data)
+    rescan_store(stores.private)
+    index = (root(stores.private) / "MEMORY.md").read_bytes()
+    client.force_login(alice)
+    client.post(url("memory_forget", stores.private, "project_loose.md"), follow=True)
+    item = TrashItem.objects.get(path="project_loose.md")
+    client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    assert (root(stores.private) / "project_loose.md").read_bytes() == data
+    assert (root(stores.private) / "MEMORY.md").read_bytes() == index
