@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from memapp.lifecycle.models import Proposal, ProposalChange
 from memapp.lifecycle.proposals import (
@@ -226,7 +227,7 @@ def test_a_case_only_rename_proposed_by_an_agent_is_approved_whole(alice_api, st
     assert text(store, "Feedback_Tests.md") == old
 
 
-def test_a_refused_change_stops_the_whole_approval_and_says_why(alice_api, store, alice):
+def test_a_refused_change_stops_the_whole_approval_and_says_why(alice_api, client, store, alice):
     token = fake_tokens(4)["slack-bot-token"]
     proposal = do_propose_changes(
         "extraction",
@@ -248,6 +249,9 @@ def test_a_refused_change_stops_the_whole_approval_and_says_why(alice_api, store
     again = alice_api.post(f"/api/v1/proposals/{proposal.pk}/approve", {}, format="json")
     assert again.json()["applied"] == [] and again.json()["refused"] == ["project_deploys.md"]
     assert "Use the real database." in text(store, "feedback_tests.md")
+    client.force_login(alice)
+    page = client.get(reverse("proposal", kwargs={"proposal_id": proposal.pk})).content.decode()
+    assert "<dt>Last tried</dt>" in page and "<dt>Decided</dt>" not in page  # still open
 
 
 def test_a_held_back_approval_keeps_the_persons_edits(store, alice):
