@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
@@ -172,3 +173,11 @@ def test_a_file_larger_than_a_memory_is_shown_in_part_and_not_edited(client, sto
     edit = client.get(url("memory_edit", stores.private, "reference_dump.md"), follow=True)
     assert f"reference_dump.md cannot be edited. This file is {size} bytes" in text(edit)
     assert path.read_text().endswith(body + "\n")
+    # A save from a form opened before the file grew is the person's text, not dropped.
+    fields = {"name": "Dump", "description": "a dump", "type": "reference", "body": "Short.\n"}
+    base = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    client.post(
+        url("memory_edit", stores.private, "reference_dump.md"),
+        {**fields, "base_sha256": base, "save_anyway": "1"},
+    )
+    assert path.read_text().endswith("---\nShort.\n")

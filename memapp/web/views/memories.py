@@ -307,7 +307,9 @@ def memory_edit(request: HttpRequest, store_id: int, path: str) -> HttpResponse:
     if "\\" in path:
         messages.error(request, f"{path} cannot be edited. {ODD_NAME}")
         return redirect(_memory_url(store, path))
-    if too_large := _too_large(data):
+    # Opening the form only: a save from a form opened before the file grew is the person's
+    # text, written as any other (the large bytes stay in the history).
+    if request.method == "GET" and (too_large := _too_large(data)):
         messages.error(request, f"{path} cannot be edited. {too_large}")
         return redirect(_memory_url(store, path))
     if request.method == "POST" and "keep_disk" in request.POST:
