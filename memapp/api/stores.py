@@ -27,7 +27,7 @@ from memapp.stores.actions import (
     store_file_path,
 )
 from memapp.stores.models import Store, Via
-from memapp.stores.projects import NoProject, no_project_message, reading_store, resolve_store
+from memapp.stores.projects import NoProject, resolve_store
 from memapp.stores.withheld import kept_back_message, withheld
 
 
@@ -89,21 +89,15 @@ def store_resolve(request: Request) -> Response:
     (then only a member's own private store is made)."""
     data = s.validated(s.ResolveStoreSerializer, request.data)
     writes = may_write(request.auth)
-    if not writes and data["create"] and data["scope"] == Store.Kind.PRIVATE:
-        # A read-scope token makes nothing but the reader's own private store, as a read does.
-        store = reading_store(
-            request.user, data["project"], alias=data["project_dirname"], new_project=False
-        )
-        if store is None:
-            raise ApiError(404, "no_project", no_project_message(data["project"]))
-        return Response(s.StoreSerializer(store).data)
     try:
         store = resolve_store(
             request.user,
             data["project"],
             data["scope"],
             alias=data["project_dirname"],
-            create=data["create"] and writes,
+            # A read-scope token makes nothing but the reader's own private store, as a read
+            # does (resolve_store makes one only for a member).
+            create=data["create"] and (writes or data["scope"] == Store.Kind.PRIVATE),
             new_project=writes,
         )
     except NoProject:

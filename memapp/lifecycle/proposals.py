@@ -32,10 +32,10 @@ from memapp.memdir.store_files import (
     check_key_neighbours,
     checksum,
     normalize_key,
-    walk_store,
 )
 from memapp.stores.actions import (
     EditConflict,
+    check_new_key,
     check_secrets,
     do_forget_memory,
     do_put_files,
@@ -271,8 +271,7 @@ def _check_change(store: Store, change: ProposalChange, replacing: Collection[st
         text = rendered_change(store, change, current)
     check_entry(change.key, text, exclude=store.exclude)
     if current is None:
-        on_disk = {f.key for f in walk_store(store.path, store.exclude)}
-        check_key_neighbours([normalize_key(change.key)], on_disk - set(replacing))
+        check_new_key(store, normalize_key(change.key), replacing=replacing)
     if store.kind == Store.Kind.TEAM:
         check_secrets(store, {change.key: text})
 

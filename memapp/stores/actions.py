@@ -82,6 +82,14 @@ def store_file_path(store: Store, key: str) -> Path:
     return entry_path(store.path, key, store.exclude)
 
 
+def check_new_key(store: Store, key: str, *, replacing: Collection[str] = ()) -> None:
+    """`FileRejected` when a new file `key` (in NFC) would be one with another of the store on
+    macOS or Windows, or lie under a file; `replacing` are keys the same change deletes (a
+    case-only rename's old name is no neighbour)."""
+    on_disk = {f.key for f in walk_store(store.path, store.exclude)}
+    check_key_neighbours([key], on_disk - set(replacing))
+
+
 ODD_NAME = (
     "Its name holds a backslash, which Windows reads as a folder separator, so memhub keeps "
     "no memory under such a name: read it and forget it here; restored from the trash, it "
@@ -201,8 +209,7 @@ def do_save_memory(
             path = new_memory_path(root, name, memory_type, form)
         if created:
             path = normalize_key(path)
-            on_disk = {f.key for f in walk_store(root, store.exclude)}
-            check_key_neighbours([path], on_disk - set(replacing))
+            check_new_key(store, path, replacing=replacing)
         target = store_file_path(store, path)
         if created:
             if target.exists():
@@ -445,8 +452,7 @@ def do_rename_memory(store: Store, user, old: str, new: str, via: str = Via.API)
         data = source.read_bytes()
         if target.exists():  # on macOS, also the file itself renamed in case only: refused
             raise FileRejected("already_exists", f"{new!r} already exists", {"key": new})
-        on_disk = {f.key for f in walk_store(root, store.exclude)}
-        check_key_neighbours([new], on_disk - {old})
+        check_new_key(store, new, replacing=[old])
         text = check_entry(new, data, exclude=store.exclude)
         capture_before_write(store, [old])
         lines = index_lines(root, [old])
@@ -513,8 +519,7 @@ def _put_back(
                 {"key": path, "checksum": current},
             )
         if current is None:
-            on_disk = {f.key for f in walk_store(root, store.exclude)}
-            check_key_neighbours([path], on_disk)
+            check_new_key(store, path)
         capture_before_write(store, [path, INDEX_FILENAME])
         index_before = read_index_bytes(store)
         target.parent.mkdir(parents=True, exist_ok=True)

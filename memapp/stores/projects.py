@@ -181,8 +181,12 @@ def _resolve_store(
     """
     project = find_project(project_ref) or (find_project(alias) if alias else None)
     linkable = (
-        create and new_project and project is not None and alias and project.key == alias
-    ) and alias != project_ref
+        create
+        and new_project
+        and project is not None
+        and alias
+        and project.key == alias != project_ref
+    )
     if (
         linkable
         and not project.repo_slug
