@@ -9,7 +9,7 @@ from memapp.stores.discovery import discover_local_stores
 from memapp.stores.models import Store
 from tests.browser.accessibility import check_accessibility
 from tests.browser.login import log_in
-from tests.browser.screens import PHONE
+from tests.browser.screens import PHONE, at_both_widths
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,3 +56,21 @@ def test_the_preview_button_works_without_javascript(live_server, browser, memor
         assert page.locator("#id_body").input_value() == "# Alice\n\nBackend, *billing*.\n"
     finally:
         context.close()
+
+
+def test_a_header_that_cannot_be_read_is_shown_on_the_edit_form(
+    live_server, page, memory_base, alice
+):
+    """The edit form of a memory whose header does not parse says why and shows its text,
+    at both widths, with axe clean."""
+    private = memory_base / "projects" / "-home-alice-app" / "memory"
+    (private / "project_tabs.md").write_text(
+        "---\nname: Tabbed\n\tdescription: tab indent\ntype: project\n---\nBody.\n"
+    )
+    discover_local_stores(memory_base)
+    store = Store.objects.get(kind="private")
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/stores/{store.pk}/m/project_tabs.md/edit/")
+    assert "This file's header could not be read" in page.locator("#unread-header").inner_text()
+    assert "\tdescription: tab indent" in page.locator("#raw-header").inner_text()
+    at_both_widths(page, "edit-unread-header", where="the edit form of an unreadable header")
