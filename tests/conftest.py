@@ -153,6 +153,55 @@ def static_files_listed_once():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def live_server_says_why_it_did_not_answer():
+    """A live server (Django's development server) that closes a connection without an
+    answer says nothing: wsgiref drops a BrokenPipeError or ConnectionResetError raised
+    anywhere in the request quietly. Twice in a full run, under load, a client of a live
+    server got no answer; this prints the request and what was raised to the test's stderr."""
+    import sys
+    import traceback
+
+    from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler
+
+    run, send_headers = ServerHandler.run, ServerHandler.send_headers
+    handle_one_request = WSGIRequestHandler.handle_one_request
+
+    def run_and_say(self, application):
+        def answered(environ, start_response):
+            try:
+                return application(environ, start_response)
+            except (BrokenPipeError, ConnectionError):
+                traceback.print_exc(file=sys.stderr)
+                raise
+
+        self.answered = False
+        try:
+            return run(self, answered)
+        finally:
+            if not self.answered:
+                request = getattr(self.request_handler, "requestline", "?")
+                print(f"live server: no answer to {request!r}", file=sys.stderr)
+
+    def send_and_note(self):
+        self.answered = True
+        return send_headers(self)
+
+    def handle_and_say(self):
+        first = not getattr(self, "handled", False)
+        self.handled = True
+        handle_one_request(self)
+        if first and not self.raw_requestline:
+            where = self.client_address
+            print(f"live server: no request on a new connection from {where}", file=sys.stderr)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ServerHandler, "run", run_and_say)
+        patch.setattr(ServerHandler, "send_headers", send_and_note)
+        patch.setattr(WSGIRequestHandler, "handle_one_request", handle_and_say)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_buffered_events():
     """Events and recall counts buffered by one test never reach another test's database."""

@@ -34,7 +34,9 @@ Choices where the design is silent:
 from __future__ import annotations
 
 import codecs
+import copy
 import datetime
+import functools
 import io
 import re
 from collections.abc import Mapping
@@ -157,8 +159,42 @@ def _load_mapping(
 ) -> tuple[dict[Any, Any] | None, dict[str, str], str | None]:
     """Load the header YAML, retrying once with special values quoted (docs/design.md §2).
 
-    Returns ``(mapping or None, raw text of typed name/description scalars, problem)``.
+    Returns ``(mapping or None, raw text of typed name/description scalars, problem)``. The
+    same header text is mostly read again (a rescan after an edit of the body, a pull of a
+    teammate's edit, recall's reads): the YAML is loaded once per text (:func:`_remembered`), and
+    each caller gets its own copy of what it holds, to change as it likes.
     """
+    if len(yaml_text) > _REMEMBERED_CHARS:
+        return _load(yaml_text, start_line)
+    mapping, raw, problem, flat = _remembered(yaml_text, start_line)
+    if mapping is not None:
+        mapping = dict(mapping) if flat else copy.deepcopy(mapping)
+    return mapping, dict(raw) if raw else _EMPTY, problem
+
+
+# Headers remembered by their text, each of at most 1,024 characters (a usual one has 100–300):
+# about a kilobyte each with what YAML made of it, 16 MB at the very most.
+_REMEMBERED_CHARS = 1024
+_REMEMBERED_HEADERS = 8192
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_HEADERS)
+def _remembered(
+    yaml_text: str, start_line: int
+) -> tuple[dict[Any, Any] | None, dict[str, str], str | None, bool]:
+    """:func:`_load`, remembered, and whether the mapping holds only values nobody can change
+    (a copy of it need not copy them); what it returns is never handed out, only copies."""
+    mapping, raw, problem = _load(yaml_text, start_line)
+    flat = mapping is not None and all(
+        value is None or isinstance(value, _SCALARS) for value in mapping.values()
+    )
+    return mapping, raw, problem, flat
+
+
+def _load(
+    yaml_text: str, start_line: int
+) -> tuple[dict[Any, Any] | None, dict[str, str], str | None]:
+    """The YAML of a header loaded, retried once with special values quoted."""
     try:
         data = yaml.load(yaml_text, Loader=_Loader)
     except Exception as exc:  # malformed input must never crash a reader, whatever it raises

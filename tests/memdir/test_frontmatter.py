@@ -135,6 +135,29 @@ def test_a_null_name_is_just_absent():
 
 
 @pytest.mark.parametrize(
+    "lines",
+    [
+        ("name: Flat", "description: Only text", "type: user"),
+        ("name: Nested", "metadata:", "  type: project", "  tags: [a, b]"),
+    ],
+)
+def test_each_reader_of_a_header_gets_its_own_frontmatter(lines):
+    """The same header read again is loaded once (a rescan after an edit of the body): what
+    one reader changes in its frontmatter is not what the next one reads."""
+    text = header_of(*lines)
+    first = parse_header(text).frontmatter
+    expected = parse_header(text).frontmatter
+    first["name"] = "changed"
+    first.setdefault("metadata", {})["type"] = "user"
+    if "tags" in first["metadata"]:
+        first["metadata"]["tags"].append("c")
+    again = parse_header(text)
+    assert again.frontmatter == expected
+    assert again.frontmatter is not expected
+    assert again.name == lines[0].removeprefix("name: ")
+
+
+@pytest.mark.parametrize(
     ("line", "value"),
     [
         ("description: use a: b and #tags", "use a: b and #tags"),
