@@ -741,16 +741,33 @@ class TeamClone:
         )
 
     def restore_files(
-        self, spec: StoreSpec, keys: list[str], author: tuple[str, str] | None = None
+        self,
+        spec: StoreSpec,
+        keys: list[str],
+        author: tuple[str, str] | None = None,
+        *,
+        secret_check: SecretCheck,
+        max_entry_bytes: int,
     ) -> dict[str, str]:
         """Put the store's `keys` back into its folder, with their index lines, in one commit
-        (a person refused their deletion). Returns the new base of every key written."""
+        (a person refused their deletion). Returns the new base of every key written.
+
+        What goes passes the push gate and the entry checks first, as any commit: a held file
+        is out of sync, so an edit made to it meanwhile was never gated. A file (or index)
+        kept back is left out and keeps its old base, so the next sync's commit sees it
+        changed, gates it again and records why it stays back."""
         store = read_store(spec.directory, spec.exclude)
         shared = self.folder_files(spec.folder)
         written: dict[str, bytes] = {key: store[key] for key in keys if key in store}
+        gated = CommitResult()
+        self._gate(set(written), written, secret_check, max_entry_bytes, gated)
+        written = {key: data for key, data in written.items() if key not in gated.blocked}
+        indexes: dict[str, bytes] = {}
         for key in {k for k in store if is_index_key(k)}:
             index = shared_index(key, store[key], set(shared) | set(written))
-            written[key] = union_lines(shared.get(key, b""), index)
+            indexes[key] = union_lines(shared.get(key, b""), index)
+        self._gate(set(indexes), indexes, secret_check, max_entry_bytes, gated)
+        written.update((key, data) for key, data in indexes.items() if key not in gated.blocked)
         for key in written:
             self._check(key)
         summary = f"Keep {len(keys)} files a sync would have deleted"

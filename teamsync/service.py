@@ -408,9 +408,20 @@ def do_decide_deletions(held: HeldDeletion, user, *, delete: bool) -> None:
             clone.ensure(fetch=False)
             with store_lock(store):
                 state = _state(store)
-                state.base.update(
-                    clone.restore_files(_spec(store, state), held.keys, _author(user))
+                flags = get_flags(store.project)
+                configure_secret_gate(entropy=flags["secrets_entropy_plugins"])
+                restored = clone.restore_files(
+                    _spec(store, state),
+                    held.keys,
+                    _author(user),
+                    secret_check=scan_for_push,
+                    max_entry_bytes=flags["team_max_entry_bytes"],
                 )
+                # Gone from the repository: one kept back is a new file to the next commit,
+                # which gates it again (and shares it once fixed).
+                for key in held.keys:
+                    state.base.pop(key, None)
+                state.base.update(restored)
                 state.save(update_fields=["base"])
     request_sync()
 

@@ -12,9 +12,10 @@ from django.urls import reverse
 from memapp.stores.identity import do_set_project_slug
 from memapp.stores.models import Event, Project, TrashItem
 from memapp.stores.projects import resolve_store
-from teamsync.models import HeldDeletion, StoreSyncState
+from teamsync.models import BlockedFile, HeldDeletion, StoreSyncState
 from teamsync.service import do_sync_team
 from tests.teamsync.gitutil import Member, git, memory, tip_files
+from tests.teamsync.test_service import every_object
 from tests.web.memory_pages import text
 
 pytestmark = pytest.mark.django_db
@@ -152,6 +153,36 @@ def test_keeping_held_files_puts_them_back_in_the_shared_repository(client, empt
     again = client.post(reverse("sync_held", args=[held.pk]), {"choice": "delete"}, follow=True)
     assert "Already answered: kept." in text(again)  # the second tab changes nothing
     assert "on_call.md" in _store_files(emptied)
+
+
+def test_keeping_held_files_passes_the_push_gate_first(client, emptied, alice, remote):
+    """A held file is out of sync, so an agent's edit to it meanwhile was never gated: "Keep
+    them" must not push it (nor an index line holding a secret) into the shared repository."""
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
+    root = Path(emptied.path)
+    on_call = root / "on_call.md"
+    on_call.write_text(on_call.read_text() + f"Pager token: {token}\n")
+    index = root / "MEMORY.md"
+    index.write_text(index.read_text().replace("who reviews", f"who reviews, with {token}"))
+    do_sync_team()  # both held or kept back: nothing of them goes
+    held = HeldDeletion.objects.get()
+    client.force_login(alice)
+    client.post(reverse("sync_held", args=[held.pk]), {"choice": "keep"})
+    do_sync_team()
+
+    assert token not in every_object(remote)
+    shared = tip_files(remote, "-tmp-ux-demo")
+    assert set(shared) == {"code_owners.md", "deploys.md", "MEMORY.md"}  # the clean one is kept
+    blocked = dict(BlockedFile.objects.values_list("key", "reason"))
+    assert blocked == {"on_call.md": "secret", "MEMORY.md": "secret"}
+    # Fixed, they are shared as any new file.
+    on_call.write_text(TEAM["on_call.md"])
+    index.write_text(index.read_text().replace(f", with {token}", ""))
+    do_sync_team()
+    shared = tip_files(remote, "-tmp-ux-demo")
+    assert shared["on_call.md"] == TEAM["on_call.md"]
+    assert "(on_call.md)" in shared["MEMORY.md"] and "(code_owners.md)" in shared["MEMORY.md"]
+    assert not BlockedFile.objects.exists()
 
 
 def test_confirming_held_deletions_moves_the_files_to_the_trash(client, emptied, alice, remote):
