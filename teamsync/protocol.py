@@ -68,10 +68,62 @@ def kept_back(store: Store) -> set[str]:
     return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
 
 
+# (key, checksum of what would be served) -> whether the push gate flags it: a GET reads and
+# scans only what it has not judged before.
+_judged: dict[tuple[str, str], bool] = {}
+MAX_JUDGED = 100_000
+
+
+def _flagged(store: Store, key: str, data: bytes) -> bool:
+    found = (key, checksum(data))
+    if found not in _judged:
+        if len(_judged) >= MAX_JUDGED:
+            _judged.clear()
+        configure_secret_gate(entropy=get_flags(store.project)["secrets_entropy_plugins"])
+        text = data.decode("utf-8", "replace")
+        _judged[found] = bool(scan_for_push({key: text}))
+    return _judged[found]
+
+
+def withheld_from_team(
+    store: Store, on_disk: dict[str, str], files: dict[str, bytes] | None = None
+) -> set[str]:
+    """The keys teammates do not get: those team sync keeps back (:func:`kept_back`), and any
+    the push gate flags as they are now. Team sync judges a file only when it commits it, so
+    one an agent wrote into the store's directory since, an edit to a file held by a
+    conflict, or an index line of a file not in the shared repository (which its shared form
+    leaves out, but the store's index still holds) would otherwise be served as it is. An
+    index is judged in the form it would be served (`files`: the store's files when read)."""
+    withheld = kept_back(store)
+    root = Path(store.path)
+
+    def read(key: str) -> bytes | None:
+        try:
+            return files[key] if files is not None else (root / key).read_bytes()
+        except (KeyError, FileNotFoundError):
+            return None
+
+    for key in sorted(on_disk):
+        if key in withheld or is_index_key(key):
+            continue
+        if (key, on_disk[key]) in _judged:
+            if _judged[(key, on_disk[key])]:
+                withheld.add(key)
+        elif (data := read(key)) is not None and _flagged(store, key, data):
+            withheld.add(key)
+    for key in sorted(filter(is_index_key, on_disk)):
+        data = read(key)
+        if key in withheld or data is None:
+            continue
+        if _flagged(store, key, without_entries(key, data, withheld)):
+            withheld.add(key)
+    return withheld
+
+
 def entry_checksums(store: Store) -> dict[str, str]:
     """Each entry's checksum as teammates get it (:func:`read_team_entries`)."""
     on_disk = store_checksums(Path(store.path), tuple(store.exclude))
-    return _served_checksums(store, on_disk, kept_back(store))
+    return _served_checksums(store, on_disk, withheld_from_team(store, on_disk))
 
 
 def _served_checksums(store: Store, on_disk: dict[str, str], withheld: set[str]) -> dict[str, str]:
@@ -89,7 +141,8 @@ def read_team_entries(store: Store) -> dict[str, bytes]:
     """The store's entries as teammates get them: without the files team sync keeps back, and
     each index without their entries, as the shared repository has them."""
     files = read_store(Path(store.path), tuple(store.exclude))
-    withheld = kept_back(store)
+    on_disk = {key: checksum(data) for key, data in files.items()}
+    withheld = withheld_from_team(store, on_disk, files)
     if not withheld:
         return files
     served = {key: data for key, data in files.items() if key not in withheld}
@@ -217,7 +270,7 @@ def do_put_team_memory(
             store = Store(kind=Store.Kind.TEAM, path=str(path), project=project)
         # One snapshot: the files as they are now, and as the client got them.
         on_disk = store_checksums(Path(store.path), tuple(store.exclude)) if store.pk else {}
-        withheld = kept_back(store)
+        withheld = withheld_from_team(store, on_disk) if store.pk else set()
         sums = _served_checksums(store, on_disk, withheld)
         uploaded = _without_copies_kept_back(uploaded, on_disk, withheld)
         _check_put(store, uploaded, sums, if_match)

@@ -6,6 +6,7 @@ alice is the admin (staff), bob a teammate, charlie an outsider, sam staff witho
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import threading
@@ -428,6 +429,31 @@ def test_a_file_team_sync_keeps_back_is_not_served_nor_its_index_line(alice_api,
     assert (root / "feedback_new.md").read_text() == "New.\n"
     changed = {"reference_ci.md": leak.replace("Token", "The token")}
     assert put(bob_api, changed).status_code == 422  # a changed copy is judged as ever
+
+
+def test_what_team_sync_has_not_judged_yet_is_not_served_if_the_gate_flags_it(bob_api, filled):
+    """Team sync judges a file when it commits it: one an agent wrote straight to disk since
+    (here before any sync), and an index line of a file not in the shared repository (whose
+    shared form leaves it out, so it is never kept back) must not reach teammates meanwhile."""
+    root = Path(team_store().path)
+    leak = f"---\nname: CI\ndescription: CI access\ntype: reference\n---\nToken: {GITHUB_TOKEN}\n"
+    (root / "reference_ci.md").write_text(leak)
+
+    got = bob_api.get(URL).json()
+    assert GITHUB_TOKEN not in json.dumps(got)
+    assert set(got["content"]["entries"]) == set(filled)
+    hashes = bob_api.get(HASHES).json()
+    assert got["checksum"] == hashes["checksum"] == store_checksum(filled)
+
+    (root / "reference_ci.md").unlink()
+    dangling = f"- [CI](reference_ci.md) — the runner's token is {GITHUB_TOKEN}\n"
+    (root / "MEMORY.md").write_text(INDEX + dangling)
+    got = bob_api.get(URL).json()
+    assert GITHUB_TOKEN not in json.dumps(got)
+    assert set(got["content"]["entries"]) == {"feedback_db.md", "notes/project_freeze.md"}
+    assert got["checksum"] == bob_api.get(HASHES).json()["checksum"]
+    (root / "MEMORY.md").write_text(INDEX)  # fixed: served again
+    assert bob_api.get(URL).json()["content"]["entries"]["MEMORY.md"] == INDEX
 
 
 def test_a_put_is_a_git_commit_authored_by_the_tokens_user(bob, bob_api, filled, data_dir):
