@@ -754,8 +754,8 @@ class TeamClone:
 
         What goes passes the push gate and the entry checks first, as any commit: a held file
         is out of sync, so an edit made to it meanwhile was never gated. A file (or index)
-        kept back is left out and keeps its old base, so the next sync's commit sees it
-        changed, gates it again and records why it stays back."""
+        kept back is left out: its base is the caller's to drop, so that the next sync's
+        commit sees it changed, gates it again and records why it stays back."""
         store = read_store(spec.directory, spec.exclude)
         shared = self.folder_files(spec.folder)
         written: dict[str, bytes] = {key: store[key] for key in keys if key in store}

@@ -68,21 +68,10 @@ def kept_back(store: Store) -> set[str]:
     return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
 
 
-# (key, checksum of what would be served) -> whether the push gate flags it: a GET reads and
-# scans only what it has not judged before.
-_judged: dict[tuple[str, str], bool] = {}
+# (key, checksum of what would be served, entropy plugins on) -> whether the push gate flags
+# it: a GET reads and scans only what it has not judged before under the same settings.
+_judged: dict[tuple[str, str, bool], bool] = {}
 MAX_JUDGED = 100_000
-
-
-def _flagged(store: Store, key: str, data: bytes) -> bool:
-    found = (key, checksum(data))
-    if found not in _judged:
-        if len(_judged) >= MAX_JUDGED:
-            _judged.clear()
-        configure_secret_gate(entropy=get_flags(store.project)["secrets_entropy_plugins"])
-        text = data.decode("utf-8", "replace")
-        _judged[found] = bool(scan_for_push({key: text}))
-    return _judged[found]
 
 
 def withheld_from_team(
@@ -95,6 +84,7 @@ def withheld_from_team(
     leaves out, but the store's index still holds) would otherwise be served as it is. An
     index is judged in the form it would be served (`files`: the store's files when read)."""
     withheld = kept_back(store)
+    entropy = get_flags(store.project)["secrets_entropy_plugins"]
     root = Path(store.path)
 
     def read(key: str) -> bytes | None:
@@ -103,19 +93,23 @@ def withheld_from_team(
         except (KeyError, FileNotFoundError):
             return None
 
+    def flagged(key: str, known: str | None, data: bytes | None) -> bool:
+        judged = (key, known or checksum(data or b""), entropy)
+        if judged not in _judged:
+            if data is None and (data := read(key)) is None:
+                return False
+            if len(_judged) >= MAX_JUDGED:
+                _judged.clear()
+            configure_secret_gate(entropy=entropy)
+            _judged[judged] = bool(scan_for_push({key: data.decode("utf-8", "replace")}))
+        return _judged[judged]
+
     for key in sorted(on_disk):
-        if key in withheld or is_index_key(key):
-            continue
-        if (key, on_disk[key]) in _judged:
-            if _judged[(key, on_disk[key])]:
-                withheld.add(key)
-        elif (data := read(key)) is not None and _flagged(store, key, data):
+        if key not in withheld and not is_index_key(key) and flagged(key, on_disk[key], None):
             withheld.add(key)
     for key in sorted(filter(is_index_key, on_disk)):
-        data = read(key)
-        if key in withheld or data is None:
-            continue
-        if _flagged(store, key, without_entries(key, data, withheld)):
+        data = None if key in withheld else read(key)
+        if data is not None and flagged(key, None, without_entries(key, data, withheld)):
             withheld.add(key)
     return withheld
 

@@ -456,6 +456,22 @@ def test_what_team_sync_has_not_judged_yet_is_not_served_if_the_gate_flags_it(bo
     assert bob_api.get(URL).json()["content"]["entries"]["MEMORY.md"] == INDEX
 
 
+def test_turning_the_entropy_plugins_on_judges_unsynced_files_again(bob_api, filled):
+    """A judgment of a file not yet synced holds only under the gate's settings it was made
+    with: once an admin turns the entropy plugins on, a random hex value is withheld."""
+    value = 'checksum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"'
+    (Path(team_store().path) / "reference_build.md").write_text(f"Build {value}\n")
+    assert "reference_build.md" in bob_api.get(URL).json()["content"]["entries"]
+
+    set_flag("secrets_entropy_plugins", True)
+    try:
+        got = bob_api.get(URL).json()
+    finally:
+        set_flag("secrets_entropy_plugins", False)
+    assert "reference_build.md" not in got["content"]["entries"]
+    assert set(got["content"]["entries"]) == set(filled)
+
+
 def test_a_put_is_a_git_commit_authored_by_the_tokens_user(bob, bob_api, filled, data_dir):
     response = put(bob_api, {"feedback_db.md": "Bob's edit.\n"})
 
