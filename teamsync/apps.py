@@ -12,7 +12,7 @@ class TeamsyncConfig(AppConfig):
         from memapp.stores.warm import connect_signals
         from memapp.stores.withheld import register_withheld
         from teamsync.models import BlockedFile
-        from teamsync.protocol import kept_back
+        from teamsync.protocol import withheld_now
         from teamsync.service import do_commit_team_change, in_shared_repository
         from teamsync.waiting import blocked_files, open_conflicts
 
@@ -20,5 +20,5 @@ class TeamsyncConfig(AppConfig):
         register_claimed(in_shared_repository)
         register_waiting("conflicts", "team sync conflicts", "sync", open_conflicts)
         register_waiting("blocked", "files kept back from team sync", "sync", blocked_files)
-        register_withheld(kept_back)
+        register_withheld(withheld_now)
         connect_signals([BlockedFile])

@@ -114,6 +114,13 @@ def withheld_from_team(
     return withheld
 
 
+def withheld_now(store: Store) -> set[str]:
+    """:func:`withheld_from_team` of the store as it is on disk: what memhub gives no agent
+    either (registered with `memapp.stores.withheld`; kept by warm workers, whose stamp a
+    change of the store's mirror replaces)."""
+    return withheld_from_team(store, store_checksums(Path(store.path), tuple(store.exclude)))
+
+
 def entry_checksums(store: Store) -> dict[str, str]:
     """Each entry's checksum as teammates get it (:func:`read_team_entries`)."""
     on_disk = store_checksums(Path(store.path), tuple(store.exclude))

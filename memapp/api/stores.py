@@ -3,6 +3,8 @@ batch) with checksums as preconditions (docs/design.md §10, §18)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.http import Http404
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -107,13 +109,15 @@ def store_resolve(request: Request) -> Response:
     return Response(s.StoreSerializer(store).data)
 
 
-def _index_checksums(store: Store, paths: list[str]) -> dict[str, str]:
+def _index_checksums(store: Store, paths: list[str], kept: Collection[str]) -> dict[str, str]:
     """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
-    one per folder that has topic files."""
+    one per folder that has topic files, but those in `kept` (`withheld`)."""
     folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
     found = {}
     for folder in folders:
         key = f"{folder}{INDEX_FILENAME}"
+        if key in kept:
+            continue
         try:
             found[key] = checksum(store_file_path(store, key).read_bytes())
         except (FileRejected, OSError):
@@ -137,11 +141,12 @@ def file_list(request: Request, store_id: int) -> Response:
     """Every Markdown file of the store but those team sync keeps back; `?view=hashes` gives
     only `sha256:<hex>` per key."""
     store = get_store_for_user(request.user, store_id)
-    files = store.files.exclude(path__in=withheld(store)).order_by("path")
+    kept = withheld(store)
+    files = store.files.exclude(path__in=kept).order_by("path")
     if request.query_params.get("view") == "hashes":
         sums = {path: CHECKSUM_PREFIX + sha for path, sha in files.values_list("path", "sha256")}
-        return Response({"checksums": {**sums, **_index_checksums(store, list(sums))}})
-    indexes = _index_checksums(store, list(files.values_list("path", flat=True)))
+        return Response({"checksums": {**sums, **_index_checksums(store, list(sums), kept)}})
+    indexes = _index_checksums(store, list(files.values_list("path", flat=True)), kept)
     return Response(
         {
             "files": [

@@ -518,3 +518,32 @@ def test_bad_requests_get_400_naming_the_field(alice_api, payload, field):
     body = recall(alice_api, status=400, **payload)
     assert body["error"]["code"] == "invalid"
     assert field in body["error"]["details"]
+
+
+def test_what_team_sync_has_not_judged_yet_is_given_to_no_agent_if_the_gate_flags_it(
+    bob_api, bob, both_scopes
+):
+    """Team sync judges a team file when it commits it: one written to disk since, and an
+    index whose line of a file outside the shared repository holds a secret (the shared form
+    drops the line, so the index is never kept back), reach no teammate's agent meanwhile."""
+    _, team = both_scopes
+    team.project.members.add(bob)
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    root = Path(team.path)
+    write_memory(root, "reference_ci.md", "CI", "The CI runner", "reference", f"Token: {token}")
+    (root / "MEMORY.md").write_text(f"- [Runner](runner.md) — its token is {token}\n")
+    rescan_store(team)
+    url = f"/api/v1/stores/{team.pk}/files"
+
+    for key in ("reference_ci.md", "MEMORY.md"):
+        response = bob_api.get(f"{url}/{key}")
+        assert response.status_code == 409, key
+        assert token not in response.content.decode()
+    assert token not in bob_api.get(f"{url}/").content.decode()
+    listed = {f["key"] for f in bob_api.get(f"{url}/").json()["files"]}
+    assert listed == {"project_deploy.md"}
+
+    (root / "reference_ci.md").unlink()
+    (root / "MEMORY.md").write_text("- [Deploy](project_deploy.md) — how we deploy\n")
+    rescan_store(team)  # fixed: given again
+    assert bob_api.get(f"{url}/MEMORY.md").status_code == 200
