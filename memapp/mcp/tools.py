@@ -27,6 +27,7 @@ from memapp.memdir.extraction import ProposedChange
 from memapp.memdir.freshness import RecalledMemory, render_recalled
 from memapp.memdir.frontmatter import parse_memory
 from memapp.memdir.index import INDEX_FILENAME
+from memapp.memdir.keys import PathTraversalError, validate_key
 from memapp.memdir.store_files import FileRejected, check_entry, checksum
 from memapp.stores.actions import (
     do_forget_memory,
@@ -184,15 +185,26 @@ def _target(path: str | None, project: str | None, *, file: bool = True) -> Targ
         if team is None or not get_flags(private.project)["team_memory"]:
             raise ToolError("This project has no team memory you can use.")
         store, key = team, rest[len(TEAM) :].strip("/")
+    target = Target(store, key, path.rstrip("/"))
     if file:
-        if not key:
-            raise ToolError(f"{path} is a directory; name a file such as {ROOT}/notes.md.")
-        if key != INDEX_FILENAME:
-            try:
-                store_file_path(store, key)
-            except FileRejected as exc:
-                raise _refused(exc) from None
-    return Target(store, key, path.rstrip("/"))
+        _check_file(target)
+    elif key:  # a folder to list, or a file to view: never a path out of the store
+        try:
+            validate_key(store.path, key)
+        except PathTraversalError as exc:
+            raise _refused(FileRejected("invalid_key", str(exc), {"key": key})) from None
+    return target
+
+
+def _check_file(target: Target) -> None:
+    """`ToolError` unless the target names a memory file of its store (the file rule)."""
+    if not target.key:
+        raise ToolError(f"{target.shown} is a directory; name a file such as {ROOT}/notes.md.")
+    if target.key != INDEX_FILENAME:
+        try:
+            store_file_path(target.store, target.key)
+        except FileRejected as exc:
+            raise _refused(exc) from None
 
 
 def _read(target: Target) -> str:
@@ -308,6 +320,7 @@ def memory(
         full = Path(target.store.path) / target.key
         if not target.key or full.is_dir():
             return _listing(target)
+        _check_file(target)
         text = _read(target)
         if caller().session_id:
             mark_surfaced(caller().user, caller().session_id, [target.shown])

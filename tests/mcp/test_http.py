@@ -342,6 +342,36 @@ def test_bad_input_is_an_mcp_error_with_a_clear_message_and_nothing_written(serv
     assert not Proposal.objects.exists()
 
 
+def test_view_never_reads_or_lists_outside_the_store(server, project, alice, bob):
+    """`..` in a viewed path once read any file the server could (its secret key) and listed
+    every other person's store beside the caller's."""
+    mine = resolve_store(alice, SLUG, "private")
+    theirs = resolve_store(bob, SLUG, "private")
+    (Path(mine.path) / "mine.md").write_text(TOPIC)
+    (Path(theirs.path) / "theirs.md").write_text(TOPIC.replace("Run make.", "Bob's plan."))
+    outside = Path(mine.path).parent.parent / "outside.md"
+    outside.write_text("server-only text\n")
+    hops = "/".join([".."] * len(outside.relative_to(Path(mine.path).anchor).parts))
+    results = _tools(server)(
+        ("memory", {"command": "view", "path": "/memories/.."}),
+        ("memory", {"command": "view", "path": f"/memories/../{Path(theirs.path).name}"}),
+        ("memory", {"command": "view", "path": f"/memories/../{Path(theirs.path).name}/theirs.md"}),
+        ("memory", {"command": "view", "path": "/memories/../../outside.md"}),
+        ("memory", {"command": "view", "path": f"/memories/{hops}{outside}"}),
+        ("memory", {"command": "view", "path": "/memories/sub/../../../outside.md"}),
+    )
+    messages = [_text(r) for r in results]
+    assert all(r.is_error for r in results), messages
+    assert all("Refused (invalid_key)" in m for m in messages), messages
+    assert not any("Bob's plan" in m or "server-only" in m for m in messages)
+    (listed, viewed) = _tools(server)(
+        ("memory", {"command": "view", "path": "/memories"}),
+        ("memory", {"command": "view", "path": "/memories/mine.md"}),
+    )
+    assert "/memories/mine.md" in _text(listed) and "theirs.md" not in _text(listed)
+    assert "Run make." in _text(viewed)
+
+
 def test_a_token_revoked_mid_session_is_refused_at_the_next_call(server, alice):
     resolve_store(alice, SLUG, "private")
 
