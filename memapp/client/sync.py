@@ -399,7 +399,9 @@ class _Run:
         if path is None or not self._still_as_planned(path, action):
             return
         fetched = self._fetch(action.key)
-        if fetched is None:
+        # Looked at again: the fetch may take seconds (a slow server, its retries), in which an
+        # agent may have written the file; its text is not yet on the server.
+        if fetched is None or not self._still_as_planned(path, action):
             return
         content, remote, mtime_ms = fetched
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -185,6 +185,31 @@ def test_a_change_on_the_server_during_the_sync_becomes_a_conflict_not_a_lost_wr
     assert "edited elsewhere" in copy
 
 
+def test_a_local_edit_made_while_the_server_copy_is_fetched_is_not_overwritten(tmp_path):
+    project = Project(tmp_path / "memory", SLUG, "-x", tmp_path)
+    server = FakeServer({"db.md": "v1\n"})
+    state = tmp_path / "state"
+    sync_project(server, project, state, progress=False)
+    server.files["db.md"] = "v2 from another machine\n"
+    fetch = server.get
+
+    def get(path):
+        if "/files/db.md" in path:  # an agent saves the file as the download is under way
+            (project.memory_dir / "db.md").write_text("the agent's new text\n")
+        return fetch(path)
+
+    server.get = get
+    report = sync_project(server, project, state, progress=False)
+
+    assert (project.memory_dir / "db.md").read_text() == "the agent's new text\n"
+    assert report.downloaded == []
+    assert report.errors == ["db.md: changed during the sync; left for next time"]
+    server.get = fetch
+    report = sync_project(server, project, state, progress=False)  # both sides changed
+    assert (project.memory_dir / "db.md").read_text() == "the agent's new text\n"
+    assert len(report.conflicts) == 1 and report.uploaded == ["db.md"]
+
+
 # --- remote keys are checked before they name a local path -------------------------------------
 
 
