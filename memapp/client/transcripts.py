@@ -299,8 +299,10 @@ def upload_from_hook(
         return
     cursor = Cursor.load(env, session_id, transcript)
     with cursor.locked(wait=False) as mine:
-        if not mine:
-            return  # a background upload of this session is running; it reads to the end
+        if not mine:  # a background upload of this session is running; it reads to the end
+            if final:  # but was not told the session ended: one that is waits its turn
+                _spawn(session_id, transcript, cwd, final, env, agent)
+            return
         start = cursor.offset
         try:
             done = upload_transcript(

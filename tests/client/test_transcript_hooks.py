@@ -215,6 +215,28 @@ def test_session_end_marks_the_session_ended(a, session):
     assert Session.objects.get().ended_at is not None
 
 
+def test_a_session_end_while_a_background_upload_runs_still_ends_the_session(tmp_path, monkeypatch):
+    """The uploader a Stop hook left running (a large backlog, a slow server) holds the
+    session's lock and was not started as final: the SessionEnd that found it busy was lost,
+    and the session never ended (its last turns waited for extraction forever)."""
+    from memapp.client import transcripts
+
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    path = tmp_path / "t.jsonl"
+    path.write_text("")
+    spawned = []
+    monkeypatch.setattr(transcripts, "_spawn", lambda *args: spawned.append(args))
+    payload = {"session_id": "s-1", "transcript_path": str(path)}
+    cursor = transcripts.Cursor.load(env, "s-1", path.resolve())
+    with cursor.locked(wait=False) as mine:  # the Stop hook's uploader
+        assert mine
+        for final in (False, True):
+            transcripts.upload_from_hook(
+                payload, None, {}, "/src", env, time.monotonic() + 5, final=final
+            )
+    assert [(args[0], args[3]) for args in spawned] == [("s-1", True)]
+
+
 def test_search_prints_the_best_matches_with_links(a, session):
     transcript, path = session
     run_stop(a, transcript, path)
