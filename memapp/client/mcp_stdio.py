@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import re
 import sys
@@ -28,6 +29,7 @@ from urllib.parse import quote
 from memapp.client.commands import CWD_OPTION, PROG, add_command, current_project
 from memapp.client.config import load_config
 from memapp.client.http import USER_AGENT
+from memapp.client.transport import _no_redirect
 
 __all__ = ["add_mcp_command", "headers_for", "serve"]
 
@@ -118,20 +120,38 @@ class Relay:
         }.items():
             request.add_header(name, value)
         request_id = message.get("id")
+        # Redirects are not followed: urllib would send the token on to wherever one points.
+        opener = urllib.request.build_opener(_no_redirect())
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                return _answers(response.read(), response.headers.get("Content-Type") or "")
+            with opener.open(request, timeout=TIMEOUT) as response:
+                answers = _answers(response.read(), response.headers.get("Content-Type") or "")
+            return answers or self._unanswered(request_id, "no JSON-RPC answer")
         except urllib.error.HTTPError as exc:
             body = exc.read()
-            try:
-                return _answers(body, exc.headers.get("Content-Type") or "")
-            except ValueError:
-                return [_error(request_id, f"memhub answered HTTP {exc.code} at {self.endpoint}")]
+            with contextlib.suppress(ValueError):
+                answers = _answers(body, exc.headers.get("Content-Type") or "")
+                if answers:
+                    return answers
+            moved = exc.headers.get("Location") if 300 <= exc.code < 400 else None
+            if moved:
+                return self._unanswered(
+                    request_id,
+                    f"a redirect to {moved} (not followed, so the token goes nowhere else: "
+                    "log in with the server's own URL)",
+                )
+            return self._unanswered(request_id, f"HTTP {exc.code}")
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             return [_error(request_id, f"cannot reach memhub at {self.endpoint}: {reason}")]
         except ValueError:
             return [_error(request_id, f"{self.endpoint} did not answer as an MCP server")]
+
+    def _unanswered(self, request_id: Any, what: str) -> list[Any]:
+        """The error a request gets when memhub's answer held none for it (a notification
+        needs none)."""
+        if request_id is None:
+            return []
+        return [_error(request_id, f"memhub at {self.endpoint} answered {what}")]
 
 
 def serve(relay: Relay, lines: IO[str]) -> None:
