@@ -36,7 +36,7 @@ from memapp.client.config import (
     normalize_url,
     save_config,
 )
-from memapp.client.http import ApiError, Client, Unreachable
+from memapp.client.http import ApiError, Client, NotMemhub, Unreachable
 
 __all__ = ["add_account_commands"]
 
@@ -96,8 +96,13 @@ def cmd_login(args: argparse.Namespace) -> int:
         if exc.status == 401:
             raise CommandError(f"{url} refused the token: {exc.message}", EXIT_AUTH) from None
         raise
+    stores = answer.get("stores") if isinstance(answer, dict) else None
+    if not isinstance(stores, list):  # another JSON API at that URL: its token is not ours
+        raise NotMemhub(
+            f"{url} does not look like a memhub server: /api/v1/stores/ answered JSON without "
+            "memhub's list of stores (check the URL)"
+        )
     path = save_config(config)
-    stores = answer.get("stores", []) if isinstance(answer, dict) else []
     print(f"logged in to {url} ({len(stores)} stores visible); saved to {path}")
     return 0
 

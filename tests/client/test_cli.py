@@ -237,8 +237,36 @@ def test_a_server_that_is_not_memhub_gets_one_sentence(machine_a, html_server, c
     assert "<" not in line
 
 
-def test_login_to_something_that_is_not_memhub_is_refused_in_a_sentence(machine_a, html_server):
-    result = machine_a.run("login", html_server, "--token", "mh_x")
+@pytest.fixture
+def json_server():
+    """Not memhub either: another JSON API, which answers every request with an object."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"status": "ok"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("kind", ["html", "json"])
+def test_login_to_something_that_is_not_memhub_is_refused_in_a_sentence(machine_a, request, kind):
+    """A JSON answer without memhub's shape was taken as a login with 0 stores visible."""
+    result = machine_a.run("login", request.getfixturevalue(f"{kind}_server"), "--token", "mh_x")
 
     assert result.returncode == 4
     assert "does not look like a memhub server" in result.stderr
