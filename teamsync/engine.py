@@ -40,7 +40,7 @@ from git import GitCommandError, Repo
 
 from memapp.memdir.atomic import delete_file, write_atomic_files
 from memapp.memdir.filelock import file_lock
-from memapp.memdir.index import merge_index, parse_index_entries
+from memapp.memdir.index import merge_index, parse_index_entries, without_entries_of
 from memapp.memdir.keys import PathTraversalError, check_key
 from memapp.memdir.store_files import (
     INDEX_FILENAME,
@@ -201,11 +201,12 @@ def _linked(key: str, data: bytes) -> set[str]:
 
 def without_entries(key: str, data: bytes, paths: Collection[str]) -> bytes:
     """Index `key` without its entries of `paths` (paths beside `key`); every other byte kept."""
-    text = data.decode("utf-8", "surrogateescape")
-    drop = {number for number, file in _entry_files(key, text) if file in paths}
-    lines = text.splitlines(keepends=True)
-    kept = (line for number, line in enumerate(lines, 1) if number not in drop)
-    return "".join(kept).encode("utf-8", "surrogateescape")
+    folder = posixpath.dirname(key)
+    text = without_entries_of(
+        data.decode("utf-8", "surrogateescape"),
+        lambda path: posixpath.normpath(posixpath.join(folder, path)) in paths,
+    )
+    return text.encode("utf-8", "surrogateescape")
 
 
 def keep_entries(key: str, data: bytes, shared: bytes, paths: Collection[str]) -> bytes:

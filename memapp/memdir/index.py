@@ -43,6 +43,7 @@ __all__ = [
     "parse_index_entries",
     "read_index",
     "delete_index_entry",
+    "without_entries_of",
     "without_index_entry",
     "truncate_index",
     "with_index_entry",
@@ -484,6 +485,17 @@ def without_index_entry(text: str, filename: str) -> str:
     path = _clean_filename(filename)
     lines = _split_lines(text)
     return _remove_lines(lines, {i for i, (c, _) in enumerate(lines) if _matches(c, path)})
+
+
+def without_entries_of(text: str, dropped: Callable[[str], bool]) -> str:
+    """`text` without the entries whose file (`IndexEntry.path`) `dropped` names; every other
+    byte is kept, lines counted as `parse_index_entries` counts them (only `\n` ends one)."""
+    kept = []
+    for content, ending in _split_lines(text):
+        entry = _parse_line(0, content)
+        if entry is None or entry.path is None or not dropped(entry.path):
+            kept.append(content + ending)
+    return "".join(kept)
 
 
 # --- Files ------------------------------------------------------------------------------------

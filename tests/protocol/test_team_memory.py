@@ -456,6 +456,22 @@ def test_what_team_sync_has_not_judged_yet_is_not_served_if_the_gate_flags_it(bo
     assert bob_api.get(URL).json()["content"]["entries"]["MEMORY.md"] == INDEX
 
 
+def test_a_kept_back_files_line_is_left_out_whatever_characters_come_before_it(bob_api, filled):
+    """Only `\\n` ends an index line: a description holding U+2028 (a line break to Python's
+    `splitlines`) must not shift which line is left out."""
+    from teamsync.models import BlockedFile
+
+    root = Path(team_store().path)
+    odd = "- [Real DB](feedback_db.md) — no mocks\u2028ever\n"
+    (root / "MEMORY.md").write_text(odd + "- [Freeze](notes/project_freeze.md) — release freeze\n")
+    store, key = team_store(), "notes/project_freeze.md"
+    BlockedFile.objects.create(store=store, key=key, reason=BlockedFile.Reason.CAPPED, hits=[])
+
+    served = bob_api.get(URL).json()["content"]["entries"]
+    assert served["MEMORY.md"] == odd
+    assert key not in served
+
+
 def test_turning_the_entropy_plugins_on_judges_unsynced_files_again(bob_api, filled):
     """A judgment of a file not yet synced holds only under the gate's settings it was made
     with: once an admin turns the entropy plugins on, a random hex value is withheld."""
