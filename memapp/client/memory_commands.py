@@ -71,6 +71,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
             config_dir() / "sync",
             dry_run=args.dry_run,
             progress=not (args.quiet or args.json),
+            delete_missing=args.delete_missing,
         )
     except SyncBusy as exc:
         raise CommandError(str(exc)) from None
@@ -204,6 +205,12 @@ def add_memory_commands(commands: argparse._SubParsersAction) -> None:
         "--dry-run", action="store_true", help="show what would change, change nothing"
     )
     sync.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    sync.add_argument(
+        "--delete-missing",
+        action="store_true",
+        help="delete on the server every file gone from here, however many (without it, "
+        "more than 3, or a quarter of them, or any when the memory dir is missing, wait)",
+    )
     sync.set_defaults(func=cmd_sync)
 
     recall = add_command(

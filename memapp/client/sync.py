@@ -618,6 +618,31 @@ def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> Pri
     return _dry_run(memory_dir, local, actions, secret_scan, new_store=True)
 
 
+# A sync that would delete more of the server's files than this, or (two or more) over a
+# quarter of those synced before, deletes none of them unless told to (`--delete-missing`): a
+# memory dir moved, emptied or not mounted would otherwise empty the store on every machine.
+FEW_DELETIONS = 3
+
+
+def _held_deletions(
+    memory_dir: Path, actions: list[Action], synced: int, allowed: bool
+) -> tuple[list[Action], str | None]:
+    """`actions` without the server deletions a sync must not make unasked, and why (None
+    when it makes them all). Team sync asks the same way (docs/design.md §17, §18)."""
+    gone = [action for action in actions if action.kind == "delete_remote"]
+    missing = not memory_dir.is_dir()
+    many = len(gone) >= 2 and (len(gone) > FEW_DELETIONS or len(gone) * 4 > synced)
+    if allowed or not gone or not (missing or many):
+        return actions, None
+    where = f"{memory_dir} is missing" if missing else f"they are gone from {memory_dir}"
+    why = (
+        f"{len(gone)} of the {synced} files synced before were not deleted on the server, "
+        f"since {where}: put them back, or run `memhub-agent sync --delete-missing` to "
+        "delete them there and on your other machines (the server keeps them in its trash)"
+    )
+    return [action for action in actions if action.kind != "delete_remote"], why
+
+
 def sync_project(
     client: Client,
     project: Project,
@@ -626,6 +651,7 @@ def sync_project(
     dry_run: bool = False,
     progress: bool = True,
     secret_scan: SecretScan | None = scan_text,
+    delete_missing: bool = False,
 ) -> PrivateSyncReport:
     """Sync `project`'s private memory dir with the caller's private store on the server.
 
@@ -634,6 +660,8 @@ def sync_project(
     (secrets, size, encoding, unsafe keys) are skipped and listed in the report.
     `secret_scan` is the local rule set run before anything is sent (None leaves it to the
     server). A dry run changes nothing here or on the server, where it never creates the store.
+    Deleting many of the server's files, or any when the memory dir is missing, waits for
+    `delete_missing` (`_held_deletions`).
     """
     store_id = private_store_id(client, project, create=not dry_run)
     if store_id is None:
@@ -663,10 +691,13 @@ def sync_project(
                 {k: v for k, v in remote.items() if k not in local.untouchable},
                 {k: v for k, v in base.items() if k not in local.untouchable},
             )
+            actions, held = _held_deletions(memory_dir, actions, len(base), delete_missing)
             if dry_run:
                 planned = _dry_run(memory_dir, local, actions, secret_scan)
                 planned.store_id = store_id
+                planned.errors += [held] if held else []
                 return planned
+            report.errors += [held] if held and held not in report.errors else []
             report.errors += map(_twins_refused, local.twins)
             for key, value in settled.items():
                 if value is None:

@@ -131,6 +131,41 @@ def test_deletions_propagate_both_ways(a, b):
     assert server_keys() == ["keep.md"]
 
 
+def test_a_memory_dir_moved_away_deletes_nothing_on_the_server(a, b):
+    """A memory dir moved, emptied or not mounted is no reason to empty the store on every
+    machine: the sync deletes nothing there and says what to do."""
+    for name in ("one", "two", "three"):
+        a.write(f"{name}.md", topic(name, name))
+    a.sync()
+    a.memory_dir.rename(a.memory_dir.with_name("moved"))
+
+    result = a.sync(status=1)
+
+    assert result.stdout.strip() == summary(0, 0, 0, 0, 0, 0)
+    assert "3 of the 3 files synced before were not deleted on the server" in result.stderr
+    assert f"since {a.memory_dir} is missing" in result.stderr
+    assert "memhub-agent sync --delete-missing" in result.stderr
+    assert server_keys() == ["one.md", "three.md", "two.md"]
+    b.sync()
+    assert sorted(b.files()) == ["one.md", "three.md", "two.md"]
+
+
+def test_many_files_gone_are_deleted_on_the_server_only_when_asked(a):
+    for number in range(6):
+        a.write(f"n{number}.md", topic(f"n{number}", "text"))
+    a.sync()
+    for number in range(4):
+        (a.memory_dir / f"n{number}.md").unlink()
+
+    held = a.sync(status=1)
+    assert "4 of the 6 files synced before were not deleted on the server" in held.stderr
+    assert "would delete remote" not in a.sync("--dry-run", status=1).stdout
+    assert len(server_keys()) == 6
+
+    assert a.sync("--delete-missing").stdout.strip() == summary(0, 0, 0, 4, 0, 0)
+    assert server_keys() == ["n4.md", "n5.md"]
+
+
 def test_a_conflict_keeps_both_versions(a, b):
     a.write("feedback_db.md", topic("Real DB", "original"))
     a.sync()
