@@ -16,6 +16,7 @@ from memapp.stores.events import record_event_later
 from memapp.stores.flags import get_flags, index_caps
 from memapp.stores.models import Store
 from memapp.stores.warm import remembered
+from memapp.stores.withheld import withheld
 
 
 def team_store_for(user, project) -> Store | None:
@@ -95,6 +96,7 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
         private_display_dir=memory_dir,
         team_display_dir=f"{memory_dir.rstrip('/')}/team" if memory_dir else None,
         agent_scope=private.agent_scope if agent else None,
+        team_withheld=withheld(team) if team is not None else frozenset(),
     )
     result = assemble_prompt(request)
     # Index blocks come private first, then team (when the mode shows a team index).
@@ -114,6 +116,6 @@ def team_index_for(user, project, memory_dir: str | None = None) -> str:
     if mode != "combined" or flags["skip_index"]:
         return ""
     shown = f"{memory_dir.rstrip('/')}/team" if memory_dir else None
-    text, info = team_index_block(team.path, shown, *index_caps(flags))
+    text, info = team_index_block(team.path, shown, *index_caps(flags), withheld=withheld(team))
     _record_index(user, project, team, info)
     return text

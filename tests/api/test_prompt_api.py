@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from memapp.stores.events import flush_events
 from memapp.stores.flags import set_flag
+from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Event, Project
 from memapp.stores.projects import resolve_store
 from tests.conftest import kept_after_leaving
@@ -117,6 +118,34 @@ def test_a_team_store_gives_combined_mode_with_the_shared_wrapper(alice_api, tea
         f"{AGENT_DIR}/MEMORY.md",
         f"{AGENT_DIR}/team/MEMORY.md",
     ]
+
+
+def test_the_team_index_shows_no_line_the_team_does_not_get(alice_api, team):
+    """The prompt's team index is the one teammates get (docs/design.md §10): no entry of a
+    file team sync keeps back, and no index at all while one of its lines holds a secret (a
+    file outside the shared repository, whose line its shared form drops)."""
+    from teamsync.models import BlockedFile
+
+    index = Path(team.path, "MEMORY.md")
+    kept = "- [CI](reference_ci.md) — the runner's setup\n"
+    index.write_text(TEAM_INDEX + kept)
+    BlockedFile.objects.create(store=team, key="reference_ci.md", reason="secret", hits=[])
+    text = prompt(alice_api)["text"]
+    assert f'<team-memory-content source="shared">\n{TEAM_INDEX.strip()}\n</' in text
+    assert "runner's setup" not in text
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    index.write_text(TEAM_INDEX + f"- [Runner](runner.md) — its token is {token}\n")
+    rescan_store(team)  # as the live mirror does
+    for fields in ({}, {"memory_dir": AGENT_DIR}):
+        text = prompt(alice_api, **fields)["text"]
+        assert token not in text and TEAM_INDEX.strip() not in text
+        assert "team/MEMORY.md (" in text and "is currently empty" in text
+    started = alice_api.post(
+        "/api/v1/session-start", {"project": "acme/app", "team_index": True}, format="json"
+    )
+    assert started.status_code == 200, started.content
+    assert token not in started.content.decode()
 
 
 def test_team_memory_off_gives_individual_mode(alice_api, team, alice):
