@@ -109,7 +109,9 @@ def withheld_from_team(
             withheld.add(key)
     for key in sorted(filter(is_index_key, on_disk)):
         data = None if key in withheld else read(key)
-        if data is not None and flagged(key, None, without_entries(key, data, withheld)):
+        if data is not None and withheld:
+            data = without_entries(key, data, withheld)
+        if data is not None and flagged(key, None, data):
             withheld.add(key)
     return withheld
 
