@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memapp.memdir.atomic import delete_file, write_atomic_bytes
+from memapp.memdir.deletions import too_many_deletions
 from memapp.memdir.index import delete_index_entry, merge_index
 from memapp.memdir.keys import validate_key
 from memapp.memdir.secret_gate import configure as configure_secret_gate
@@ -352,15 +353,6 @@ def _apply_incoming(
         spec, lambda result: parsed.update(parse_written(store, result.contents))
     )
     return applied, {key: (parsed[key], applied.stats[key]) for key in parsed}
-
-
-# A sync that would delete more than this many files, or (two or more) over a quarter of a
-# store's memories, stops and asks (docs/design.md §17).
-FEW_DELETIONS = 3
-
-
-def too_many_deletions(count: int, total: int) -> bool:
-    return count >= 2 and (count > FEW_DELETIONS or count * 4 > total)
 
 
 def _topic_count(store: Store) -> int:

@@ -29,7 +29,7 @@ from urllib.parse import quote
 from memapp.client.commands import CWD_OPTION, PROG, add_command, current_project
 from memapp.client.config import load_config
 from memapp.client.http import USER_AGENT
-from memapp.client.transport import _no_redirect
+from memapp.client.transport import no_redirect
 
 __all__ = ["add_mcp_command", "headers_for", "serve"]
 
@@ -121,7 +121,7 @@ class Relay:
             request.add_header(name, value)
         request_id = message.get("id")
         # Redirects are not followed: urllib would send the token on to wherever one points.
-        opener = urllib.request.build_opener(_no_redirect())
+        opener = urllib.request.build_opener(no_redirect())
         try:
             with opener.open(request, timeout=TIMEOUT) as response:
                 answers = _answers(response.read(), response.headers.get("Content-Type") or "")

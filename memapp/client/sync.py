@@ -51,6 +51,7 @@ from memapp.client.sync_state import (
     state_path,
 )
 from memapp.memdir.atomic import delete_file, keep_mtime, write_atomic
+from memapp.memdir.deletions import too_many_deletions
 from memapp.memdir.keys import PathTraversalError, normalize_key, validate_key
 from memapp.memdir.secret_rules import place, scan_name, scan_text
 from memapp.memdir.store_files import (
@@ -618,21 +619,15 @@ def _plan_for_new_store(memory_dir: Path, secret_scan: SecretScan | None) -> Pri
     return _dry_run(memory_dir, local, actions, secret_scan, new_store=True)
 
 
-# A sync that would delete more of the server's files than this, or (two or more) over a
-# quarter of those synced before, deletes none of them unless told to (`--delete-missing`): a
-# memory dir moved, emptied or not mounted would otherwise empty the store on every machine.
-FEW_DELETIONS = 3
-
-
 def _held_deletions(
     memory_dir: Path, actions: list[Action], synced: int, allowed: bool
 ) -> tuple[list[Action], str | None]:
-    """`actions` without the server deletions a sync must not make unasked, and why (None
-    when it makes them all). Team sync asks the same way (docs/design.md §17, §18)."""
+    """`actions` without the server deletions a sync must not make unasked (too many of the
+    `synced` files, or any when the memory dir is missing), and why (None when it makes them
+    all), as team sync holds deletions (docs/design.md §17, §18)."""
     gone = [action for action in actions if action.kind == "delete_remote"]
     missing = not memory_dir.is_dir()
-    many = len(gone) >= 2 and (len(gone) > FEW_DELETIONS or len(gone) * 4 > synced)
-    if allowed or not gone or not (missing or many):
+    if allowed or not gone or not (missing or too_many_deletions(len(gone), synced)):
         return actions, None
     where = f"{memory_dir} is missing" if missing else f"they are gone from {memory_dir}"
     why = (

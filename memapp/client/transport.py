@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # loaded only when a request needs it
     import urllib.request
     from email.message import Message
 
-__all__ = ["Answer", "BrokenAnswer", "send"]
+__all__ = ["Answer", "BrokenAnswer", "no_redirect", "send"]
 
 # What http.client accepts of an answer's head: longer lines or more headers are no HTTP server.
 MAX_LINE = 65536
@@ -269,7 +269,7 @@ def _send_urllib(
     request = urllib.request.Request(url, data=data, method=method)
     for name, value in headers.items():
         request.add_header(name, value)
-    opener = urllib.request.build_opener(_no_redirect())
+    opener = urllib.request.build_opener(no_redirect())
     try:
         try:
             with opener.open(request, timeout=timeout) as response:
@@ -287,7 +287,7 @@ def _lowered(headers: Message) -> dict[str, str]:
     return lowered
 
 
-def _no_redirect() -> urllib.request.HTTPRedirectHandler:
+def no_redirect() -> urllib.request.HTTPRedirectHandler:
     import urllib.request
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
