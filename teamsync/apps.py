@@ -10,9 +10,9 @@ class TeamsyncConfig(AppConfig):
         from memapp.stores.projects import register_claimed
         from memapp.stores.waiting import register_waiting
         from memapp.stores.warm import connect_signals
-        from memapp.stores.withheld import register_withheld
+        from memapp.stores.withheld import register_served_index, register_withheld
         from teamsync.models import BlockedFile
-        from teamsync.protocol import withheld_now
+        from teamsync.protocol import kept_back, served_index
         from teamsync.service import do_commit_team_change, in_shared_repository
         from teamsync.waiting import blocked_files, open_conflicts
 
@@ -20,5 +20,6 @@ class TeamsyncConfig(AppConfig):
         register_claimed(in_shared_repository)
         register_waiting("conflicts", "team sync conflicts", "sync", open_conflicts)
         register_waiting("blocked", "files kept back from team sync", "sync", blocked_files)
-        register_withheld(withheld_now)
+        register_withheld(kept_back)
+        register_served_index(served_index)
         connect_signals([BlockedFile])

@@ -46,6 +46,7 @@ from memapp.stores.projects import (
     no_project_message,
 )
 from memapp.stores.warm import remembered
+from memapp.stores.withheld import withheld as kept_from_agents
 from teamsync.engine import keep_entries, without_entries
 from teamsync.models import BlockedFile, StoreSyncState, TeamConflict, Tombstone
 
@@ -68,19 +69,32 @@ def kept_back(store: Store) -> set[str]:
     return set(BlockedFile.objects.filter(store=store).values_list("key", flat=True))
 
 
-# (key, checksum of what would be served, entropy plugins on) -> whether the push gate flags
-# it: a GET reads and scans only what it has not judged before under the same settings.
+# (key, checksum of the bytes judged, entropy plugins on) -> whether the push gate's secret
+# scan flags them: content-addressed, so a judgment never goes stale; each is made once.
 _judged: dict[tuple[str, str, bool], bool] = {}
 MAX_JUDGED = 100_000
+
+
+def _flagged(key: str, data: bytes, entropy: bool) -> bool:
+    """Whether the push gate's secret scan flags `data` as the file `key` (remembered)."""
+    judged = (key, checksum(data), entropy)
+    flagged = _judged.get(judged)
+    if flagged is None:
+        configure_secret_gate(entropy=entropy)
+        flagged = bool(scan_for_push({key: data.decode("utf-8", "replace")}))
+        if len(_judged) >= MAX_JUDGED:
+            _judged.clear()
+        _judged[judged] = flagged
+    return flagged
 
 
 def withheld_from_team(
     store: Store, on_disk: dict[str, str], files: dict[str, bytes] | None = None
 ) -> set[str]:
-    """The keys teammates do not get: those team sync keeps back (:func:`kept_back`), and any
-    the push gate flags as they are now. Team sync judges a file only when it commits it, so
-    one an agent wrote into the store's directory since, an edit to a file held by a
-    conflict, or an index line of a file not in the shared repository (which its shared form
+    """The keys the protocol gives teammates none of: those team sync keeps back
+    (:func:`kept_back`), and any the push gate's secret scan flags as they are now. Team sync
+    judges a file only when it commits it, so one an agent wrote into the store's directory
+    since, or an index line of a file not in the shared repository (which its shared form
     leaves out, but the store's index still holds) would otherwise be served as it is. An
     index is judged in the form it would be served (`files`: the store's files when read)."""
     withheld = kept_back(store)
@@ -93,34 +107,33 @@ def withheld_from_team(
         except (KeyError, FileNotFoundError):
             return None
 
-    def flagged(key: str, known: str | None, data: bytes | None) -> bool:
-        judged = (key, known or checksum(data or b""), entropy)
-        if judged not in _judged:
-            if data is None and (data := read(key)) is None:
-                return False
-            if len(_judged) >= MAX_JUDGED:
-                _judged.clear()
-            configure_secret_gate(entropy=entropy)
-            _judged[judged] = bool(scan_for_push({key: data.decode("utf-8", "replace")}))
-        return _judged[judged]
-
-    for key in sorted(on_disk):
-        if key not in withheld and not is_index_key(key) and flagged(key, on_disk[key], None):
+    for key in sorted(k for k in on_disk if k not in withheld and not is_index_key(k)):
+        known = _judged.get((key, on_disk[key], entropy))  # judged before: nothing to read
+        if known is None and (data := read(key)) is not None:
+            known = _flagged(key, data, entropy)
+        if known:
             withheld.add(key)
-    for key in sorted(filter(is_index_key, on_disk)):
-        data = None if key in withheld else read(key)
+    for key in sorted(k for k in on_disk if k not in withheld and is_index_key(k)):
+        data = read(key)
         if data is not None and withheld:
             data = without_entries(key, data, withheld)
-        if data is not None and flagged(key, None, data):
+        if data is not None and _flagged(key, data, entropy):
             withheld.add(key)
     return withheld
 
 
-def withheld_now(store: Store) -> set[str]:
-    """:func:`withheld_from_team` of the store as it is on disk: what memhub gives no agent
-    either (registered with `memapp.stores.withheld`; kept by warm workers, whose stamp a
-    change of the store's mirror replaces)."""
-    return withheld_from_team(store, store_checksums(Path(store.path), tuple(store.exclude)))
+def served_index(store: Store, key: str, data: bytes) -> bytes | None:
+    """The index `key` of a team store (its bytes `data`) as memhub gives it to agents, as the
+    protocol serves it: without the entries of the files team sync keeps back, and None while
+    what is left holds what the push gate's secret scan flags (a line of a file outside the
+    shared repository, which team sync never judges). Registered with
+    `memapp.stores.withheld`: the files API, MCP, the prompt and the session start use it."""
+    kept = kept_from_agents(store)
+    if key in kept:
+        return None
+    served = without_entries(key, data, kept) if kept else data
+    entropy = get_flags(store.project)["secrets_entropy_plugins"]
+    return None if _flagged(key, served, entropy) else served
 
 
 def entry_checksums(store: Store) -> dict[str, str]:

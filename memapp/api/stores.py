@@ -30,7 +30,12 @@ from memapp.stores.actions import (
 )
 from memapp.stores.models import Store, Via
 from memapp.stores.projects import NoProject, resolve_store
-from memapp.stores.withheld import kept_back_message, withheld
+from memapp.stores.withheld import (
+    as_served,
+    flagged_index_message,
+    kept_back_message,
+    withheld,
+)
 
 
 def etag_value(header: str | None) -> str | None:
@@ -111,18 +116,24 @@ def store_resolve(request: Request) -> Response:
 
 def _index_checksums(store: Store, paths: list[str], kept: Collection[str]) -> dict[str, str]:
     """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
-    one per folder that has topic files, but those in `kept` (`withheld`)."""
+    one per folder that has topic files, each as agents get it (`as_served`), but those in
+    `kept` (`withheld`)."""
     folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
     found = {}
     for folder in folders:
         key = f"{folder}{INDEX_FILENAME}"
-        if key in kept:
-            continue
         try:
-            found[key] = checksum(store_file_path(store, key).read_bytes())
+            served = None if key in kept else _served(store, key)
         except (FileRejected, OSError):
             continue
+        if served is not None:
+            found[key] = checksum(served)
     return found
+
+
+def _served(store: Store, key: str) -> bytes | None:
+    """The file `key` of `store` as agents get it (None: withheld)."""
+    return as_served(store, key, store_file_path(store, key).read_bytes())
 
 
 @extend_schema(
@@ -174,9 +185,11 @@ def _file_response(store: Store, key: str, request: Request) -> Response:
     if key in withheld(store):
         raise ApiError(409, "kept_back", kept_back_message(key))
     try:
-        data = path.read_bytes()
+        data = _served(store, key)
     except (FileNotFoundError, IsADirectoryError):
         raise Http404 from None
+    if data is None:
+        raise ApiError(409, "kept_back", flagged_index_message(key))
     etag = checksum(data)
     if etag_value(request.headers.get("If-None-Match")) == etag:
         return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": f'"{etag}"'})

@@ -42,7 +42,12 @@ from memapp.stores.projects import reading_store
 from memapp.stores.prompting import assemble_for, team_store_for
 from memapp.stores.recall import mark_surfaced, recall_for
 from memapp.stores.tokens import scope_allows
-from memapp.stores.withheld import kept_back_message, withheld
+from memapp.stores.withheld import (
+    as_served,
+    flagged_index_message,
+    kept_back_message,
+    withheld,
+)
 
 ROOT = "/memories"  # the memory tool's root (Anthropic's memory_20250818), as agents know it
 TEAM = "team"  # the team store's folder under it, as in Claude Code's own memory dir
@@ -211,9 +216,13 @@ def _read(target: Target) -> str:
     if target.key in withheld(target.store):
         raise ToolError(kept_back_message(target.shown))
     try:
-        return (Path(target.store.path) / target.key).read_bytes().decode("utf-8", "replace")
+        data = (Path(target.store.path) / target.key).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise ToolError(f"{target.shown} does not exist.") from None
+    served = as_served(target.store, target.key, data)
+    if served is None:
+        raise ToolError(flagged_index_message(target.shown))
+    return served.decode("utf-8", "replace")
 
 
 def _listing(target: Target) -> str:

@@ -21,19 +21,14 @@ from __future__ import annotations
 
 import datetime
 import os
-import posixpath
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from memapp.memdir.index import (
     INDEX_FILENAME,
     MAX_INDEX_BYTES,
     MAX_INDEX_LINES,
-    IndexTruncation,
     load_index,
-    read_index,
     truncate_index,
-    without_entries_of,
 )
 
 __all__ = [
@@ -61,8 +56,8 @@ class PromptRequest:
     local date when None). `max_lines` and `max_bytes` are the index caps. `agent_scope`
     (`user`, `project` or `local`) makes an individual prompt a sub-agent's own memory
     (docs/design.md §13): its own heading and a note on what its scope means.
-    `team_withheld`: keys of the team directory kept from agents (docs/design.md §10): the team
-    index shows none of their entries, and nothing when its MEMORY.md is one of them.
+    `team_index`: the team index's text when the agent is to see other than the file (the
+    index teammates get, docs/design.md §10); None reads the file.
     """
 
     mode: str
@@ -76,7 +71,7 @@ class PromptRequest:
     private_display_dir: str | None = None
     team_display_dir: str | None = None
     agent_scope: str | None = None
-    team_withheld: frozenset[str] = frozenset()
+    team_index: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -206,8 +201,8 @@ def _index_block(
     request: PromptRequest,
 ) -> tuple[str, IndexInfo]:
     path = _join(shown, INDEX_FILENAME)
-    if shared and request.team_withheld:
-        cut = _served_team_index(directory, request)
+    if shared and request.team_index is not None:
+        cut = truncate_index(request.team_index, request.max_lines, request.max_bytes)
     else:
         cut = load_index(directory, request.max_lines, request.max_bytes)
     info = IndexInfo(
@@ -225,32 +220,23 @@ def _index_block(
     return f"Contents of {path} ({description}):\n\n{content}", info
 
 
-def _served_team_index(
-    directory: str | os.PathLike[str], request: PromptRequest
-) -> IndexTruncation:
-    """The team index as teammates get it (docs/design.md §10), cut to the caps."""
-    withheld = request.team_withheld
-    text = "" if INDEX_FILENAME in withheld else read_index(directory)
-    text = without_entries_of(text, lambda path: posixpath.normpath(path) in withheld)
-    return truncate_index(text, request.max_lines, request.max_bytes)
-
-
 def team_index_block(
     team_dir: str | os.PathLike[str],
     display_dir: str | None = None,
     max_lines: int = MAX_INDEX_LINES,
     max_bytes: int = MAX_INDEX_BYTES,
-    withheld: Collection[str] = (),
+    text: str | None = None,
 ) -> tuple[str, IndexInfo]:
     """The team index alone, exactly as the combined prompt shows it, for an agent that writes
-    its own memory section but has no team memory of its own (docs/design.md §16)."""
+    its own memory section but has no team memory of its own (docs/design.md §16); `text`:
+    as `PromptRequest.team_index`."""
     request = PromptRequest(
         mode="combined",
         private_dir=team_dir,
         team_dir=team_dir,
         max_lines=max_lines,
         max_bytes=max_bytes,
-        team_withheld=frozenset(withheld),
+        team_index=text,
     )
     shown = _display(team_dir, display_dir)
     return _index_block(team_dir, shown, _TEAM_INDEX, True, request)

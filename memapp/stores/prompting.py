@@ -4,6 +4,9 @@ index (docs/design.md §16)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from memapp.memdir.index import INDEX_FILENAME
 from memapp.memdir.memory_dirs import CODEX_MEMORIES
 from memapp.memdir.prompt import (
     PromptRequest,
@@ -12,11 +15,12 @@ from memapp.memdir.prompt import (
     choose_mode,
     team_index_block,
 )
+from memapp.memdir.store_files import read_file
 from memapp.stores.events import record_event_later
 from memapp.stores.flags import get_flags, index_caps
 from memapp.stores.models import Store
 from memapp.stores.warm import remembered
-from memapp.stores.withheld import withheld
+from memapp.stores.withheld import as_served
 
 
 def team_store_for(user, project) -> Store | None:
@@ -72,6 +76,21 @@ def _daily_log(flags: dict) -> bool:
     return flags["daily_log_mode"] and flags["consolidation"]
 
 
+def _served_team_index(team: Store | None) -> str | None:
+    """The team index as teammates get it (`as_served`: "" while it is withheld), or None when
+    that is the file as it is (the prompt then reads it, remembered while it is unchanged)."""
+    if team is None:
+        return None
+    try:
+        data = read_file(Path(team.path) / INDEX_FILENAME)
+    except OSError:
+        return None
+    served = as_served(team, INDEX_FILENAME, data)
+    if served == data:
+        return None
+    return "" if served is None else served.decode("utf-8", "replace")
+
+
 def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptResult:
     """Assemble the prompt for the user's private store of a project and its team store (or,
     for an agent store, that agent's own directory in individual mode)."""
@@ -96,7 +115,7 @@ def assemble_for(user, private: Store, memory_dir: str | None = None) -> PromptR
         private_display_dir=memory_dir,
         team_display_dir=f"{memory_dir.rstrip('/')}/team" if memory_dir else None,
         agent_scope=private.agent_scope if agent else None,
-        team_withheld=withheld(team) if team is not None else frozenset(),
+        team_index=None if mode != "combined" or flags["skip_index"] else _served_team_index(team),
     )
     result = assemble_prompt(request)
     # Index blocks come private first, then team (when the mode shows a team index).
@@ -116,6 +135,8 @@ def team_index_for(user, project, memory_dir: str | None = None) -> str:
     if mode != "combined" or flags["skip_index"]:
         return ""
     shown = f"{memory_dir.rstrip('/')}/team" if memory_dir else None
-    text, info = team_index_block(team.path, shown, *index_caps(flags), withheld=withheld(team))
+    text, info = team_index_block(
+        team.path, shown, *index_caps(flags), text=_served_team_index(team)
+    )
     _record_index(user, project, team, info)
     return text

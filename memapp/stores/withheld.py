@@ -8,16 +8,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from memapp.memdir.store_files import is_index_key
 from memapp.stores.models import Store
 from memapp.stores.warm import remembered
 
-__all__ = ["kept_back_message", "register_withheld", "withheld"]
+__all__ = [
+    "as_served",
+    "flagged_index_message",
+    "kept_back_message",
+    "register_served_index",
+    "register_withheld",
+    "withheld",
+]
 
 _sources: list[Callable[[Store], set[str]]] = []
+_index_sources: list[Callable[[Store, str, bytes], bytes | None]] = []
 
 
 def register_withheld(source: Callable[[Store], set[str]]) -> None:
     _sources.append(source)
+
+
+def register_served_index(source: Callable[[Store, str, bytes], bytes | None]) -> None:
+    _index_sources.append(source)
+
+
+def as_served(store: Store, key: str, data: bytes) -> bytes | None:
+    """`data`, the bytes of the file `key` of `store`, as memhub gives them to an agent: a team
+    store's index as teammates get it (without the entries of withheld files; None while a
+    line of it holds a secret, docs/design.md §10), anything else as it is."""
+    if store.kind != Store.Kind.TEAM or not is_index_key(key):
+        return data
+    for source in _index_sources:
+        served = source(store, key, data)
+        if served is None:
+            return None
+        data = served
+    return data
 
 
 def withheld(store: Store) -> frozenset[str]:
@@ -36,4 +63,13 @@ def kept_back_message(shown: str) -> str:
         f"Team sync keeps {shown} back from the team (a secret, a size or entry cap, or not "
         "text), so memhub gives it to no agent until a person fixes it: the Team sync page "
         "says why."
+    )
+
+
+def flagged_index_message(shown: str) -> str:
+    """What an agent is told of a team index `as_served` withholds whole."""
+    return (
+        f"{shown} holds what the secret rules flag (in a line team sync does not share, of a "
+        "file outside the shared repository), so memhub gives it to no agent until a person "
+        "removes it from the index."
     )

@@ -520,30 +520,36 @@ def test_bad_requests_get_400_naming_the_field(alice_api, payload, field):
     assert field in body["error"]["details"]
 
 
-def test_what_team_sync_has_not_judged_yet_is_given_to_no_agent_if_the_gate_flags_it(
-    bob_api, bob, both_scopes
-):
-    """Team sync judges a team file when it commits it: one written to disk since, and an
-    index whose line of a file outside the shared repository holds a secret (the shared form
-    drops the line, so the index is never kept back), reach no teammate's agent meanwhile."""
+def test_an_agent_gets_the_team_index_as_teammates_do(bob_api, bob, both_scopes):
+    """The files API and MCP give a team index as the protocol serves it: without the entry
+    of a file team sync keeps back, and not at all while a line of a file outside the shared
+    repository (which team sync never judges: its shared form drops the line) holds a
+    secret."""
+    from teamsync.models import BlockedFile
+
     _, team = both_scopes
     team.project.members.add(bob)
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     root = Path(team.path)
+    deploy = "- [Deploy](project_deploy.md) — how we deploy\n"
+    (root / "MEMORY.md").write_text(deploy + f"- [CI](reference_ci.md) — token {token}\n")
     write_memory(root, "reference_ci.md", "CI", "The CI runner", "reference", f"Token: {token}")
-    (root / "MEMORY.md").write_text(f"- [Runner](runner.md) — its token is {token}\n")
+    BlockedFile.objects.create(store=team, key="reference_ci.md", reason="secret", hits=[])
     rescan_store(team)
     url = f"/api/v1/stores/{team.pk}/files"
 
-    for key in ("reference_ci.md", "MEMORY.md"):
-        response = bob_api.get(f"{url}/{key}")
-        assert response.status_code == 409, key
-        assert token not in response.content.decode()
+    got = bob_api.get(f"{url}/MEMORY.md")
+    assert got.status_code == 200 and got.json()["content"] == deploy
     assert token not in bob_api.get(f"{url}/").content.decode()
+
+    (root / "MEMORY.md").write_text(deploy + f"- [Runner](runner.md) — its token is {token}\n")
+    response = bob_api.get(f"{url}/MEMORY.md")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "kept_back"
+    assert "secret rules flag" in response.json()["error"]["message"]
+    assert token not in response.content.decode()
     listed = {f["key"] for f in bob_api.get(f"{url}/").json()["files"]}
     assert listed == {"project_deploy.md"}
 
-    (root / "reference_ci.md").unlink()
-    (root / "MEMORY.md").write_text("- [Deploy](project_deploy.md) — how we deploy\n")
-    rescan_store(team)  # fixed: given again
-    assert bob_api.get(f"{url}/MEMORY.md").status_code == 200
+    (root / "MEMORY.md").write_text(deploy)  # fixed: given again
+    assert bob_api.get(f"{url}/MEMORY.md").json()["content"] == deploy

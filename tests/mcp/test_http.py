@@ -370,6 +370,12 @@ def test_view_never_reads_or_lists_outside_the_store(server, project, alice, bob
     )
     assert "/memories/mine.md" in _text(listed) and "theirs.md" not in _text(listed)
     assert "Run make." in _text(viewed)
+    # Inside the store, only its memory files: not a credentials file beside them.
+    (Path(mine.path) / ".env").write_text("TOKEN=server-only\n")
+    (Path(mine.path) / "notes.txt").write_text("server-only notes\n")
+    for name in (".env", "notes.txt"):
+        (refused,) = _tools(server)(("memory", {"command": "view", "path": f"/memories/{name}"}))
+        assert refused.is_error and "server-only" not in _text(refused), name
 
 
 def test_a_token_revoked_mid_session_is_refused_at_the_next_call(server, alice):
@@ -450,6 +456,7 @@ def test_a_team_file_kept_back_is_given_to_no_agent_until_it_is_fixed(server, al
                 ("memory", {"command": "view", "path": "/memories/team/project_deploys.md"}),
                 ("memory", {"command": "view", "path": "/memories/team"}),
                 ("search", {"query": "tuesdays"}),
+                ("memory", {"command": "view", "path": "/memories/team/MEMORY.md"}),
             )
         ]
         listing = await client.list_resources()
@@ -459,9 +466,11 @@ def test_a_team_file_kept_back_is_given_to_no_agent_until_it_is_fixed(server, al
             return results, listing, str(exc)
         return results, listing, None
 
-    (viewed, listed, searched), listing, read = over_http(
+    (viewed, listed, searched, index), listing, read = over_http(
         f"{server.url}/mcp/{SLUG}/", server.token, work
     )
+    assert "project_deploys.md" in (Path(team.path) / "MEMORY.md").read_text()
+    assert not index.is_error and "project_deploys.md" not in _text(index)
     refusal = (
         "Team sync keeps /memories/team/project_deploys.md back from the team (a secret, a size "
         "or entry cap, or not text), so memhub gives it to no agent until a person fixes it: "
