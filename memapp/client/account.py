@@ -36,7 +36,7 @@ from memapp.client.config import (
     normalize_url,
     save_config,
 )
-from memapp.client.http import ApiError, Client, NotMemhub, Unreachable
+from memapp.client.http import ApiError, Client, Unreachable
 
 __all__ = ["add_account_commands"]
 
@@ -96,12 +96,7 @@ def cmd_login(args: argparse.Namespace) -> int:
         if exc.status == 401:
             raise CommandError(f"{url} refused the token: {exc.message}", EXIT_AUTH) from None
         raise
-    stores = answer.get("stores") if isinstance(answer, dict) else None
-    if not isinstance(stores, list):  # another JSON API at that URL: its token is not ours
-        raise NotMemhub(
-            f"{url} does not look like a memhub server: /api/v1/stores/ answered JSON without "
-            "memhub's list of stores (check the URL)"
-        )
+    stores = answer.need("stores", list)  # another JSON API at that URL: its token is not ours
     path = save_config(config)
     print(f"logged in to {url} ({len(stores)} stores visible); saved to {path}")
     return 0
@@ -138,7 +133,7 @@ def _status(args: argparse.Namespace) -> dict[str, Any]:
     status.update(server=config.url, login_from="environment" if from_environment else "file")
     client = connect(config, timeout=args.timeout)
     me = client.get("/api/v1/me")
-    status.update(user=me["username"], token=me["token"], server_version=me["version"])
+    status.update(user=me["username"], token=me.need("token", dict), server_version=me["version"])
     try:
         store = client.post(
             "/api/v1/stores/resolve", {**project.fields(), "scope": "private", "create": False}
@@ -147,7 +142,9 @@ def _status(args: argparse.Namespace) -> dict[str, Any]:
         if exc.status != 404:
             raise
         store = None
-    status["store"] = None if store is None else {"id": store["id"], "files": store["file_count"]}
+    status["store"] = (
+        None if store is None else {"id": store.need("id", int), "files": store["file_count"]}
+    )
     status["last_sync"] = None
     if store is not None:
         state = state_path(config_dir() / "sync", config.url, store["id"], project.memory_dir)

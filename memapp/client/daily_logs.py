@@ -57,7 +57,7 @@ def _local(memory_dir: Path, key: str) -> bytes:
 
 def _take_missing(client: Client, store: int, day: str, memory_dir: Path, key: str) -> int:
     """Append to the local copy of a log the lines the server's copy holds and it lacks."""
-    server = client.get(f"/api/v1/stores/{store}/logs/{day}")["content"]
+    server = client.get(f"/api/v1/stores/{store}/logs/{day}").need("content", str)
     local = _local(memory_dir, key).decode("utf-8", "replace")
     missing = missing_lines(local, server)
     if missing:
@@ -86,7 +86,8 @@ def cmd_log(args: argparse.Namespace) -> int:
     client = connect(backoff=INTERACTIVE)
     try:
         answer = client.post("/api/v1/logs", body)
-    except Unreachable as exc:
+        logged, store, said = answer.need("checksum", str), answer["store"], answer["line"]
+    except Unreachable as exc:  # not memhub's answer either: the entry is kept here all the same
         append_to_log(project.memory_dir, key, [line])
         print(
             f"memhub cannot be reached ({exc}): kept in {project.memory_dir / key}; "
@@ -96,12 +97,12 @@ def cmd_log(args: argparse.Namespace) -> int:
         return 0
     except ApiError as exc:
         raise CommandError(f"not logged: {exc.message}") from None
-    if checksum(_local(project.memory_dir, key)) != answer["checksum"]:
+    if checksum(_local(project.memory_dir, key)) != logged:
         try:
-            _take_missing(client, answer["store"], now.date().isoformat(), project.memory_dir, key)
+            _take_missing(client, store, now.date().isoformat(), project.memory_dir, key)
         except (ApiError, Unreachable):
             append_to_log(project.memory_dir, key, [line])  # at least this entry, here too
-    print(f"logged to {key}: {answer['line']}")
+    print(f"logged to {key}: {said}")
     return 0
 
 
@@ -149,7 +150,7 @@ def sync_daily_logs(
         store = private_store_id(client, project, create=not dry_run and bool(local))
     remote = {}
     if store is not None:
-        listing = client.get(f"/api/v1/stores/{store}/logs/")["logs"]
+        listing = client.get(f"/api/v1/stores/{store}/logs/").need("logs", list)
         remote = {item["key"]: item["checksum"] for item in listing if log_day(item["key"])}
     for key in sorted(set(local) | set(remote)):
         data = local.get(key, b"")
@@ -157,7 +158,9 @@ def sync_daily_logs(
             continue
         day = log_day(key).isoformat()  # type: ignore[union-attr]
         server = (
-            client.get(f"/api/v1/stores/{store}/logs/{day}")["content"] if key in remote else ""
+            client.get(f"/api/v1/stores/{store}/logs/{day}").need("content", str)
+            if key in remote
+            else ""
         )
         mine = data.decode("utf-8", "replace")
         to_send = _sendable(key, missing_lines(server, mine), report)

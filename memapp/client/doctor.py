@@ -49,6 +49,7 @@ def _server_checks() -> tuple[list[Check], bool]:
         return [Check("login", False, problem, login)], False
     try:
         me = connect(config, timeout=TIMEOUT).get("/api/v1/me")
+        token = f"{me['username']}'s token {me.need('token', dict)['name']!r} is valid"
     except NotMemhub as exc:
         return [Check("server", False, str(exc), f"log in with memhub's own URL: {login}")], False
     except Unreachable as exc:
@@ -61,7 +62,7 @@ def _server_checks() -> tuple[list[Check], bool]:
         return [server, Check("token", False, f"{exc.message} [HTTP {exc.status}]", login)], False
     return [
         Check("server", True, f"{config.url} is memhub {me.get('version', '?')}"),
-        Check("token", True, f"{me['username']}'s token {me['token']['name']!r} is valid"),
+        Check("token", True, token),
     ], True
 
 

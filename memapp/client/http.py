@@ -5,7 +5,8 @@ backoff as docs/design.md §10 asks of a sync client: 500 ms doubling to a cap o
 jitter, a bounded number of attempts, and never past the time a request is allowed in all.
 Everything else is raised at once as `ApiError` carrying the API's error shape (`{"error":
 {"code", "message", "details"}}`). An answer that is not memhub's (an HTML page, a proxy's
-error) is `NotMemhub`, said in one sentence. Redirects are not followed, so the token is never
+error, another service's JSON) is `NotMemhub`, said in one sentence; so is a field missing from
+an answer (each JSON object is a `Reply`). Redirects are not followed, so the token is never
 sent to a host it was not meant for.
 """
 
@@ -13,14 +14,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from memapp.client.transport import Answer, send
 from memapp.memdir.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -29,6 +32,7 @@ __all__ = [
     "Backoff",
     "Client",
     "NotMemhub",
+    "Reply",
     "TimedOut",
     "Unreachable",
 ]
@@ -60,6 +64,54 @@ class TimedOut(Unreachable):
 
 class NotMemhub(Unreachable):
     """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
+
+
+def _not_memhub_json(url: str, path: str, what: str) -> NotMemhub:
+    return NotMemhub(
+        f"{url} does not look like a memhub server: {path} answered {what} (check the URL)"
+    )
+
+
+class Reply(dict):
+    """A JSON object of a server's 2xx answer, which knows the URL and the path it came from.
+    A field it lacks (`reply[key]`), or holds as another type (`need`), is not memhub's
+    answer: `NotMemhub`, naming the server and the field, where a proxy's or another service's
+    `{}` was a KeyError's traceback in whichever command read it."""
+
+    __slots__ = ("path", "url")
+
+    def __init__(self, pairs: Iterable[tuple[str, Any]], url: str, path: str) -> None:
+        super().__init__(pairs)
+        self.url, self.path = url, path
+
+    def __missing__(self, key: str) -> Any:
+        raise _not_memhub_json(self.url, self.path, f"JSON without {key!r}")
+
+    def need(self, key: str, kind: type[T]) -> T:
+        """The field `key`, which must be a `kind` (a bool is no int here, as in JSON)."""
+        value = self[key]
+        if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+            return value
+        said = f"{key!r} as {_json_kind(type(value))} where memhub sends {_json_kind(kind)}"
+        raise _not_memhub_json(self.url, self.path, said)
+
+
+def _json_kind(kind: type) -> str:
+    """A JSON type in words, for a person told what the server answered."""
+    for python, said in _JSON_KINDS:
+        if issubclass(kind, python):
+            return said
+    return "null"
+
+
+_JSON_KINDS = (
+    (bool, "true or false"),  # before int: a bool is one
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
 
 
 class Backoff(Record):  # not a dataclass: every hook loads this, and dataclasses is slow
@@ -190,17 +242,23 @@ class Client:
         sent.update(headers or {})
         return send(method, self.url + path, sent, data, self._remaining(deadline))
 
-    def _decoded(self, path: str, answer: Answer) -> Any:
-        """A 2xx answer's JSON (None for an empty body); `NotMemhub` when it is not JSON."""
-        if not answer.body:
+    def _decoded(self, path: str, answer: Answer) -> Reply | None:
+        """A 2xx answer's JSON object, as a `Reply` (None for a 204, which has no body);
+        `NotMemhub` for anything else: memhub answers every request with an object."""
+        if answer.status == 204:
             return None
         kind = answer.headers.get("content-type") or ""
         try:
             if "json" not in kind:
                 raise ValueError(kind)
-            return json.loads(answer.body.decode("utf-8"))
+            text = answer.body.decode("utf-8")
+            decoded = json.loads(text, object_pairs_hook=lambda pairs: Reply(pairs, self.url, path))
         except (ValueError, UnicodeDecodeError):
             raise _not_memhub(self.url, path, answer.status, answer.headers, answer.body) from None
+        if not isinstance(decoded, Reply):
+            said = f"JSON that is {_json_kind(type(decoded))}, not an object"
+            raise _not_memhub_json(self.url, path, said)
+        return decoded
 
     def _refusal(self, path: str, answer: Answer) -> Exception:
         """What an answer other than 2xx says: the API's error, else why it is not memhub's."""
@@ -218,8 +276,8 @@ class Client:
     def request(
         self, method: str, path: str, body: Any = None, *, headers: Mapping[str, str] | None = None
     ) -> Any:
-        """Send one request (retrying transient failures) and return the decoded JSON body
-        (None for an empty one). Raises `ApiError` for an error answer (a 304 included, as
+        """Send one request (retrying transient failures) and return the answer's JSON object
+        as a `Reply` (None for a 204). Raises `ApiError` for an error answer (a 304 included, as
         status 304), `NotMemhub` for an answer that is not memhub's, and `Unreachable` when
         the server cannot be reached in the attempts and time allowed (a transient *answer*
         that persists, such as a 503, is raised as its `ApiError`). `headers` are added to

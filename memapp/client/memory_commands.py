@@ -158,7 +158,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     body = {**project.fields(), "scope": args.scope, "create": False}
     store = client.post("/api/v1/stores/resolve", body)
     answer = client.request(
-        "DELETE" if args.cancel else "POST", f"/api/v1/stores/{store['id']}/consolidate"
+        "DELETE" if args.cancel else "POST", f"/api/v1/stores/{store.need('id', int)}/consolidate"
     )
     if args.json:
         print_json(answer)

@@ -358,7 +358,7 @@ class _Run:
             if exc.status == 404:  # deleted since the checksums were listed
                 raise _Retry from None
             raise
-        content, remote = answer["content"], answer["checksum"]
+        content, remote = answer.need("content", str), answer.need("checksum", str)
         try:
             check_entry(key, content, exclude=PRIVATE_STORES, secrets=False)
         except FileRejected as exc:
@@ -562,7 +562,7 @@ def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[st
     """Every file's checksum on the server. The listing comes from the server's mirror, which
     may leave out index files (`MEMORY.md`, at the top and in subfolders), so an index this
     machine knows of, and the top-level one, are asked for one by one when missing."""
-    remote = client.get(f"/api/v1/stores/{store_id}/files/?view=hashes")["checksums"]
+    remote = client.get(f"/api/v1/stores/{store_id}/files/?view=hashes").need("checksums", dict)
     for key in sorted({INDEX_FILENAME, *filter(is_index_key, known)} - set(remote)):
         try:
             answer = client.get(f"/api/v1/stores/{store_id}/files/{quote(key, '/')}")
@@ -570,7 +570,7 @@ def _remote_checksums(client: Client, store_id: int, known: set[str]) -> dict[st
             if exc.status in (400, 404):
                 continue
             raise
-        remote[key] = answer["checksum"]
+        remote[key] = answer.need("checksum", str)
     return remote
 
 
@@ -582,7 +582,7 @@ def private_store_id(client: Client, project: Project, *, create: bool) -> int |
     if not create:
         body["create"] = False
     try:
-        return int(client.post("/api/v1/stores/resolve", body)["id"])
+        return client.post("/api/v1/stores/resolve", body).need("id", int)
     except ApiError as exc:
         if not create and exc.status == 404 and exc.code == "no_store":
             return None

@@ -238,29 +238,39 @@ def test_a_server_that_is_not_memhub_gets_one_sentence(machine_a, html_server, c
 
 
 @pytest.fixture
-def json_server():
-    """Not memhub either: another JSON API, which answers every request with an object."""
+def json_answers():
+    """Not memhub either: another JSON API (or a proxy, or a changed server), which answers
+    every request with the same JSON; `json_answers(body)` starts one and gives its URL."""
+    servers: list[ThreadingHTTPServer] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b'{"status": "ok"}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def start(body: bytes) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
-        do_GET = do_POST = _answer
+            do_GET = do_POST = do_PUT = do_DELETE = _answer
 
-        def log_message(self, *args) -> None:
-            pass
+            def log_message(self, *args) -> None:
+                pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+        servers.append(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
+        threading.Thread(target=servers[-1].serve_forever, args=(0.05,), daemon=True).start()
+        return f"http://127.0.0.1:{servers[-1].server_address[1]}"
+
+    yield start
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def json_server(json_answers):
+    return json_answers(b'{"status": "ok"}')
 
 
 @pytest.mark.parametrize("kind", ["html", "json"])
@@ -271,6 +281,98 @@ def test_login_to_something_that_is_not_memhub_is_refused_in_a_sentence(machine_
     assert result.returncode == 4
     assert "does not look like a memhub server" in result.stderr
     assert not (machine_a.config_dir / "agent.json").exists()
+
+
+def not_memhub(result, url: str) -> str:
+    """The one sentence a command said of an answer that is not memhub's (exit 4, no
+    traceback)."""
+    assert result.returncode == 4, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"memhub-agent: {url} does not look like a memhub server: ")
+    return line
+
+
+@pytest.mark.parametrize("body", [b"{}", b'{"ok": true}'])
+@pytest.mark.parametrize(
+    ("command", "path", "field"),
+    [
+        (["status"], "/api/v1/me", "username"),
+        (["sync"], "/api/v1/stores/resolve", "id"),
+        (["sync", "--dry-run"], "/api/v1/stores/resolve", "id"),
+        (["consolidate"], "/api/v1/stores/resolve", "id"),
+    ],
+)
+def test_a_json_answer_without_memhubs_fields_gets_one_sentence(
+    machine_a, json_answers, body, command, path, field
+):
+    """A KeyError's traceback before: the field missing is named, with the server."""
+    url = json_answers(body)
+    machine_a.extra_env.update(MEMHUB_URL=url, MEMHUB_TOKEN="mh_x")
+
+    line = not_memhub(machine_a.run(*command), url)
+
+    assert line.endswith(f"{path} answered JSON without {field!r} (check the URL)")
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["status"], "/api/v1/me answered 'token' as a string where memhub sends an object"),
+        (
+            ["sync"],
+            "/api/v1/stores/resolve answered 'id' as a string where memhub sends an integer",
+        ),
+    ],
+)
+def test_a_json_answer_with_fields_of_other_types_gets_one_sentence(
+    machine_a, json_answers, command, said
+):
+    """`int()` of the store id was a ValueError's traceback, a string token a TypeError's."""
+    url = json_answers(b'{"id": "x", "username": "u", "token": "t", "version": "1"}')
+    machine_a.extra_env.update(MEMHUB_URL=url, MEMHUB_TOKEN="mh_x")
+
+    assert said in not_memhub(machine_a.run(*command), url)
+
+
+def test_a_json_answer_that_is_no_object_gets_one_sentence(machine_a, json_answers):
+    url = json_answers(b"[]")
+    machine_a.extra_env.update(MEMHUB_URL=url, MEMHUB_TOKEN="mh_x")
+
+    line = not_memhub(machine_a.run("recall", "why?"), url)
+
+    assert "/api/v1/recall answered JSON that is a list, not an object" in line
+
+
+def test_doctor_fails_its_server_check_on_a_json_answer_that_is_not_memhubs(
+    machine_a, json_answers
+):
+    """A KeyError's traceback before. Like any server that is not memhub, it is a failed
+    check with its fix, and the exit status is doctor's 1 (README: "each failure with its fix
+    (exit 1)")."""
+    url = json_answers(b"{}")
+    machine_a.extra_env.update(MEMHUB_URL=url, MEMHUB_TOKEN="mh_x")
+
+    result = machine_a.run("doctor")
+
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert (
+        f"FAIL server: {url} does not look like a memhub server: /api/v1/me answered JSON "
+        "without 'username' (check the URL)\n     fix: log in with memhub's own URL"
+    ) in result.stdout
+
+
+def test_log_keeps_the_entry_here_when_the_answer_is_not_memhubs(machine_a, json_answers):
+    """As when memhub cannot be reached: nothing says the entry was logged anywhere."""
+    machine_a.extra_env.update(MEMHUB_URL=json_answers(b"{}"), MEMHUB_TOKEN="mh_x")
+
+    result = machine_a.run("log", "Deploys go out on Fridays")
+
+    assert result.returncode == 0, result.stderr
+    assert "does not look like a memhub server" in result.stderr
+    [(key, text)] = machine_a.files().items()
+    assert key.startswith("logs/") and "Deploys go out on Fridays" in text
 
 
 def test_the_servers_error_detail_is_shown(a):

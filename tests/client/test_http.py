@@ -254,3 +254,64 @@ def test_a_deadline_bounds_a_silent_server(silent_server):
         client.get("/api/v1/stores/")
 
     assert time.monotonic() - started < 0.6
+
+
+def test_a_field_missing_from_an_answer_is_not_memhub(scripted):
+    server = scripted((200, {"token": {"name": "laptop"}}, {}))
+    answer = Client(server.url, "mh_x").get("/api/v1/me")
+
+    with pytest.raises(NotMemhub) as raised:
+        answer["token"]["prefix"]  # a nested object knows its answer too
+
+    assert str(raised.value) == (
+        f"{server.url} does not look like a memhub server: /api/v1/me answered JSON without "
+        "'prefix' (check the URL)"
+    )
+    assert answer.get("username") is None  # an optional field is read as before
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "said"),
+    [
+        ("7", int, "a string where memhub sends an integer"),
+        (True, int, "true or false where memhub sends an integer"),
+        (None, str, "null where memhub sends a string"),
+        ([], dict, "a list where memhub sends an object"),
+    ],
+)
+def test_a_field_of_another_type_is_not_memhub(scripted, value, kind, said):
+    server = scripted((200, {"id": value}, {}))
+    answer = Client(server.url, "mh_x").get("/x")
+
+    with pytest.raises(NotMemhub, match=f"/x answered 'id' as {said} \\(check the URL\\)$"):
+        answer.need("id", kind)
+
+
+def test_a_field_of_its_type_is_read(scripted):
+    server = scripted((200, {"id": 7, "token": {"name": "laptop"}}, {}))
+    answer = Client(server.url, "mh_x").get("/x")
+
+    assert answer.need("id", int) == 7
+    assert answer.need("token", dict) == {"name": "laptop"}
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (200, [], "JSON that is a list, not an object"),
+        (200, None, "JSON that is null, not an object"),
+        (200, b"", "HTTP 200 with an empty answer instead of memhub's JSON"),
+    ],
+)
+def test_an_answer_that_is_no_json_object_is_not_memhub(scripted, status, body, said):
+    server = scripted((status, body, {"Content-Type": "application/json"}))
+
+    with pytest.raises(NotMemhub, match=f"/x answered {said} \\(check the URL\\)$"):
+        Client(server.url, "mh_x").get("/x")
+
+
+def test_a_204_is_no_answer(scripted):
+    """How memhub answers a DELETE (logout's)."""
+    server = scripted((204, b"", {}))
+
+    assert Client(server.url, "mh_x").get("/x") is None

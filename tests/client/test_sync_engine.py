@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from memapp.client.http import ApiError, Client
+from memapp.client.http import ApiError, Client, Reply
 from memapp.client.project import Project
 from memapp.client.sync import (
     Action,
@@ -214,7 +214,8 @@ def test_a_local_edit_made_while_the_server_copy_is_fetched_is_not_overwritten(t
 
 
 class FakeServer:
-    """Just enough of the API to offer hostile keys (a real server refuses to store them)."""
+    """Just enough of the API to offer hostile keys (a real server refuses to store them);
+    its answers are `Reply`s, as `Client`'s are."""
 
     url = "http://memhub.invalid"
 
@@ -223,20 +224,21 @@ class FakeServer:
 
     def post(self, path, body):
         if path.endswith("/resolve"):
-            return {"id": 7, "kind": "private", "label": "x", "project": SLUG, "file_count": 0}
-        return {"written": [], "unchanged": [], "deleted": [], "checksums": {}}
+            store = {"id": 7, "kind": "private", "label": "x", "project": SLUG, "file_count": 0}
+            return Reply(store.items(), self.url, path)
+        batch = {"written": [], "unchanged": [], "deleted": [], "checksums": {}}
+        return Reply(batch.items(), self.url, path)
 
     def get(self, path):
         if path.endswith("?view=hashes"):
-            return {"checksums": {k: checksum(v.encode()) for k, v in self.files.items()}}
+            checksums = {k: checksum(v.encode()) for k, v in self.files.items()}
+            return Reply([("checksums", checksums)], self.url, path)
         key = unquote(path.split("/files/", 1)[1])
         if key not in self.files:
             raise ApiError(404, "not_found", "Not found.")
-        return {
-            "key": key,
-            "content": self.files[key],
-            "checksum": checksum(self.files[key].encode()),
-        }
+        text = self.files[key]
+        file = {"key": key, "content": text, "checksum": checksum(text.encode())}
+        return Reply(file.items(), self.url, path)
 
 
 @pytest.mark.parametrize(
