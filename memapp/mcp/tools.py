@@ -250,8 +250,12 @@ def _numbered(text: str, view_range: list[int] | None) -> str:
     if view_range:
         if len(view_range) != 2 or view_range[0] < 1:
             raise ToolError("view_range is [first line, last line], 1-based (-1: to the end).")
-        start = view_range[0]
-        end = len(lines) if view_range[1] == -1 else min(view_range[1], len(lines))
+        start, last = view_range
+        if start > max(len(lines), 1):
+            raise ToolError(f"view_range starts at line {start}; the file has {len(lines)}.")
+        if last != -1 and last < start:
+            raise ToolError(f"view_range ends at line {last}, before its first line {start}.")
+        end = len(lines) if last == -1 else min(last, len(lines))
     return "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
 
 

@@ -514,3 +514,17 @@ def test_team_memory_takes_a_team_write_token_and_a_non_member_leaves_nothing(
             f"No project {SLUG!r} that you can use."
         )
     assert not project.stores.filter(owner=charlie).exists()
+
+
+def test_a_view_range_outside_the_file_is_said_not_answered_with_nothing(server, alice):
+    store = resolve_store(alice, SLUG, "private")
+    (Path(store.path) / "build.md").write_text(TOPIC)  # six lines
+    path = "/memories/build.md"
+    middle, after, backwards = _tools(server)(
+        ("memory", {"command": "view", "path": path, "view_range": [5, -1]}),
+        ("memory", {"command": "view", "path": path, "view_range": [100, -1]}),
+        ("memory", {"command": "view", "path": path, "view_range": [5, 2]}),
+    )
+    assert _text(middle) == "     5\t---\n     6\tRun make."
+    assert after.is_error and "view_range starts at line 100; the file has 6." in _text(after)
+    assert backwards.is_error and "ends at line 2, before its first line 5" in _text(backwards)
