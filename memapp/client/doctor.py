@@ -57,9 +57,10 @@ def _server_checks() -> tuple[list[Check], bool]:
         return [Check("server", False, str(exc), fix)], False
     except ApiError as exc:
         server = Check("server", True, f"{config.url} is memhub")
+        again = f"{PROG} login {config.url} --token -"  # the server is right: only the token
         if exc.status in (401, 403):
-            return [server, Check("token", False, exc.message, f"make a new token: {login}")], False
-        return [server, Check("token", False, f"{exc.message} [HTTP {exc.status}]", login)], False
+            return [server, Check("token", False, exc.message, f"make a new token: {again}")], False
+        return [server, Check("token", False, f"{exc.message} [HTTP {exc.status}]", again)], False
     return [
         Check("server", True, f"{config.url} is memhub {me.get('version', '?')}"),
         Check("token", True, token),

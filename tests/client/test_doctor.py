@@ -62,6 +62,7 @@ def test_a_refused_token_is_named_with_its_fix(machine_a, server):
     assert result.returncode == 1
     assert f"ok   server: {server.url} is memhub" in result.stdout
     assert "FAIL token: Invalid or revoked token." in result.stdout
+    assert f"fix: make a new token: memhub-agent login {server.url} --token -" in result.stdout
 
 
 def test_every_agent_on_the_machine_is_checked(machine_a, server):
