@@ -158,6 +158,10 @@ def _memhub_error(status: int, body: bytes) -> ApiError | None:
         return None
 
 
+# Bad gateway, unavailable, gateway timeout: what a proxy answers for a server behind it.
+_GATEWAY_STATUSES = (502, 503, 504)
+
+
 def _not_memhub(
     url: str, path: str, status: int, headers: Mapping[str, str], body: bytes
 ) -> NotMemhub:
@@ -165,6 +169,11 @@ def _not_memhub(
         return NotMemhub(
             f"{url} redirects {path} to {headers['location']}: log in with the server's own "
             "URL (memhub-agent never follows a redirect, so the token goes nowhere else)"
+        )
+    if status in _GATEWAY_STATUSES:  # the URL may be right: what is behind it did not answer
+        return NotMemhub(
+            f"{url}: {path} answered HTTP {status} from something in front of memhub (a proxy "
+            "or a load balancer), not from memhub: memhub behind it may be down or starting"
         )
     kind = (headers.get("content-type") or "").split(";")[0].strip()
     if "html" in kind or body.lstrip()[:1] == b"<":

@@ -202,14 +202,26 @@ def test_a_server_that_is_not_memhub_gets_one_sentence(scripted, status, body, h
     assert "<" not in message  # never the page itself
 
 
-def test_a_proxys_error_page_is_retried_then_said_in_one_sentence(scripted):
-    server = scripted(*[(502, b"<html>Bad Gateway</html>", {"Content-Type": "text/html"})] * 3)
+@pytest.mark.parametrize(
+    "body, kind",
+    [
+        (b"<html>Bad Gateway</html>", "text/html"),
+        (b'{"message": "no upstream"}', "application/json"),
+    ],
+)
+def test_a_proxys_error_page_is_retried_then_said_in_one_sentence(scripted, body, kind):
+    """A proxy's 502 says memhub behind it did not answer, not that the URL is wrong."""
+    server = scripted(*[(502, body, {"Content-Type": kind})] * 3)
     slept: list[float] = []
 
-    with pytest.raises(NotMemhub, match="answered HTTP 502 with an HTML page"):
+    with pytest.raises(NotMemhub) as raised:
         Client(server.url, "mh_x", backoff=Backoff(attempts=3), sleep=slept.append).get("/x")
 
     assert len(server.requests) == 3
+    assert str(raised.value) == (
+        f"{server.url}: /x answered HTTP 502 from something in front of memhub (a proxy or a "
+        "load balancer), not from memhub: memhub behind it may be down or starting"
+    )
 
 
 def test_a_server_that_cannot_do_the_request_is_not_asked_again(scripted):
