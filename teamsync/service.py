@@ -565,6 +565,14 @@ def request_sync() -> None:
     TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(requested_at=timezone.now())
 
 
+def sync_changed_on_disk(store: Store) -> None:
+    """A team store's files changed behind memhub's back (an agent wrote them): sync now
+    rather than at the next scheduled pull, so that team sync judges them at once (a secret
+    is kept back from every teammate and their agents within seconds) and shares the rest."""
+    if store.kind == Store.Kind.TEAM:
+        request_sync()
+
+
 class AlreadyResolved(Exception):
     """The conflict was resolved meanwhile (another tab, another person): nothing was done."""
 

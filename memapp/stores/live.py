@@ -26,6 +26,7 @@ from pathlib import Path
 from django.db import close_old_connections, connections
 
 from memapp.memdir.store_files import TEAM_DIR, FileKind, classify
+from memapp.stores.changes import announce_disk_change
 from memapp.stores.discovery import discover_local_stores
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -120,7 +121,9 @@ class LiveMirror:
             return
         for store in Store.objects.filter(pk__in=plan.stores):
             with store_lock(store):
-                rescan_store(store)
+                found = rescan_store(store)
+            if found.added or found.changed or found.removed:
+                announce_disk_change(store)
 
     def catch_up(self) -> None:
         """The fallback: discover every store under the base and rescan it."""

@@ -53,6 +53,27 @@ def test_a_change_in_a_store_rescans_that_store_only(mirror, memory_base):
     assert plan == Plan(discover=False, stores={private.pk, team.pk})
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_agents_write_to_a_team_store_has_team_sync_judge_it_at_once(mirror, memory_base):
+    """Team sync judges a team file (keeps a secret back from every teammate's agent) when it
+    commits it: a file an agent wrote asks for a sync at once, not at the next pull."""
+    from teamsync.models import TeamSyncStatus
+
+    def requested():
+        return TeamSyncStatus.get().requested_at is not None
+
+    memory = memory_base / "projects/-home-alice-app/memory"
+    write_memory(memory, "user_pager.md", "Pager", "Alice's pager", "user")
+    mirror.apply(mirror.plan(changed(memory_base, "projects/-home-alice-app/memory/user_pager.md")))
+    assert not requested()  # a private store's change is no team sync's business
+
+    write_memory(memory / "team", "reference_ci.md", "CI", "The runner", "reference")
+    rel = "projects/-home-alice-app/memory/team/reference_ci.md"
+    mirror.apply(mirror.plan(changed(memory_base, rel)))
+    assert requested()
+    assert MemoryFile.objects.filter(path="reference_ci.md").exists()
+
+
 def test_a_burst_of_writes_to_one_store_is_one_rescan(mirror, memory_base):
     rels = [f"projects/-home-alice-app/memory/note_{i}.md" for i in range(1000)]
     plan = mirror.plan(changed(memory_base, *rels))
