@@ -19,7 +19,6 @@ from __future__ import annotations
 import _socket  # not `socket`: its enums and `selectors` are milliseconds of every hook
 import os
 import sys
-import time
 from collections.abc import Mapping
 
 from memapp.memdir.records import Record
@@ -113,11 +112,10 @@ def _send_plain(
         lines.append(f"Content-Length: {len(data)}")
     lines.append("Connection: close")
     head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    deadline = time.monotonic() + timeout
     sock = _connect(host, port, timeout)
     try:
         sock.sendall(head + (data or b""))
-        return _read_answer(_Reader(sock, deadline))
+        return _read_answer(_Reader(sock))
     finally:
         sock.close()
 
@@ -143,13 +141,11 @@ def _connect(host: str, port: int, timeout: float) -> _socket.socket:
 
 
 class _Reader:
-    """An answer read off a socket through a buffer, all of it by `deadline` (a monotonic
-    time): a server that trickles its answer a byte at a time is cut off when the request's
-    time is up, as one that says nothing is (`TimeoutError`)."""
+    """An answer read off a socket through a buffer; every `recv` waits at most the socket's
+    timeout."""
 
-    def __init__(self, sock: _socket.socket, deadline: float) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self.sock = sock
-        self.deadline = deadline
         self.buffer = bytearray()
         self.start = 0  # what was read before it is consumed
 
@@ -157,10 +153,6 @@ class _Reader:
         if self.start > 65536 and self.start * 2 > len(self.buffer):
             del self.buffer[: self.start]
             self.start = 0
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        self.sock.settimeout(left)
         chunk = self.sock.recv(65536)
         self.buffer += chunk
         return bool(chunk)
