@@ -11,6 +11,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -482,7 +483,7 @@ def _record_files_changed(store: Store, by_author: dict[str, tuple[dict, dict]])
 
 def do_sync_team(*, push: bool = True) -> SyncReport:
     """One full sync: commit local changes, integrate the remote, update stores, publish."""
-    started = time.monotonic()
+    started, began = time.monotonic(), timezone.now()
     report = SyncReport()
     status = TeamSyncStatus.get()
     stores = [s for s in team_stores() if get_flag("team_memory", s.project)]
@@ -501,7 +502,7 @@ def do_sync_team(*, push: bool = True) -> SyncReport:
             report.uploaded = clone.unpushed_files()
             _push(clone, stores, report)
     report.duration_ms = round((time.monotonic() - started) * 1000)
-    _record(status, report, push, pull_error)
+    _record(status, report, push, pull_error, began)
     return report
 
 
@@ -520,7 +521,9 @@ def _push(clone: TeamClone, stores: list[Store], report: SyncReport) -> None:
         _integrate(clone, stores, report)  # someone pushed first: merge theirs, try again
 
 
-def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) -> None:
+def _record(
+    status: TeamSyncStatus, report: SyncReport, push: bool, pull_error, started: datetime
+) -> None:
     now = timezone.now()
     record_event(
         "sync_pull",
@@ -531,7 +534,7 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
         error=pull_error,
         authors=sorted(report.authors),
     )
-    fields = {"last_pull_at": now, "last_error": report.error or "", "requested_at": None}
+    fields = {"last_pull_at": now, "last_error": report.error or ""}
     if push and (report.push_attempts or report.committed):
         record_event(
             "sync_push",
@@ -545,11 +548,7 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
         )
     if report.pushed:
         fields.update(
-            last_push_at=now,
-            dirty_at=None,
-            suppressed_reason="",
-            suppressed_status="",
-            suppressed_at=None,
+            last_push_at=now, suppressed_reason="", suppressed_status="", suppressed_at=None
         )
     elif report.suppressed:
         if not status.suppressed_reason:
@@ -557,7 +556,12 @@ def _record(status: TeamSyncStatus, report: SyncReport, push: bool, pull_error) 
         fields.update(
             suppressed_reason=report.error[:2000], suppressed_status="permanent", suppressed_at=now
         )
-    TeamSyncStatus.objects.filter(pk=status.pk).update(**fields)
+    rows = TeamSyncStatus.objects.filter(pk=status.pk)
+    rows.update(**fields)
+    # A request or a change made while this sync ran (after it committed) waits for the next.
+    rows.filter(requested_at__lte=started).update(requested_at=None)
+    if push and not report.error:  # published, or nothing was left to publish
+        rows.filter(dirty_at__lte=started).update(dirty_at=None)
 
 
 def request_sync() -> None:
@@ -566,11 +570,12 @@ def request_sync() -> None:
 
 
 def sync_changed_on_disk(store: Store) -> None:
-    """A team store's files changed behind memhub's back (an agent wrote them): sync now
-    rather than at the next scheduled pull, so that team sync judges them at once (a secret
-    is kept back from every teammate and their agents within seconds) and shares the rest."""
+    """A team store's files changed behind memhub's back (an agent wrote them): a change to
+    sync, as one made through memhub is (2 s after the last, failures' pauses kept), rather
+    than at the next scheduled pull, so team sync judges them within seconds (a secret is
+    kept back from every teammate and their agents) and shares the rest."""
     if store.kind == Store.Kind.TEAM:
-        request_sync()
+        TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(dirty_at=timezone.now())
 
 
 class AlreadyResolved(Exception):

@@ -59,8 +59,8 @@ def test_an_agents_write_to_a_team_store_has_team_sync_judge_it_at_once(mirror, 
     commits it: a file an agent wrote asks for a sync at once, not at the next pull."""
     from teamsync.models import TeamSyncStatus
 
-    def requested():
-        return TeamSyncStatus.get().requested_at is not None
+    def requested():  # a change to sync, as a write through memhub is (2 s debounce)
+        return TeamSyncStatus.get().dirty_at is not None
 
     memory = memory_base / "projects/-home-alice-app/memory"
     write_memory(memory, "user_pager.md", "Pager", "Alice's pager", "user")

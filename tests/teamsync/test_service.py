@@ -136,6 +136,30 @@ def test_a_change_is_committed_without_waiting_on_the_network(
     )
 
 
+def test_a_change_found_while_a_sync_runs_waits_for_the_next_sync(team_store, alice, monkeypatch):
+    """An agent's write the live mirror reports while a sync runs (after its commit), and a
+    "Sync now" meanwhile, are not cleared by that sync's end: the next one judges and shares
+    the write, instead of the scheduled pull a minute later."""
+    from teamsync import service
+
+    integrate = service._integrate
+
+    def meanwhile(*args):
+        service.sync_changed_on_disk(team_store)
+        service.request_sync()
+        integrate(*args)
+
+    monkeypatch.setattr(service, "_integrate", meanwhile)
+    assert do_sync_team().error is None
+    status = TeamSyncStatus.get()
+    assert status.dirty_at is not None and status.requested_at is not None
+
+    monkeypatch.setattr(service, "_integrate", integrate)
+    assert do_sync_team().error is None  # nothing new to publish: the change is done with
+    status = TeamSyncStatus.get()
+    assert status.dirty_at is None and status.requested_at is None
+
+
 def test_sync_publishes_what_was_committed(team_store, alice, remote):
     save(team_store, alice, "Deploy")
     report = do_sync_team()
