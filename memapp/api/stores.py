@@ -116,7 +116,7 @@ def store_resolve(request: Request) -> Response:
 
 def _index_checksums(store: Store, paths: list[str], kept: Collection[str]) -> dict[str, str]:
     """The MEMORY.md files of the store (the mirror holds topic files only): the root's and
-    one per folder that has topic files, each as agents get it (`as_served`), but those in
+    one per folder that has topic files, each as the files API gives it (`_served`), but those in
     `kept` (`withheld`)."""
     folders = {""} | {path.rsplit("/", 1)[0] + "/" for path in paths if "/" in path}
     found = {}
@@ -132,8 +132,11 @@ def _index_checksums(store: Store, paths: list[str], kept: Collection[str]) -> d
 
 
 def _served(store: Store, key: str) -> bytes | None:
-    """The file `key` of `store` as agents get it (None: withheld)."""
-    return as_served(store, key, store_file_path(store, key).read_bytes())
+    """The file `key` of `store` as the files API gives it: whole, or not at all (None) when
+    agents get other than the file (`as_served`: a team index listing a kept-back file, or
+    holding a secret). A client writes back what it read, and must not drop lines unseen."""
+    data = store_file_path(store, key).read_bytes()
+    return data if as_served(store, key, data) == data else None
 
 
 @extend_schema(

@@ -67,9 +67,9 @@ def kept_back_message(shown: str) -> str:
 
 
 def flagged_index_message(shown: str) -> str:
-    """What an agent is told of a team index `as_served` withholds whole."""
+    """What an agent is told of a team index it cannot have whole (`as_served`)."""
     return (
-        f"{shown} holds what the secret rules flag (in a line team sync does not share, of a "
-        "file outside the shared repository), so memhub gives it to no agent until a person "
-        "removes it from the index."
+        f"{shown} lists a file team sync keeps back, or holds what the secret rules flag in a "
+        "line of a file outside the shared repository, so memhub gives it to no agent whole "
+        "until a person fixes it (the team memory protocol serves it without those lines)."
     )

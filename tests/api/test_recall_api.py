@@ -520,11 +520,11 @@ def test_bad_requests_get_400_naming_the_field(alice_api, payload, field):
     assert field in body["error"]["details"]
 
 
-def test_an_agent_gets_the_team_index_as_teammates_do(bob_api, bob, both_scopes):
-    """The files API and MCP give a team index as the protocol serves it: without the entry
-    of a file team sync keeps back, and not at all while a line of a file outside the shared
-    repository (which team sync never judges: its shared form drops the line) holds a
-    secret."""
+def test_an_agent_gets_a_team_index_whole_or_not_at_all(bob_api, bob, both_scopes):
+    """The files API gives a team index only while agents may see all of it: not while it
+    lists a file team sync keeps back (a client would write it back without that line), nor
+    while a line of a file outside the shared repository (which team sync never judges: its
+    shared form drops the line) holds a secret."""
     from teamsync.models import BlockedFile
 
     _, team = both_scopes
@@ -538,18 +538,19 @@ def test_an_agent_gets_the_team_index_as_teammates_do(bob_api, bob, both_scopes)
     rescan_store(team)
     url = f"/api/v1/stores/{team.pk}/files"
 
-    got = bob_api.get(f"{url}/MEMORY.md")
-    assert got.status_code == 200 and got.json()["content"] == deploy
-    assert token not in bob_api.get(f"{url}/").content.decode()
-
-    (root / "MEMORY.md").write_text(deploy + f"- [Runner](runner.md) — its token is {token}\n")
-    response = bob_api.get(f"{url}/MEMORY.md")
-    assert response.status_code == 409
-    assert response.json()["error"]["code"] == "kept_back"
-    assert "secret rules flag" in response.json()["error"]["message"]
-    assert token not in response.content.decode()
-    listed = {f["key"] for f in bob_api.get(f"{url}/").json()["files"]}
-    assert listed == {"project_deploy.md"}
+    for index in (
+        deploy + f"- [CI](reference_ci.md) — token {token}\n",
+        deploy + f"- [Runner](runner.md) — its token is {token}\n",
+    ):
+        (root / "MEMORY.md").write_text(index)
+        response = bob_api.get(f"{url}/MEMORY.md")
+        assert response.status_code == 409
+        assert response.json()["error"]["code"] == "kept_back"
+        assert "no agent whole" in response.json()["error"]["message"]
+        assert token not in response.content.decode()
+        listed = bob_api.get(f"{url}/")
+        assert token not in listed.content.decode()
+        assert {f["key"] for f in listed.json()["files"]} == {"project_deploy.md"}
 
     (root / "MEMORY.md").write_text(deploy)  # fixed: given again
     assert bob_api.get(f"{url}/MEMORY.md").json()["content"] == deploy
