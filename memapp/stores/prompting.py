@@ -77,17 +77,15 @@ def _daily_log(flags: dict) -> bool:
 
 
 def _served_team_index(team: Store | None) -> str | None:
-    """The team index as teammates get it (`as_served`: "" while it is withheld), or None when
-    that is the file as it is (the prompt then reads it, remembered while it is unchanged)."""
+    """The team index as teammates get it (`as_served`: "" while it is withheld), the very
+    bytes judged; None without a team store (the prompt shows none)."""
     if team is None:
         return None
     try:
         data = read_file(Path(team.path) / INDEX_FILENAME)
     except OSError:
-        return None
+        return ""
     served = as_served(team, INDEX_FILENAME, data)
-    if served == data:
-        return None
     return "" if served is None else served.decode("utf-8", "replace")
 
 
