@@ -20,7 +20,7 @@ from memapp.client.commands import (
     current_project,
 )
 from memapp.client.config import config_problem, load_config
-from memapp.client.http import ApiError, NotMemhub, Unreachable
+from memapp.client.http import ApiError, BehindProxy, NotMemhub, Unreachable
 from memapp.client.install import agent_module, agents_here
 from memapp.client.mcp_stdio import Relay
 
@@ -50,6 +50,9 @@ def _server_checks() -> tuple[list[Check], bool]:
     try:
         me = connect(config, timeout=TIMEOUT).get("/api/v1/me")
         token = f"{me['username']}'s token {me.need('token', dict)['name']!r} is valid"
+    except BehindProxy as exc:
+        fix = "start memhub behind the proxy, or ask whoever runs it"
+        return [Check("server", False, str(exc), fix)], False
     except NotMemhub as exc:
         return [Check("server", False, str(exc), f"log in with memhub's own URL: {login}")], False
     except Unreachable as exc:

@@ -30,6 +30,7 @@ __all__ = [
     "NO_RETRY",
     "ApiError",
     "Backoff",
+    "BehindProxy",
     "Client",
     "NotMemhub",
     "Reply",
@@ -64,6 +65,10 @@ class TimedOut(Unreachable):
 
 class NotMemhub(Unreachable):
     """Something answered, but not memhub's API: a wrong URL, a proxy's error page."""
+
+
+class BehindProxy(NotMemhub):
+    """A proxy in front of memhub answered for it (502, 503, 504): the URL may be right."""
 
 
 def _not_memhub_json(url: str, path: str, what: str) -> NotMemhub:
@@ -171,7 +176,7 @@ def _not_memhub(
             "URL (memhub-agent never follows a redirect, so the token goes nowhere else)"
         )
     if status in _GATEWAY_STATUSES:  # the URL may be right: what is behind it did not answer
-        return NotMemhub(
+        return BehindProxy(
             f"{url}: {path} answered HTTP {status} from something in front of memhub (a proxy "
             "or a load balancer), not from memhub: memhub behind it may be down or starting"
         )

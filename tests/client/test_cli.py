@@ -243,11 +243,11 @@ def json_answers():
     every request with the same JSON; `json_answers(body)` starts one and gives its URL."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(body: bytes) -> str:
+    def start(body: bytes, status: int = 200) -> str:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -424,3 +424,16 @@ def test_searching_nothing_says_why_in_the_servers_words(a):
 
     assert result.returncode == 2
     assert result.stderr.startswith("memhub-agent: the server refused the request: ")
+
+
+def test_doctor_says_a_proxy_answered_for_memhub(machine_a, json_answers):
+    """nginx's 502 while memhub behind it is stopped: the URL is right, the fix is not another
+    URL."""
+    url = json_answers(b'{"message": "no upstream"}', status=502)
+    machine_a.extra_env.update(MEMHUB_URL=url, MEMHUB_TOKEN="mh_x")
+
+    result = machine_a.run("doctor")
+
+    assert result.returncode == 1
+    assert "from something in front of memhub" in result.stdout
+    assert "fix: start memhub behind the proxy, or ask whoever runs it" in result.stdout
