@@ -162,10 +162,11 @@ def live_server_says_why_it_did_not_answer():
     import sys
     import traceback
 
-    from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler
+    from django.core.servers.basehttp import ServerHandler, WSGIRequestHandler, WSGIServer
 
     run, send_headers = ServerHandler.run, ServerHandler.send_headers
     handle_one_request = WSGIRequestHandler.handle_one_request
+    handle_error = WSGIServer.handle_error
 
     def run_and_say(self, application):
         def answered(environ, start_response):
@@ -195,7 +196,14 @@ def live_server_says_why_it_did_not_answer():
             where = self.client_address
             print(f"live server: no request on a new connection from {where}", file=sys.stderr)
 
+    def say_error(self, request, client_address):
+        # Django logs a reset or a broken pipe at INFO to a handler the tests never show.
+        print(f"live server: error on the connection from {client_address}:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        return handle_error(self, request, client_address)
+
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(WSGIServer, "handle_error", say_error)
         patch.setattr(ServerHandler, "run", run_and_say)
         patch.setattr(ServerHandler, "send_headers", send_and_note)
         patch.setattr(WSGIRequestHandler, "handle_one_request", handle_and_say)
