@@ -19,6 +19,7 @@ from memapp.memdir.memory_dirs import (
     gemini_home,
 )
 from memapp.memdir.paths import memory_base, original_path, repo_slug_for
+from memapp.stores.changes import announce_disk_change
 from memapp.stores.events import record_event
 from memapp.stores.locks import store_lock
 from memapp.stores.mirror import rescan_store
@@ -121,7 +122,9 @@ def discover_local_stores(base=None, progress=None, gemini=None, codex=None) -> 
         stale.delete()
     for store in Store.objects.filter(path__in=seen):
         with store_lock(store):  # not between a write and its own rescan
-            rescan_store(store)
+            rescanned = rescan_store(store)
+        if rescanned.added or rescanned.changed or rescanned.removed:
+            announce_disk_change(store)  # found behind memhub's back, as the live mirror does
         if progress is not None:
             progress(store)
     result = DiscoveryResult(found=len(found), removed=removed)

@@ -62,6 +62,7 @@ def test_an_agents_write_to_a_team_store_has_team_sync_judge_it_at_once(mirror, 
     def requested():  # a change to sync, as a write through memhub is (2 s debounce)
         return TeamSyncStatus.get().dirty_at is not None
 
+    TeamSyncStatus.objects.update(dirty_at=None)  # what the fixture's discovery found
     memory = memory_base / "projects/-home-alice-app/memory"
     write_memory(memory, "user_pager.md", "Pager", "Alice's pager", "user")
     mirror.apply(mirror.plan(changed(memory_base, "projects/-home-alice-app/memory/user_pager.md")))
@@ -72,6 +73,12 @@ def test_an_agents_write_to_a_team_store_has_team_sync_judge_it_at_once(mirror, 
     mirror.apply(mirror.plan(changed(memory_base, rel)))
     assert requested()
     assert MemoryFile.objects.filter(path="reference_ci.md").exists()
+
+    # The same when discovery finds it (a new folder, the periodic catch-up, an overflow).
+    TeamSyncStatus.objects.update(dirty_at=None)
+    write_memory(memory / "team" / "sub", "reference_ci.md", "CI", "The runner", "reference")
+    mirror.catch_up()
+    assert requested()
 
 
 def test_a_burst_of_writes_to_one_store_is_one_rescan(mirror, memory_base):
