@@ -127,7 +127,8 @@ def served_index(store: Store, key: str, data: bytes) -> bytes | None:
     protocol serves it: without the entries of the files team sync keeps back, and None while
     what is left holds what the push gate's secret scan flags (a line of a file outside the
     shared repository, which team sync never judges). Registered with
-    `memapp.stores.withheld`: the files API, MCP, the prompt and the session start use it."""
+    `memapp.stores.withheld`: MCP, the prompt and the session start show it; the files API
+    gives the index only while this is the index itself."""
     kept = kept_from_agents(store)
     if key in kept:
         return None
