@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,13 +18,31 @@ from memapp.stores.tokens import do_create_api_token
 from tests.client.conftest import SLUG, Server, machine_a  # noqa: F401 (a fixture)
 
 
+class _DroppedOnceRetried(httpx2.AsyncHTTPTransport):
+    """Twice in fifteen full runs, the same two tests' requests to pytest-django's live server
+    (Django's development server, not memhub's HTTP server) ended in "Server disconnected
+    without sending a response", and the server said nothing of them: such a request is sent
+    once more, and said on stderr (tests/conftest.py's live server says its side)."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx2.RemoteProtocolError as exc:
+            if "without sending a response" not in str(exc):
+                raise
+            said = f"MCP test client: {request.method} {request.url} dropped, sent again"
+            print(said, file=sys.stderr)
+            return await super().handle_async_request(request)
+
+
 def over_http(url: str, token: str | None, work: Callable[[Client], Awaitable[Any]]) -> Any:
     """Run `work` with an SDK client connected to `url` (with `token` as bearer, if any)."""
 
     async def run() -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        transport = _DroppedOnceRetried()
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30, transport=transport) as http,
             Client(streamable_http_client(url, http_client=http)) as client,
         ):
             return await work(client)
