@@ -89,14 +89,8 @@ def config_problem(env: Mapping[str, str] | None = None) -> str | None:
         return f"{path} cannot be read as memhub's login ({exc})"
     if not isinstance(data, dict):
         return f"{path} holds no login (a JSON object with url and token)"
-    url, token = data.get("url"), data.get("token")
-    if not isinstance(url, str) or not isinstance(token, str) or not url or not token:
-        return f"{path} holds no url and token"
-    try:
-        normalize_url(url)
-    except ValueError as exc:
-        return f"{path} holds {exc}"
-    return None
+    login = _login(data.get("url"), data.get("token"))
+    return None if isinstance(login, Config) else f"{path} {login}"
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config | None:
@@ -105,12 +99,19 @@ def load_config(env: Mapping[str, str] | None = None) -> Config | None:
     stored = read_json(config_dir(env) / CONFIG_FILENAME) or {}
     url = environ.get("MEMHUB_URL") or stored.get("url")
     token = environ.get("MEMHUB_TOKEN") or stored.get("token")
+    login = _login(url, token)
+    return login if isinstance(login, Config) else None
+
+
+def _login(url: object, token: object) -> Config | str:
+    """The login `url` and `token` make, or what is wrong with them (`load_config` has none
+    then, `config_problem` says why)."""
     if not isinstance(url, str) or not isinstance(token, str) or not url or not token:
-        return None
+        return "holds no url and token"
     try:
         return Config(normalize_url(url), token.strip())
-    except ValueError:
-        return None
+    except ValueError as exc:
+        return f"holds {exc}"
 
 
 def private_dir(path: Path) -> None:
