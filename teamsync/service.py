@@ -222,9 +222,7 @@ def _commit(
             state.version += 1
             state.last_modified = timezone.now()
             state.save(update_fields=["base", "version", "last_modified"])
-            TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(
-                dirty_at=timezone.now()
-            )
+            _changed()
     for conflict in result.conflicts:  # changed here while a merge changed it in the clone
         _record_conflict(store, conflict.path.removeprefix(folder_for(store) + "/"), conflict)
     secret_keys = [
@@ -575,7 +573,12 @@ def sync_changed_on_disk(store: Store) -> None:
     than at the next scheduled pull, so team sync judges them within seconds (a secret is
     kept back from every teammate and their agents) and shares the rest."""
     if store.kind == Store.Kind.TEAM:
-        TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(dirty_at=timezone.now())
+        _changed()
+
+
+def _changed() -> None:
+    """A change to publish: the worker syncs 2 s after the last one (`scheduling.due`)."""
+    TeamSyncStatus.objects.filter(pk=TeamSyncStatus.get().pk).update(dirty_at=timezone.now())
 
 
 class AlreadyResolved(Exception):
