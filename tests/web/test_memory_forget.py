@@ -77,20 +77,27 @@ def test_a_file_named_with_a_backslash_is_shown_forgotten_and_restored(client, s
     assert (root(stores.private) / "back-slash.md").read_bytes() == data
 
 
-def test_a_memory_no_index_line_can_name_is_forgotten_and_restored(client, stores, alice):
-    """`a#b.md` is a memory (`#` would be a link's fragment in MEMORY.md, so it has no line):
-    forgetting and restoring it put the bytes back and leave the index alone."""
+def _forgotten_and_restored(client, stores, alice, key: str, data: bytes):
+    """`key` written with `data` and mirrored, forgotten on its page, restored from the Trash:
+    the restore's page, and MEMORY.md as it was before the forget."""
     from memapp.stores.mirror import rescan_store
     from memapp.stores.models import TrashItem
 
-    data = b"---\nname: Hash\ndescription: a hash in its name\n---\nKeep me.\n"
-    (root(stores.private) / "a#b.md").write_bytes(data)
+    (root(stores.private) / key).write_bytes(data)
     rescan_store(stores.private)
     index = (root(stores.private) / "MEMORY.md").read_bytes()
     client.force_login(alice)
-    client.post(url("memory_forget", stores.private, "a#b.md"), follow=True)
-    item = TrashItem.objects.get(path="a#b.md")
+    client.post(url("memory_forget", stores.private, key), follow=True)
+    item = TrashItem.objects.get(path=key)
     restored = client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    return restored, index
+
+
+def test_a_memory_no_index_line_can_name_is_forgotten_and_restored(client, stores, alice):
+    """`a#b.md` is a memory (`#` would be a link's fragment in MEMORY.md, so it has no line):
+    forgetting and restoring it put the bytes back and leave the index alone."""
+    data = b"---\nname: Hash\ndescription: a hash in its name\n---\nKeep me.\n"
+    restored, index = _forgotten_and_restored(client, stores, alice, "a#b.md", data)
     assert restored.status_code == 200
     assert "Restored a#b.md" in text(restored)
     assert (root(stores.private) / "a#b.md").read_bytes() == data
@@ -99,16 +106,7 @@ def test_a_memory_no_index_line_can_name_is_forgotten_and_restored(client, store
 
 def test_restoring_a_memory_that_was_not_listed_lists_it_no_more_than_before(client, stores, alice):
     """A restore is an undo: a memory MEMORY.md did not list comes back without a line."""
-    from memapp.stores.mirror import rescan_store
-    from memapp.stores.models import TrashItem
-
     data = b"---\nname: Loose\ndescription: never indexed\ntype: project\n---\nKeep me.\n"
-    (root(stores.private) / "project_loose.md").write_bytes(data)
-    rescan_store(stores.private)
-    index = (root(stores.private) / "MEMORY.md").read_bytes()
-    client.force_login(alice)
-    client.post(url("memory_forget", stores.private, "project_loose.md"), follow=True)
-    item = TrashItem.objects.get(path="project_loose.md")
-    client.post(reverse("trash_restore", args=[stores.private.pk, item.pk]), follow=True)
+    _, index = _forgotten_and_restored(client, stores, alice, "project_loose.md", data)
     assert (root(stores.private) / "project_loose.md").read_bytes() == data
     assert (root(stores.private) / "MEMORY.md").read_bytes() == index
