@@ -18,7 +18,7 @@ import pytest
 from memapp.stores.actions import do_save_memory
 from memapp.stores.models import Store
 from memapp.stores.projects import resolve_store
-from teamsync.models import TeamConflict
+from teamsync.models import BlockedFile, TeamConflict
 from tests.api.fake_anthropic import FakeAnthropic
 from tests.claude_code import ask_claude, install_hooks, needs_claude
 from tests.client.conftest import SLUG, topic
@@ -65,8 +65,12 @@ def test_the_model_gets_what_memhubs_hooks_add_and_nothing_twice(a, alice, fake,
         via="ui",
     )
     team = resolve_store(alice, SLUG, "team")
-    (Path(team.path) / "MEMORY.md").write_text("- [Deploys](deploys.md) — through ArgoCD\n")
+    (Path(team.path) / "MEMORY.md").write_text(
+        "- [Deploys](deploys.md) — through ArgoCD\n- [CI](reference_ci.md) — the runner's setup\n"
+    )
     TeamConflict.objects.create(store=team, key="deploys.md", kind="edit", ours="a", theirs="b")
+    # A file team sync keeps back: its line reaches no teammate, and no model either.
+    BlockedFile.objects.create(store=team, key="reference_ci.md", reason="secret", hits=[])
 
     sent = ask_claude(a, fake, PROMPT)
 
@@ -76,6 +80,7 @@ def test_the_model_gets_what_memhubs_hooks_add_and_nothing_twice(a, alice, fake,
     )
     assert "- [CI caches](" in session_start.split("\n\n", 2)[1]  # pulled before the model saw it
     assert '<team-memory-content source="shared">\n- [Deploys](deploys.md)' in session_start
+    assert "reference_ci.md" not in sent and "the runner's setup" not in sent
     assert (
         f"memhub: waiting for your review: team sync conflicts (1) at {server.url}/sync/"
         in session_start
