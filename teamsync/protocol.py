@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from django.http import Http404
 
@@ -24,12 +25,15 @@ from memapp.memdir.frontmatter import user_memories
 from memapp.memdir.index import merge_index
 from memapp.memdir.secret_gate import configure as configure_secret_gate
 from memapp.memdir.secret_gate import scan_for_push
+from memapp.memdir.secret_rules import SecretHit
 from memapp.memdir.store_files import (
+    INDEX_FILENAME,
     FileRejected,
     check_entries,
     check_key_neighbours,
     checksum,
     is_index_key,
+    read_file,
     read_store,
     store_checksums,
     store_keys,
@@ -135,6 +139,32 @@ def served_index(store: Store, key: str, data: bytes) -> bytes | None:
     served = without_entries(key, data, kept) if kept else data
     entropy = get_flags(store.project)["secrets_entropy_plugins"]
     return None if _flagged(key, served, entropy) else served
+
+
+class IndexForAgents(NamedTuple):
+    """How agents get a team store's MEMORY.md against the file: `hits`, the push gate's hits
+    (numbered as the file's lines) that keep it from every agent; `trimmed`, whether they get
+    it without the entries of files team sync keeps back."""
+
+    hits: list[SecretHit]
+    trimmed: bool
+
+
+def index_for_agents(store: Store) -> IndexForAgents:
+    """What :func:`served_index` makes of the team store's MEMORY.md, for its page. Nothing
+    when team sync keeps the index itself back (the Team sync page says why)."""
+    try:
+        data = read_file(Path(store.path) / INDEX_FILENAME)
+    except OSError:
+        return IndexForAgents([], trimmed=False)
+    if INDEX_FILENAME in kept_from_agents(store):
+        return IndexForAgents([], trimmed=False)
+    served = served_index(store, INDEX_FILENAME, data)
+    if served is not None:
+        return IndexForAgents([], trimmed=served != data)
+    configure_secret_gate(entropy=get_flags(store.project)["secrets_entropy_plugins"])
+    hits = scan_for_push({INDEX_FILENAME: data.decode("utf-8", "replace")})
+    return IndexForAgents(hits.get(INDEX_FILENAME, []), trimmed=False)
 
 
 def entry_checksums(store: Store) -> dict[str, str]:

@@ -69,7 +69,7 @@ def kept_back_message(shown: str) -> str:
 def flagged_index_message(shown: str) -> str:
     """What an agent is told of a team index it cannot have whole (`as_served`)."""
     return (
-        f"{shown} lists a file team sync keeps back, or holds what the secret rules flag in a "
-        "line of a file outside the shared repository, so memhub gives it to no agent whole "
-        "until a person fixes it (the team memory protocol serves it without those lines)."
+        f"{shown} lists a file team sync keeps back (the Team sync page says why), or a line "
+        "of it holds what the secret rules flag (the team store's page names the line), so "
+        "memhub gives it to no agent whole until a person fixes it."
     )

@@ -236,6 +236,31 @@ def test_a_store_without_an_index_says_so(client, stores, alice):
     assert meter(response, "line-meter") == ("", "0 / 200")
 
 
+def test_a_team_index_page_says_what_keeps_lines_or_the_index_from_agents(client, stores, alice):
+    """The team store's page shows its MEMORY.md, and says when agents get it otherwise
+    (docs/design.md §10): without the line of a file team sync keeps back, or not at all while
+    a line of a file the team repository lacks holds a secret, naming that line."""
+    from teamsync.models import BlockedFile
+
+    client.force_login(alice)
+    index = root(stores.team) / "MEMORY.md"
+    assert "keeps back" not in text(client.get(store_url(stores.team)))
+    index.write_text(index.read_text() + "- [CI](reference_ci.md) — the runner's setup\n")
+    BlockedFile.objects.create(store=stores.team, key="reference_ci.md", reason="secret", hits=[])
+    page = text(client.get(store_url(stores.team)))
+    assert "Agents get this index without the entries of files team sync keeps back" in page
+    assert "No agent gets this index" not in page
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    index.write_text(index.read_text() + f"- [Runner](runner.md) — its token is {token}\n")
+    page = text(client.get(store_url(stores.team)))
+    assert "No agent gets this index, not even teammates' agents" in page
+    assert "line 3: GitHub personal access token (github-pat)" in page
+    assert "without the entries of files" not in page  # the stronger notice only
+    # The private store's index goes to its owner's agents as it is: no notice.
+    assert "agents get" not in text(client.get(store_url(stores.private))).lower()
+
+
 # --- the memory list: filters, sorts, search, pages ------------------------------------------
 
 

@@ -31,6 +31,7 @@ from memapp.stores.models import MemoryFile, Store
 from memapp.stores.prompting import team_store_for
 from memapp.web.forms import FilterForm, unknown_type, unknown_type_warning
 from memapp.web.highlight import highlight, snippet
+from teamsync.protocol import index_for_agents
 
 PAGE_SIZE = 50
 
@@ -94,6 +95,8 @@ def store_detail(request: HttpRequest, store_id: int) -> HttpResponse:
         max_bytes=max_bytes,
         line_pct=min(100, round(100 * truncation.line_count / max_lines)),
         byte_pct=min(100, round(100 * truncation.byte_count / max_bytes)),
+        # What keeps a team index from every agent (docs/design.md §10), said where it is shown.
+        for_agents=index_for_agents(store) if store.kind == Store.Kind.TEAM else None,
     )
     return render(request, "memapp/store.html", context)
 
