@@ -32,7 +32,12 @@ from memapp.stores.events import record_event
 from memapp.stores.history import record_changes, record_index
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project, ProjectAlias, Store, Via
-from memapp.stores.projects import adopt_slug, find_project, may_create_project
+from memapp.stores.projects import (
+    adopt_slug,
+    canonical_ref,
+    find_project,
+    may_create_project,
+)
 from snapshots.models import Checkout, SnapshotDecision, upload_root
 from snapshots.targets import SCOPES, Target, snapshot_agents
 
@@ -401,6 +406,7 @@ def do_upload_snapshot(
             _check_names(probe.memory_dir(agent, scope), files, {MARKER_FILENAME})
     named = {"snapshot": snapshot or {}, **{s: f for s, f in scopes.items() if f is not None}}
     _check_contents(named)
+    project_ref = canonical_ref(project_ref)  # `acme/app.git` is `acme/app`
     project = find_project(project_ref) or (find_project(alias) if alias else None)
     with transaction.atomic():
         if project is None:

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memapp.memdir.frontmatter import MEMORY_TYPES
-from memapp.stores.projects import valid_project_key
+from memapp.stores.projects import canonical_ref, valid_project_key
 
 STORE_SCOPES = ("private", "team")
 RECALL_SCOPES = (*STORE_SCOPES, "both")  # named in the schema by ENUM_NAME_OVERRIDES
@@ -93,6 +93,7 @@ class ProjectRefSerializer(StrictSerializer):
     )
 
     def validate_project(self, value: str) -> str:
+        value = canonical_ref(value)  # `acme/app.git` and a remote URL are `acme/app`
         if not valid_project_key(value):
             raise serializers.ValidationError(
                 "Use the repo slug `owner/repo` or the sanitized memory dir name (letters, "

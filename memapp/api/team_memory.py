@@ -18,7 +18,7 @@ from memapp.api.errors import error_body, status_for
 from memapp.api.serializers import ErrorSerializer, TeamMemoryPutSerializer
 from memapp.api.stores import etag_value
 from memapp.memdir.store_files import FileRejected, checksum
-from memapp.stores.projects import REPO_SLUG_RE
+from memapp.stores.projects import REPO_SLUG_RE, canonical_ref
 from teamsync.protocol import (
     NoTeamMemory,
     do_put_team_memory,
@@ -36,7 +36,7 @@ def _error(status_code: int, code: str, message: str, **details) -> Response:
 
 
 def _repo_slug(request: Request) -> str | None:
-    slug = request.query_params.get("repo", "")
+    slug = canonical_ref(request.query_params.get("repo", ""))  # `acme/app.git` is `acme/app`
     return slug if _SLUG.fullmatch(slug) else None
 
 

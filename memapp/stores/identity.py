@@ -10,13 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 
 from memapp.memdir.store_files import INDEX_FILENAME, read_store
 from memapp.stores.actions import do_put_files, free_path
 from memapp.stores.events import record_event
 from memapp.stores.models import Project, ProjectAlias, Store, Via
-from memapp.stores.projects import DIRNAME_RE, REPO_SLUG_RE
+from memapp.stores.projects import DIRNAME_RE, REPO_SLUG_RE, canonical_ref, projects_named
 
 
 class IdentityError(ValueError):
@@ -24,16 +23,13 @@ class IdentityError(ValueError):
 
 
 def _holder(name: str, *, besides: Project) -> Project | None:
-    """The other project already known by `name` (key, slug or alias), if any."""
-    return (
-        Project.objects.filter(Q(key=name) | Q(repo_slug=name) | Q(aliases__name=name))
-        .exclude(pk=besides.pk)
-        .first()
-    )
+    """The other project already known by `name` (key, slug or alias, as agents' lookups
+    match it: a slug in any case), if any."""
+    return projects_named(name).exclude(pk=besides.pk).first()
 
 
 def check_slug(slug: str) -> str:
-    slug = slug.strip()
+    slug = canonical_ref(slug.strip())
     if not REPO_SLUG_RE.fullmatch(slug):
         raise IdentityError(
             f"{slug!r} is not a repo slug: write it as owner/repo (e.g. acme/payments), "
@@ -43,7 +39,7 @@ def check_slug(slug: str) -> str:
 
 
 def check_alias(name: str, project: Project) -> str:
-    name = name.strip()
+    name = canonical_ref(name.strip())
     if not (REPO_SLUG_RE.fullmatch(name) or DIRNAME_RE.fullmatch(name)) or len(name) > 255:
         raise IdentityError(
             f"{name!r} is not a project name: an alias is an owner/repo slug or a Claude Code "

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.http import Http404
 
 from memapp.memdir.memory_dirs import PRIVATE_EXCLUDE
-from memapp.memdir.paths import sanitize_path
+from memapp.memdir.paths import parse_repo_slug, sanitize_path
 from memapp.stores.flags import get_flag
 from memapp.stores.models import Project, ProjectAlias, Store
 from memapp.stores.warm import remembered
@@ -28,27 +28,51 @@ def valid_project_key(key: str) -> bool:
     return bool(REPO_SLUG_RE.fullmatch(key) or DIRNAME_RE.fullmatch(key))
 
 
+def canonical_ref(ref: str) -> str:
+    """The name memhub keeps for a repository an agent or a person may spell several ways
+    (docs/design.md §1): a git remote URL is its `owner/repo` (`git@github.com:acme/app.git`,
+    `https://github.com/acme/app`, `ssh://…`), and a slug's `.git` is dropped (`acme/app.git`,
+    `acme/app.GIT`), as git hosts serve a repository by both and name none with that ending.
+    Any other name is kept as it is.
+
+    Without it `acme/app.git` was a second project of the same repository, with a team folder
+    of its own, which anyone allowed to create projects could make."""
+    slug = parse_repo_slug(ref) or (ref if REPO_SLUG_RE.fullmatch(ref) else None)
+    if slug is None:
+        return ref
+    owner, repo = slug.split("/")
+    if repo[-4:].lower() == ".git" and repo[:-4] not in ("", ".", ".."):
+        repo = repo[:-4]
+    return f"{owner}/{repo}"
+
+
 def _named(ref: str, prefix: str = "") -> Q:
-    """A project's names: its key, its repo slug and its aliases (docs/design.md §1). A repo
-    slug names its project in any case, as GitHub's do (`ACME/Widgets` is `acme/widgets`):
-    matched exactly, a client spelling it otherwise made a second project, and a second
-    folder in the shared team repository that macOS and Windows see as one. A directory
-    name (an alias, or a key that is not a slug) is matched exactly, as Linux paths differ
-    by case."""
+    """A project's names: its key, its repo slug and its aliases (docs/design.md §1), `ref`
+    read as `canonical_ref` reads it. A repo slug names its project in any case, as GitHub's
+    do (`ACME/Widgets` is `acme/widgets`, and so is an old slug kept as an alias): matched
+    exactly, a client spelling it otherwise made a second project, and a second folder in the
+    shared team repository that macOS and Windows see as one. A directory name (an alias, or
+    a key that is not a slug) is matched exactly, as Linux paths differ by case."""
+    ref = canonical_ref(ref)
     match = "iexact" if REPO_SLUG_RE.fullmatch(ref) else "exact"
+    aliases = ProjectAlias.objects.filter(**{f"name__{match}": ref})
     return (
         Q(**{f"{prefix}key__{match}": ref})
         | Q(**{f"{prefix}repo_slug__{match}": ref})
-        | Q(**{f"{prefix}pk__in": ProjectAlias.objects.filter(name=ref).values("project")})
+        | Q(**{f"{prefix}pk__in": aliases.values("project")})
     )
+
+
+def projects_named(ref: str):
+    """Every project `ref` is a name of (one, unless staff gave two the same name before
+    names were compared this way), oldest first."""
+    return Project.objects.filter(_named(ref)).order_by("pk")
 
 
 def find_project(ref: str) -> Project | None:
-    """By key (`owner/repo` or a sanitized directory name), repo slug or alias (kept by a warm
-    worker: memapp.stores.warm)."""
-    return remembered(
-        ("project", ref), lambda: Project.objects.filter(_named(ref)).order_by("pk").first()
-    )
+    """By key (`owner/repo` or a sanitized directory name), repo slug or alias, however the
+    repository is spelt (`canonical_ref`); kept by a warm worker: memapp.stores.warm."""
+    return remembered(("project", ref), lambda: projects_named(ref).first())
 
 
 # Whether a name is already taken outside memhub (a folder of the shared team repository):
@@ -83,8 +107,8 @@ def may_create_project(user, key: str) -> bool:
     """Whether `user` may create a project named `key` (`protocol_project_creation`, on every
     path that creates one). A name the shared team repository already holds is claimed only
     by staff: creating it would hand its team memory to whoever asked first."""
-    if not user.is_authenticated or not valid_project_key(key):
-        return False
+    if not user.is_authenticated or not valid_project_key(key) or canonical_ref(key) != key:
+        return False  # another spelling of a repository is never a project of its own
     if user.is_staff:
         return True
     if get_flag("protocol_project_creation") != "everyone":
@@ -120,6 +144,7 @@ def resolve_store(
     """Like `_resolve_store`, with a read-only fast path for the common case: the user's own
     private store of a known project (no write transaction, so no SQLite write lock); kept by
     a warm worker (memapp.stores.warm: making a store or a project replaces the stamp)."""
+    project_ref = canonical_ref(project_ref)
     key = ("resolved-store", user.pk, project_ref, scope, alias, create, new_project)
     return remembered(
         key, lambda: _find_store(user, project_ref, scope, alias, create, new_project)
