@@ -8,7 +8,6 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from django.db import transaction
-from django.http import Http404
 from django.utils import timezone
 
 from memapp.memdir.agent_snapshots import (
@@ -33,6 +32,7 @@ from memapp.stores.history import record_changes, record_index
 from memapp.stores.mirror import rescan_store
 from memapp.stores.models import Project, ProjectAlias, Store, Via
 from memapp.stores.projects import (
+    NoProject,
     adopt_slug,
     canonical_ref,
     find_project,
@@ -387,6 +387,9 @@ def do_upload_snapshot(
 
     A scope sent with a marker naming a decided snapshot version confirms that the agent's
     machine carried the decision out.
+
+    Raises `NoProject` for a project the user is no member of, as for one that does not exist
+    and they may not create; `UploadRejected` for what fails a check. Nothing is made then.
     """
     try:
         agent = agent_memory_dir(agent_type, "project", repo="/").name
@@ -411,9 +414,13 @@ def do_upload_snapshot(
     with transaction.atomic():
         if project is None:
             if not may_create_project(user, project_ref):
-                raise Http404("No such project.")
+                raise NoProject(project_ref)
             project = Project.objects.create(key=project_ref)
             project.members.add(user)
+        elif not project.members.filter(pk=user.pk).exists():
+            # Nothing is made in someone else's project, and the answer is an unknown
+            # project's, so it tells nothing of which exist (docs/design.md §1).
+            raise NoProject(project_ref)
         checkout = _upload_checkout(user, project)
     snapshot_path = checkout.repo / ".claude" / SNAPSHOTS_FOLDER / agent
     dirs = {scope: checkout.memory_dir(agent, scope) for scope in SCOPES}

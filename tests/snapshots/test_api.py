@@ -13,7 +13,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from memapp.memdir.agent_snapshots import MARKER_FILENAME
+from memapp.stores.members import do_remove_member
 from memapp.stores.models import Project, Store
+from memapp.stores.projects import no_project_message
 from memapp.stores.tokens import do_create_api_token
 from snapshots.models import Checkout, SnapshotDecision
 from tests.snapshots.conftest import LOCAL, SLUG, SNAPSHOT, T1, T2, review_url, topic
@@ -215,6 +217,7 @@ def test_an_upload_checks_sizes_scopes_and_agent_types(alice):
 
 def test_uploads_are_per_user(client, alice, bob):
     api(alice).put(URL.format(SLUG, "reviewer"), upload(user=synced(LOCAL, T1)), format="json")
+    Project.objects.get(key=SLUG).members.add(bob)
     bob_api = api(bob)
     assert bob_api.get(URL.format(SLUG, "reviewer")).status_code == 404
     checkout = Checkout.objects.get()
@@ -223,5 +226,26 @@ def test_uploads_are_per_user(client, alice, bob):
     bob_api.put(URL.format(SLUG, "reviewer"), upload(), format="json")
     assert Checkout.objects.count() == 2
     assert bob_api.get(URL.format(SLUG, "reviewer")).json()["checkout"]["id"] != checkout.pk
-    project = Project.objects.get(key=SLUG)
-    assert not project.members.filter(pk=bob.pk).exists()  # an upload grants no team access
+
+
+def test_an_upload_naming_a_project_of_others_is_answered_as_for_none(alice, bob, charlie):
+    """Charlie belongs to nothing: his upload naming alice's project is answered as one naming
+    a project that does not exist (docs/design.md §1), so it tells him nothing of which do,
+    and makes nothing in it; bob, taken out of the project, is answered so from his next
+    upload on, and what he uploaded while a member stays his."""
+    project = Project.objects.create(key=SLUG, repo_slug=SLUG)
+    project.members.add(alice, bob)
+    assert api(bob).put(URL.format(SLUG, "reviewer"), upload(), format="json").status_code == 200
+    do_remove_member(project, bob, by=alice)
+    for user in (charlie, bob):
+        for name in (SLUG, "acme/nothing"):
+            response = api(user).put(URL.format(name, "reviewer"), upload(), format="json")
+            assert response.status_code == 404, (user, name)
+            assert response.json()["error"] == {
+                "code": "no_project",
+                "message": no_project_message(name),
+                "details": {},
+            }
+    assert list(Checkout.objects.values_list("owner__username", flat=True)) == ["bob"]
+    assert not Store.objects.filter(owner=charlie).exists()
+    assert list(project.members.all()) == [alice]
