@@ -127,9 +127,14 @@ if MEMHUB_OIDC_ISSUER and not MEMHUB_OIDC_CLIENT_ID:
     raise ImproperlyConfigured("MEMHUB_OIDC_ISSUER is set: set MEMHUB_OIDC_CLIENT_ID too.")
 if not MEMHUB_PASSWORD_LOGIN and not MEMHUB_OIDC_ISSUER:
     raise ImproperlyConfigured("MEMHUB_PASSWORD_LOGIN=0 needs single sign-on (MEMHUB_OIDC_ISSUER).")
-AUTHENTICATION_BACKENDS = ["memapp.web.sso.SSOBackend"] if MEMHUB_OIDC_ISSUER else []
-if MEMHUB_PASSWORD_LOGIN:
-    AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")
+# Who may sign in how, the one list of them: the login throttle first, as axes asks (it only
+# refuses, docs/design.md §25), single sign-on when it is on, and passwords unless
+# MEMHUB_PASSWORD_LOGIN=0, on every login page, the admin's included.
+AUTHENTICATION_BACKENDS = [
+    "memapp.web.login_throttle.LoginThrottleBackend",
+    *(["memapp.web.sso.SSOBackend"] if MEMHUB_OIDC_ISSUER else []),
+    *(["django.contrib.auth.backends.ModelBackend"] if MEMHUB_PASSWORD_LOGIN else []),
+]
 # mozilla-django-oidc's own settings: authorization code with PKCE, RS256 id tokens.
 OIDC_RP_SIGN_ALGO = "RS256"
 OIDC_RP_SCOPES = "openid email profile"
@@ -278,10 +283,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttling (django-axes, docs/design.md §25): MEMHUB_LOGIN_FAILURES failed logins for
 # one username or from one address, then a wait of MEMHUB_LOGIN_LOCKOUT_MINUTES (each further
 # try restarts it). Staff unlock from the admin's "Access attempts" or `manage.py axes_reset`.
-AUTHENTICATION_BACKENDS = [
-    "memapp.web.login_throttle.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
+# Its backend is in AUTHENTICATION_BACKENDS above.
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 AXES_FAILURE_LIMIT = env_int("MEMHUB_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMHUB_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))

@@ -173,3 +173,42 @@ def test_with_passwords_off_an_invitation_is_accepted_through_single_sign_on(
     assert "Sign in with single sign-on" in page and 'name="password1"' not in page
     _sign_in(client, provider)
     assert project.members.get().email == "dana@example.com"
+
+
+SIGN_IN_AT_THE_ADMIN = """
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+get_user_model().objects.create_superuser("sam", password="a long password 1")
+client = Client(HTTP_HOST="localhost")
+answer = client.post(
+    "/admin/login/?next=/admin/", {"username": "sam", "password": "a long password 1"}
+)
+print("signed in" if "_auth_user_id" in client.session else "refused")
+print("sso" if "memapp.web.sso.SSOBackend" in settings.AUTHENTICATION_BACKENDS else "no sso")
+"""
+
+
+@pytest.mark.parametrize(
+    ("passwords", "said"), [("0", ["refused", "sso"]), ("1", ["signed in", "sso"])]
+)
+def test_the_settings_keep_single_sign_on_and_passwords_off_means_off_everywhere(
+    tmp_path, passwords, said
+):
+    """As started from the environment, not as the other tests set them: the login
+    throttle's list of backends once replaced the one these settings make, so single sign-on
+    signed nobody in (its backend was gone) and with MEMHUB_PASSWORD_LOGIN=0 the admin's
+    login page still took staff's passwords."""
+    from tests.test_env import manage
+
+    env = {
+        "MEMHUB_OIDC_ISSUER": "https://sso.example.com",
+        "MEMHUB_OIDC_CLIENT_ID": CLIENT_ID,
+        "MEMHUB_PASSWORD_LOGIN": passwords,
+        "MEMHUB_DISCOVER": "0",
+        "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
+    }
+    assert manage(tmp_path, "migrate", **env).returncode == 0
+    result = manage(tmp_path, "shell", "--no-imports", "-c", SIGN_IN_AT_THE_ADMIN, **env)
+    assert result.stdout.splitlines() == said, result.stderr
