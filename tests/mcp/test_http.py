@@ -9,8 +9,9 @@ import pytest
 from django.utils import timezone
 
 from memapp.lifecycle.models import Proposal
-from memapp.stores.actions import do_save_memory
+from memapp.stores.actions import do_put_files, do_save_memory
 from memapp.stores.flags import set_flag
+from memapp.stores.members import do_remove_member
 from memapp.stores.models import ApiToken, Event, MemoryVersion, Project, TrashItem
 from memapp.stores.projects import resolve_store
 from memapp.stores.tokens import do_create_api_token
@@ -528,3 +529,39 @@ def test_a_view_range_outside_the_file_is_said_not_answered_with_nothing(server,
     assert _text(middle) == "     5\t---\n     6\tRun make."
     assert after.is_error and "view_range starts at line 100; the file has 6." in _text(after)
     assert backwards.is_error and "ends at line 2, before its first line 5" in _text(backwards)
+
+
+def test_a_member_taken_out_of_the_project_reads_no_more_of_its_team_memory(
+    server, alice, bob, project
+):
+    """Bob's token stays his, and so does his private store; the team's files, listing and
+    resources are gone for him from the next request on (docs/design.md §1)."""
+    team = resolve_store(alice, SLUG, "team")
+    do_put_files(team, alice, {"project_build.md": TOPIC}, via="api")
+    resolve_store(bob, SLUG, "private")
+    _, bob_token = do_create_api_token(bob, "bob's laptop")
+    calls = (
+        ("memory", {"command": "view", "path": "/memories/team/project_build.md"}),
+        ("memory", {"command": "view", "path": "/memories/team"}),
+        ("recall", {"query": "how to build with make"}),
+    )
+
+    async def resources(client):
+        return await client.list_resources()
+
+    def team_uris():
+        listing = over_http(f"{server.url}/mcp/{SLUG}/", bob_token, resources)
+        return [str(r.uri) for r in listing.resources if "/team/" in str(r.uri)]
+
+    before = _tools(server, token=bob_token)(*calls)
+    assert all(
+        "Run make" in _text(result) or "project_build.md" in _text(result) for result in before
+    )
+    assert team_uris()
+    do_remove_member(project, bob, by=alice)
+    viewed, listed, recalled = _tools(server, token=bob_token)(*calls)
+    for refused in (viewed, listed):
+        assert refused.is_error
+        assert _text(refused).endswith("This project has no team memory you can use.")
+    assert "Run make" not in _text(recalled)
+    assert team_uris() == []
