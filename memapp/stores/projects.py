@@ -103,12 +103,20 @@ def no_project_message(ref: str) -> str:
     )
 
 
+def valid_new_project_key(key: str) -> bool:
+    """Whether a project may be made under `key`: a valid key (:func:`valid_project_key`) as
+    :func:`canonical_ref` spells it (another spelling of a repository is never a project of
+    its own), in ASCII as git hosts spell their names: `ａｃｍｅ/app` (full-width letters) or
+    `аcme/app` (a Cyrillic а) would read as acme/app to a person choosing among projects."""
+    return valid_project_key(key) and key.isascii() and canonical_ref(key) == key
+
+
 def may_create_project(user, key: str) -> bool:
     """Whether `user` may create a project named `key` (`protocol_project_creation`, on every
     path that creates one). A name the shared team repository already holds is claimed only
     by staff: creating it would hand its team memory to whoever asked first."""
-    if not user.is_authenticated or not valid_project_key(key) or canonical_ref(key) != key:
-        return False  # another spelling of a repository is never a project of its own
+    if not user.is_authenticated or not valid_new_project_key(key):
+        return False
     if user.is_staff:
         return True
     if get_flag("protocol_project_creation") != "everyone":

@@ -25,7 +25,7 @@ from memapp.memdir.index import MAX_ENTRY_CHARS
 from memapp.stores.events import EVENT_FIELDS
 from memapp.stores.flags import FLAGS, FlagError, FlagSpec
 from memapp.stores.models import FlagValue, Project, Store
-from memapp.stores.projects import canonical_ref, find_project, valid_project_key
+from memapp.stores.projects import canonical_ref, find_project, valid_new_project_key
 from memapp.web.event_story import kind_label
 from snapshots.actions import ALLOWED
 from snapshots.models import Checkout, SnapshotDecision
@@ -330,9 +330,10 @@ class ProjectForm(forms.Form):
 
     def clean_key(self) -> str:
         key = canonical_ref(self.cleaned_data["key"].strip())
-        if not valid_project_key(key):
+        if not valid_new_project_key(key):
             raise forms.ValidationError(
-                "Use owner/repo (e.g. acme/widgets) or letters, digits and dashes only."
+                "Use owner/repo in plain letters, digits, dots, dashes and underscores (e.g. "
+                "acme/widgets), or letters, digits and dashes only."
             )
         # By any of its names (`ACME/Widgets`, an old slug): never a second project of one repo.
         existing = find_project(key)

@@ -132,3 +132,26 @@ def test_a_non_member_is_told_the_same_whichever_spelling_he_tried(charlie, proj
         assert answer.status_code == 404, spelling
         said = answer.json()["error"]["message"]
         assert said.casefold() == no_project_message(SLUG).casefold(), spelling
+
+
+LOOK_ALIKES = ["ａｃｍｅ/widgets", "\u0430cme/widgets", "acme/widgets\u200b"]  # fmt: skip
+
+
+@pytest.mark.parametrize("spelling", LOOK_ALIKES)
+def test_nobody_makes_a_project_whose_name_only_looks_like_another(
+    client, project, charlie, sam, spelling
+):
+    """Full-width letters, a Cyrillic а or a zero-width space read as acme/widgets to a person
+    choosing among projects; git hosts name repositories in ASCII, so no new project is made
+    under such a name, by an agent or by staff."""
+    set_flag("protocol_project_creation", "everyone")
+    answer = api_client(charlie).post(
+        "/api/v1/stores/resolve", {"project": spelling, "scope": "private"}, format="json"
+    )
+    assert answer.status_code == 404
+    assert answer.json()["error"]["code"] == "no_project"
+    client.force_login(sam)
+    page = client.post(reverse("project_create"), {"key": spelling})
+    assert "Use owner/repo in plain letters" in page.content.decode()
+    assert list(Project.objects.values_list("key", flat=True)) == [SLUG]
+    assert not Store.objects.filter(owner=charlie).exists()
