@@ -486,6 +486,16 @@ _RULES: tuple[_Rule, ...] = (
         ("shpss_",),
         r"shpss_[a-fA-F0-9]{32}",
     ),
+    # memhub's own API tokens: "mh_" + 43 URL-safe base64 characters (`secrets.token_urlsafe(32)`,
+    # memapp/stores/tokens.py), which an agent that calls memhub's API writes down as readily
+    # as any other (memhub).
+    _rule(
+        "memhub-api-token",
+        "memhub API token",
+        ("mh_",),
+        rf"{_NOT_AFTER_WORD}mh_{_B64URL}{{43}}(?!{_B64URL})",
+        mixed=True,
+    ),
     # PEM/OpenSSH/PGP private keys: the BEGIN line followed by a base64 body (a header line
     # or two such as "Proc-Type:" may come first). A bare BEGIN line in prose is not a key.
     _rule(

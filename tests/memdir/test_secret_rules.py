@@ -35,7 +35,8 @@ DESIGN_RULE_IDS = [
     "databricks-api-token", "hashicorp-tf-api-token", "pulumi-api-token", "postman-api-token",
     "grafana-api-key", "grafana-cloud-api-token", "grafana-service-account-token",
     "sentry-user-token", "sentry-org-token", "stripe-access-token", "shopify-access-token",
-    "shopify-shared-secret", "private-key", "url-query-credential", "quoted-password",
+    "shopify-shared-secret", "memhub-api-token", "private-key", "url-query-credential",
+    "quoted-password",
     "command-line-password", "secret-assignment", "command-line-user-password",
 ]  # fmt: skip
 
@@ -117,6 +118,7 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         "stripe-access-token": "sk_live_" + pick(ALNUM, 99),
         "shopify-access-token": "shpat_" + pick(HEX, 32),
         "shopify-shared-secret": "shpss_" + pick(HEX, 32),
+        "memhub-api-token": "mh_" + pick(B64URL, 43),
         "private-key": f"-----BEGIN RSA PRIVATE KEY-----\n{pem_lines}\n"
         "-----END RSA PRIVATE KEY-----",
         "url-query-credential": "https://hooks.example.com/notify?source=ci&access_token="

@@ -147,3 +147,32 @@ def test_no_planted_value_reaches_the_remote_by_share_import_put_or_sync(
     everything = history(remote) + every_object(remote)
     assert "Imported as it is." in everything  # the search below looks where content lands
     assert [value for value in planted if value in everything] == []
+
+
+# Shapes a person or an agent writes that no provider's token format and no `KEY=value` names:
+# memhub's own API token, an HTTP Authorization header, a password in a URL with no user, a
+# .netrc block, a Markdown table row (the value must never reach the remote).
+_WRITTEN = [
+    ("Our memhub token for CI is {v}, scope team_write.",
+     "mh_Qm7Lx2Vt9Pz4Rn8KwJ3bH6sYc1Fd5Ge0Ta8Uo2IkWe{n}"),
+]  # fmt: skip
+
+
+def test_written_shapes_never_reach_the_remote(team_store, remote):
+    values = []
+    for i, (line, value) in enumerate(_WRITTEN):
+        value = value.format(n=i)
+        values.append(value)
+        body = f"How we reach it:\n\n{line.format(v=value)}\n"
+        (Path(team_store.path) / f"written_{i}.md").write_text(memory(f"Written {i}", body))
+    (Path(team_store.path) / "clean.md").write_text(memory("Clean", "Nothing secret.\n"))
+
+    report = do_sync_team()
+
+    assert report.pushed
+    assert set(tip_files(remote, FOLDER)) == {"clean.md"}
+    blocked = set(BlockedFile.objects.filter(store=team_store).values_list("key", flat=True))
+    assert blocked == {f"written_{i}.md" for i in range(len(_WRITTEN))}
+    everything = history(remote) + every_object(remote)
+    assert "Nothing secret." in everything
+    assert [value for value in values if value in everything] == []
