@@ -588,6 +588,22 @@ _RULES: tuple[_Rule, ...] = (
         group="value",
         generic=True,
     ),
+    # An HTTP Authorization header's credentials, as curl, code and notes write them:
+    # `-H 'Authorization: Bearer …'`, `{"Authorization": "Basic …"}`, `Authorization: Token …`
+    # (memhub). Bearer tokens are often opaque (no provider's prefix), and Basic's is the
+    # base64 of `user:password`. `Bearer $TOKEN`, `Bearer ${{ … }}` and `<token>` are not values.
+    _rule(
+        "authorization-header",
+        "Credentials in an Authorization header",
+        ("authorization",),
+        r"(?i:authorization)[\"']?[ \t]{0,20}(?::|=>?)[ \t]{0,20}[\"']?"
+        r"(?i:bearer|basic|token|digest)[ \t]+(?P<value>[A-Za-z0-9._~+/=-]{8,2048}+)" + _VALUE_END,
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+        anchored=True,
+    ),
 )
 
 RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}  # one id may have two forms

@@ -38,6 +38,7 @@ DESIGN_RULE_IDS = [
     "shopify-shared-secret", "memhub-api-token", "private-key", "url-query-credential",
     "quoted-password",
     "command-line-password", "secret-assignment", "command-line-user-password",
+    "authorization-header",
 ]  # fmt: skip
 
 
@@ -139,6 +140,7 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         + pick(string.ascii_lowercase, 4)
         + digits(2)
         + pick(ALNUM, 8),
+        "authorization-header": '"Authorization": "Bearer ' + pick(B64URL, 40) + '"',
     }
 
 
@@ -364,6 +366,12 @@ def test_a_private_key_inside_a_json_string_is_caught():
         "static void GLC_CreateLightmapTextureArray(void);",
         "sk_test_mode_is_enabled_for_this_environment",
         "the UPPERCASE_HEX SK0123456789ABCDEF0123456789ABCDEF0 is one char too long",
+        "Send the token as an `Authorization: Bearer <token>` header (RFC 6750).",
+        "headers = {'Authorization': f'Bearer {api_key}'}",
+        'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/user',
+        "Authorization: Bearer ${{ secrets.DEPLOY_TOKEN }}",
+        "Authorization: Bearer YOUR_ACCESS_TOKEN",
+        "authorization: bearer access_token_from_the_login_step",
     ],
 )
 def test_placeholders_and_near_misses_are_not_hits(text):

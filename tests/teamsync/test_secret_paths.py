@@ -155,6 +155,11 @@ def test_no_planted_value_reaches_the_remote_by_share_import_put_or_sync(
 _WRITTEN = [
     ("Our memhub token for CI is {v}, scope team_write.",
      "mh_Qm7Lx2Vt9Pz4Rn8KwJ3bH6sYc1Fd5Ge0Ta8Uo2IkWe{n}"),
+    ("curl -H 'Authorization: Bearer {v}' https://api.internal.example/v1/health",
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a{n}"),
+    ("curl -H 'Authorization: Basic {v}' https://ci.example.com",
+     "ZGVwbG95OlRxOHZSMm1LOXpMcFh3N{n}=="),
+    ('headers = {{"Authorization": "Token {v}"}}', "Lm4Qx8Rt2Vz6Kp0Wn3Ys{n}"),
 ]  # fmt: skip
 
 
