@@ -604,6 +604,20 @@ _RULES: tuple[_Rule, ...] = (
         generic=True,
         anchored=True,
     ),
+    # A password in a URL's user part: `redis://:…@cache:6379`, `amqp://deploy:…@mq`,
+    # `https://user:…@git.example.com` (memhub). detect-secrets' Basic Auth plugin needs a user
+    # name before the colon, and the fast rules (all that memhub-agent runs) had none; only
+    # the password is the secret, judged as secret-assignment's value is.
+    _rule(
+        "url-password",
+        "Password in a URL",
+        ("://",),
+        r"://[^\s:/?#@\[\]\"'`<>]{0,64}:(?P<value>[^\s/?#@\[\]\"'`<>]{8,256}+)@",
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+    ),
 )
 
 RULES: dict[str, str] = {rule.id: rule.label for rule in _RULES}  # one id may have two forms

@@ -86,13 +86,14 @@ def test_a_clean_push_gives_an_empty_result():
     assert secretgate.scan_for_push({"a.md": "Nothing to see.\n", "b.md": ""}) == {}
 
 
-# What each kind of detect_secrets_kinds is flagged as: a secret-named key given a value is the
-# fast rules' now (and reported once, by them); the others only detect-secrets knows.
+# What each kind of detect_secrets_kinds is flagged as: a secret-named key given a value and a
+# password in a URL are the fast rules' now (and reported once, by them); the others only
+# detect-secrets knows.
 GATE_FLAGS = {
     "Secret Keyword": ["secret-assignment"],
     "AWS secret key": ["secret-assignment"],
     "JSON Web Token": [DS + "JSON Web Token"],
-    "Basic Auth Credentials": [DS + "Basic Auth Credentials"],
+    "Basic Auth Credentials": ["url-password"],
 }
 
 

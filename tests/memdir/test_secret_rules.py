@@ -38,7 +38,7 @@ DESIGN_RULE_IDS = [
     "shopify-shared-secret", "memhub-api-token", "private-key", "url-query-credential",
     "quoted-password",
     "command-line-password", "secret-assignment", "command-line-user-password",
-    "authorization-header",
+    "authorization-header", "url-password",
 ]  # fmt: skip
 
 
@@ -141,6 +141,7 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         + digits(2)
         + pick(ALNUM, 8),
         "authorization-header": '"Authorization": "Bearer ' + pick(B64URL, 40) + '"',
+        "url-password": "redis://:" + pick(ALNUM, 20) + "@cache.internal:6379/0",
     }
 
 
@@ -372,6 +373,11 @@ def test_a_private_key_inside_a_json_string_is_caught():
         "Authorization: Bearer ${{ secrets.DEPLOY_TOKEN }}",
         "Authorization: Bearer YOUR_ACCESS_TOKEN",
         "authorization: bearer access_token_from_the_login_step",
+        "DATABASE_URL=postgres://app:${DB_PASSWORD}@db.internal:5432/app",
+        "postgres://postgres:postgres@localhost:5432/test",
+        "Clone with https://oauth2:$CI_JOB_TOKEN@gitlab.example.com/acme/app.git",
+        "http://[::1]:8000/admin@home and http://localhost:8000/a:b@c",
+        "Use the form redis://:<password>@host:6379 (see the runbook).",
     ],
 )
 def test_placeholders_and_near_misses_are_not_hits(text):

@@ -160,6 +160,7 @@ _WRITTEN = [
     ("curl -H 'Authorization: Basic {v}' https://ci.example.com",
      "ZGVwbG95OlRxOHZSMm1LOXpMcFh3N{n}=="),
     ('headers = {{"Authorization": "Token {v}"}}', "Lm4Qx8Rt2Vz6Kp0Wn3Ys{n}"),
+    ("REDIS_URL=redis://:{v}@cache.internal:6379/0", "Hk3nP9xQ2vL7mR4t{n}"),
 ]  # fmt: skip
 
 
