@@ -561,14 +561,14 @@ _RULES: tuple[_Rule, ...] = (
         anchored=True,
     ),
     # A secret-named key given a value: `export DB_PASSWORD=…`, `AWS_SECRET_ACCESS_KEY=…` in a
-    # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`
-    # (memhub). Only the value counts, and only one that is neither code, nor a path, nor a
-    # placeholder (see `_assigned_secret`).
+    # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`,
+    # `| DB_PASSWORD | … |` in a Markdown table (memhub). Only the value counts, and only one
+    # that is neither code, nor a path, nor a placeholder (see `_assigned_secret`).
     _rule(
         "secret-assignment",
         "Secret assigned to a secret-named key",
         ("secret", "passw", "passp", "pwd", "token", "api", "access", "private", "auth"),
-        rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:)\*{{0,2}}[ \t]{{0,20}}"
+        rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:|\|)\*{{0,2}}[ \t]{{0,20}}"
         rf"(?P<q>[\"'`]?){_VALUE}(?P=q){_VALUE_END}",
         min_entropy=2.5,
         check=_assigned_secret,

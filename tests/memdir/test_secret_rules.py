@@ -489,6 +489,8 @@ SHAPES_CAUGHT = {
         ("**Password:** `Tq8!mZ2pLx`", "Tq8!mZ2pLx"),
         ("passphrase=Correct-Horse-7-Battery", "Correct-Horse-7-Battery"),
         ("[db]\npassword = Rk4v.Lm9q/Zx2", "Rk4v.Lm9q/Zx2"),
+        ("| DB_PASSWORD | `Vb6nT3qW8zKx2Lm` | staging |", "Vb6nT3qW8zKx2Lm"),
+        ("| **Password** | Tq8!mZ2pLx |", "Tq8!mZ2pLx"),
     ],
     "command-line-password": [
         ("docker login -u deploy -p dckr_pat_2b3e36beeb386dfd registry", "dckr_pat_2b3e"),
@@ -525,6 +527,9 @@ SHAPES_CLEAN = [
     "max_tokens: 4096",
     "TOKEN_URL=https://auth.example.com/oauth/token",
     "DB_PASSWORD_FILE=/run/secrets/db_password",
+    "| token | string | The access token the login step returned |",
+    "| password | required | At least 12 characters, rotated yearly |",
+    "| Secret | Kubernetes | where the chart reads it from |",
     "password: see 1Password vault",
     "password: [REDACTED:Password in quotes]",
     "The password: rotated every quarter.",
