@@ -604,6 +604,19 @@ _RULES: tuple[_Rule, ...] = (
         generic=True,
         anchored=True,
     ),
+    # A .netrc entry (curl, git, pip and ftp read `~/.netrc`): `machine … login … password …`,
+    # on one line or several (memhub). Only the password is the secret.
+    _rule(
+        "netrc-password",
+        "Password in a .netrc entry",
+        ("login",),
+        r"(?<![\w-])login[ \t]+\S{1,128}\s{1,40}password[ \t]+"
+        rf"(?P<value>[^\s\"'`,;)\]}}]{{8,256}}+){_VALUE_END}",
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+    ),
     # A password in a URL's user part: `redis://:…@cache:6379`, `amqp://deploy:…@mq`,
     # `https://user:…@git.example.com` (memhub). detect-secrets' Basic Auth plugin needs a user
     # name before the colon, and the fast rules (all that memhub-agent runs) had none; only

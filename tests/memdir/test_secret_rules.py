@@ -38,7 +38,7 @@ DESIGN_RULE_IDS = [
     "shopify-shared-secret", "memhub-api-token", "private-key", "url-query-credential",
     "quoted-password",
     "command-line-password", "secret-assignment", "command-line-user-password",
-    "authorization-header", "url-password",
+    "authorization-header", "netrc-password", "url-password",
 ]  # fmt: skip
 
 
@@ -141,6 +141,8 @@ def fake_tokens(seed: int = 7) -> dict[str, str]:
         + digits(2)
         + pick(ALNUM, 8),
         "authorization-header": '"Authorization": "Bearer ' + pick(B64URL, 40) + '"',
+        "netrc-password": "machine api.heroku.com login deploy@example.com password "
+        + pick(ALNUM, 24),
         "url-password": "redis://:" + pick(ALNUM, 20) + "@cache.internal:6379/0",
     }
 
@@ -505,6 +507,19 @@ SHAPES_CAUGHT = {
         ("curl --user 'admin:Pa55w0rd-2024' https://x", "Pa55w0rd-2024"),
         ("curl -u=ci:tr0ub4dor3x https://x", "tr0ub4dor3x"),
     ],
+    "authorization-header": [
+        ("curl -H 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0' https://x", "9f8e7d6c"),
+        ("Authorization: Basic ZGVwbG95OlRxOHZSMm1LOXpMcFh3NA==", "ZGVwbG95OlRxOHZS"),
+        ('headers = {"Authorization": "Token Lm4Qx8Rt2Vz6Kp0Wn3Ys"}', "Lm4Qx8Rt2Vz6Kp0Wn3Ys"),
+    ],
+    "netrc-password": [
+        ("machine github.com\n  login deploy\n  password Tq8vR2mK9zLpXw4", "Tq8vR2mK9zLpXw4"),
+        ("machine api.heroku.com login a@b.io password 0123abcd-4567-89ef", "0123abcd-4567"),
+    ],
+    "url-password": [
+        ("REDIS_URL=redis://:Hk3nP9xQ2vL7mR4t@cache:6379/0", "Hk3nP9xQ2vL7mR4t"),
+        ("git clone https://deploy:Tq8!vR2mK9z@git.example.com/acme/app.git", "Tq8!vR2mK9z"),
+    ],
 }
 
 SHAPES_CLEAN = [
@@ -530,6 +545,8 @@ SHAPES_CLEAN = [
     "| token | string | The access token the login step returned |",
     "| password | required | At least 12 characters, rotated yearly |",
     "| Secret | Kubernetes | where the chart reads it from |",
+    "After login with your password reset link, nothing else is needed.",
+    "machine github.com login deploy password $GITHUB_TOKEN",
     "password: see 1Password vault",
     "password: [REDACTED:Password in quotes]",
     "The password: rotated every quarter.",

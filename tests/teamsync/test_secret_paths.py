@@ -162,6 +162,7 @@ _WRITTEN = [
     ('headers = {{"Authorization": "Token {v}"}}', "Lm4Qx8Rt2Vz6Kp0Wn3Ys{n}"),
     ("REDIS_URL=redis://:{v}@cache.internal:6379/0", "Hk3nP9xQ2vL7mR4t{n}"),
     ("| key | value |\n|---|---|\n| DB_PASSWORD | `{v}` |", "Vb6nT3qW8zKx2Lm{n}"),
+    ("```\nmachine api.example.com\n  login deploy\n  password {v}\n```", "Tq8vR2mK9zLpXw4{n}"),
 ]  # fmt: skip
 
 
