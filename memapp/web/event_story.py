@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memapp.memdir.secret_rules import redact_text
 from memapp.stores.models import Event, TrashItem, Via
 from memapp.web.sync_story import first_line, joined, plural
 from memapp.web.sync_story import sentence as sync_sentence
@@ -248,7 +249,9 @@ def _kept(events: list[Event]) -> dict[tuple[int, str], list[str]]:
         .order_by("key")
         .values_list("store_id", "reason", "key")
     ):
-        kept.setdefault((store_id, reason), []).append(key)
+        # A token in a file's name is the reason it is kept back: shown redacted, as on the
+        # Team sync page.
+        kept.setdefault((store_id, reason), []).append(redact_text(key)[0])
     return kept
 
 

@@ -352,7 +352,8 @@ def test_a_token_in_a_file_name_never_reaches_the_shared_repository(
     client, team_store, alice, remote
 ):
     """An agent that names a file after a token: the name is kept back like a secret in the
-    text (not in the tree, not in a commit message), and the Team sync page says where."""
+    text (not in the tree, not in a commit message), and the Team sync page says where; it
+    and the Events page show the name redacted."""
     token = fake_tokens(6)["github-pat"]
     (root(team_store) / f"reference_{token}.md").write_text(memory("CI", "The runner.\n"))
     (root(team_store) / "project_clean.md").write_text(memory("Clean", "Nothing to hide.\n"))
@@ -370,6 +371,10 @@ def test_a_token_in_a_file_name_never_reaches_the_shared_repository(
     assert "GitHub personal access token (<code>github-pat</code>), in its name" in page
     assert "reference_[REDACTED:GitHub personal access token].md" in page
     assert token not in page
+    # The Events page names the files a `secret_skipped` kept back the same way.
+    events = client.get(reverse("events")).content.decode()
+    assert "reference_[REDACTED:GitHub personal access token].md" in events
+    assert token not in events
 
 
 def test_a_blocked_file_is_reported_once_and_pushed_once_fixed(team_store, alice, remote):
