@@ -657,7 +657,37 @@ def _accepts(rule: _Rule, token: str) -> bool:
 
 
 def _matches(text: str) -> list[tuple[int, int, _Rule]]:
-    """(start, end, rule) of every accepted secret in ``text``: the secret's own span."""
+    """(start, end, rule) of every accepted secret in ``text``: the secret's own span, also
+    where characters that render as nothing or as ASCII (a zero-width space, a soft hyphen,
+    full-width letters, a no-break space) hide it from the rules (:func:`_unhidden`)."""
+    found = _plain_matches(text)
+    if _HIDING.search(text) is None:
+        return found
+    folded, where = _unhidden(text)
+    for start, end, rule in _plain_matches(folded):
+        start, end = where[start], where[end - 1] + 1
+        if not any(s < end and start < e for s, e, _ in found):
+            found.append((start, end, rule))
+    return found
+
+
+# Characters that render as nothing, and those that read as an ASCII one: copied from a chat
+# or a web page, or typed to slip past a filter, they keep a token or `password:` from a rule.
+_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
+_HIDING = re.compile(f"[{_INVISIBLE}\u00a0\u2007\u202f\uff01-\uff5e]")
+_AS_ASCII = {0xA0: " ", 0x2007: " ", 0x202F: " "} | {
+    code: chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)
+}
+
+
+def _unhidden(text: str) -> tuple[str, list[int]]:
+    """``text`` without its invisible characters and with look-alikes as ASCII, and where each
+    of its characters stands in ``text`` (so a secret found in it is redacted in ``text``)."""
+    where = [n for n, char in enumerate(text) if char not in _INVISIBLE]
+    return "".join(text[n] for n in where).translate(_AS_ASCII), where
+
+
+def _plain_matches(text: str) -> list[tuple[int, int, _Rule]]:
     if len(text) < _SHORTEST:
         return []  # a transcript entry is mostly ids, timestamps and names
     found = []

@@ -636,3 +636,41 @@ def test_redaction_leaves_no_value_a_rule_matches(parts, glue):
     redacted, hits = secretscan.redact_text(text)
     assert scan_text(redacted) == []
     assert bool(hits) == (redacted != text)
+
+
+_GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+@pytest.mark.parametrize(
+    ("line", "rule_id"),
+    [
+        (f"token {_GITHUB[:8]}\u200b{_GITHUB[8:]} from the wiki", "github-pat"),
+        (f"token {_GITHUB[:8]}\u00ad{_GITHUB[8:20]}\u2060{_GITHUB[20:]} here", "github-pat"),
+        (f"トークン：{_full_width(_GITHUB)}。", "github-pat"),
+        ("export DB_PASSWORD=\u00a0Sup3r$ecretPa55!", "secret-assignment"),
+        (_full_width("password: Sup3r$ecretPa55!"), "secret-assignment"),
+    ],
+)
+def test_a_secret_hidden_by_invisible_or_look_alike_characters_is_caught_and_redacted(
+    line, rule_id
+):
+    """Copied from a chat or a web page (a zero-width space, a soft hyphen), or written in
+    full-width letters, a token still reads as one to a person and to a model."""
+    text = f"notes\n{line}\nend"
+    assert [(hit.rule_id, hit.line) for hit in scan_text(text)] == [(rule_id, 2)]
+    redacted, hits = secretscan.redact_text(text)
+    assert [hit.rule_id for hit in hits] == [rule_id]
+    assert scan_text(redacted) == []
+    assert redacted.startswith("notes\n") and redacted.endswith("\nend")
+    for part in ("Sup3r", "E5f6G7", _full_width("E5f6G7")):
+        assert part not in redacted
+
+
+def test_text_in_full_width_punctuation_is_no_secret():
+    text = "デプロイ（本番）は金曜日、ＣＩ（２時間）のあと。\n"
+    text += "ｐａｓｓｗｏｒｄ ポリシーは ｗｉｋｉ に。"
+    assert scan_text(text) == []

@@ -151,7 +151,8 @@ def test_no_planted_value_reaches_the_remote_by_share_import_put_or_sync(
 
 # Shapes a person or an agent writes that no provider's token format and no `KEY=value` names:
 # memhub's own API token, an HTTP Authorization header, a password in a URL with no user, a
-# .netrc block, a Markdown table row (the value must never reach the remote).
+# .netrc block, a Markdown table row; and tokens a zero-width space, a no-break space or
+# full-width letters hide (the value must never reach the remote).
 _WRITTEN = [
     ("Our memhub token for CI is {v}, scope team_write.",
      "mh_Qm7Lx2Vt9Pz4Rn8KwJ3bH6sYc1Fd5Ge0Ta8Uo2IkWe{n}"),
@@ -163,6 +164,10 @@ _WRITTEN = [
     ("REDIS_URL=redis://:{v}@cache.internal:6379/0", "Hk3nP9xQ2vL7mR4t{n}"),
     ("| key | value |\n|---|---|\n| DB_PASSWORD | `{v}` |", "Vb6nT3qW8zKx2Lm{n}"),
     ("```\nmachine api.example.com\n  login deploy\n  password {v}\n```", "Tq8vR2mK9zLpXw4{n}"),
+    # Hidden from the rules by what renders as nothing or as ASCII (copied from a chat).
+    ("The deploy token is {v}, from the wiki.", "ghp_A1b2C3d4\u200bE5f6G7h8I9j0K1l2M3n4O5p6Q7r{n}"),
+    ("export DB_PASSWORD=\u00a0{v}", "Zx9vB4nM7qL2kR8{n}"),
+    ("トークン：{v}", "".join(chr(ord(c) + 0xFEE0) for c in "ghp_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3hG")),  # noqa: E501
 ]  # fmt: skip
 
 
