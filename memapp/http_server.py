@@ -23,6 +23,7 @@ from granian.constants import HTTPModes, Interfaces
 from granian.server import Server
 
 from memapp.env import parse_bind
+from memapp.log_lines import FILTERS
 
 THREADS = 4  # a request waiting for the recall model holds one thread, not the whole worker
 IDLE_THREAD_SECONDS = 600  # an unused thread is kept this long (granian's longest)
@@ -65,16 +66,23 @@ def _logging(access_log: Path | None) -> dict:
         "generic": {"format": "[%(asctime)s] [%(levelname)s] %(message)s"},
         "access": {"format": "%(message)s"},
     }
-    handlers: dict = {"console": {"class": "logging.StreamHandler", "formatter": "generic"}}
+    console = {"class": "logging.StreamHandler", "formatter": "generic", "filters": ["secrets"]}
+    handlers: dict = {"console": console}
     loggers = {"_granian": {"handlers": ["console"], "level": "INFO", "propagate": False}}
     if access_log is not None:
         handlers["access"] = {
             "class": "logging.FileHandler",
             "formatter": "access",
             "filename": str(access_log),
+            "filters": ["secrets"],  # a request's line holds its path and query as sent
         }
         loggers["granian.access"] = {"handlers": ["access"], "level": "INFO", "propagate": False}
-    return {"formatters": formatters, "handlers": handlers, "loggers": loggers}
+    return {
+        "formatters": formatters,
+        "filters": FILTERS,
+        "handlers": handlers,
+        "loggers": loggers,
+    }
 
 
 def bind_address(value: str) -> tuple[str, int]:

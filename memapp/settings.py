@@ -25,6 +25,7 @@ from memapp.env import (
     env_tasks,
     env_url,
 )
+from memapp.log_lines import FILTERS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -380,6 +381,7 @@ if MEMHUB_TRUST_PROXY:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": FILTERS,  # Django logs the path of every 4xx answer, as sent
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": env_log_level("MEMHUB_LOG_LEVEL", "INFO")},
 }

@@ -308,3 +308,20 @@ def test_a_worker_that_dies_is_replaced_and_the_site_keeps_answering(server):
     assert (
         "Respawning worker" in (Path(server.env["MEMHUB_DATA_DIR"]) / "logs/server.log").read_text()
     )
+
+
+def test_a_token_in_a_requests_path_is_kept_out_of_the_logs(server):
+    """The access log keeps each request's path, and Django's log each 4xx answer's: an agent
+    naming a file after a token must not leave it there in clear (docs/design.md §10a)."""
+    secret = "ghp_" + "Vq7Lm2Xz9Kp4Rt8Wn3Ys6Bd1Fh5Jc0Ge2TqW"
+    status, _ = server.get(f"/api/v1/stores/999999/files/{secret}.md", server.token())
+    assert status == 404
+    logs = Path(server.env["MEMHUB_DATA_DIR"]) / "logs"
+
+    def written() -> str:
+        texts = [path.read_text(errors="replace") for path in logs.glob("*.log")]
+        return server.log.read_text(errors="replace") + "".join(texts)
+
+    shown = "/api/v1/stores/999999/files/[REDACTED:GitHub personal access token].md"
+    wait_until(lambda: written().count(shown) == 2, 10)  # the access log's line, Django's
+    assert secret not in written()

@@ -1,0 +1,24 @@
+"""Log lines without secrets (docs/design.md §10a): a request's path and query are logged as
+they came (the access log, Django's warning of each 4xx answer), and a token a person searched
+for, or an agent put in a URL or a file's name, would be kept there in clear."""
+
+from __future__ import annotations
+
+import logging
+
+from memapp.memdir.secret_rules import redact_text
+
+
+class RedactSecrets(logging.Filter):
+    """Replaces what the fast rules find in a record's message by ``[REDACTED:<label>]``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted, hits = redact_text(message)
+        if hits:
+            record.msg, record.args = redacted, None
+        return True
+
+
+# For `logging.config.dictConfig`: the filter, and its name to give each handler.
+FILTERS = {"secrets": {"()": "memapp.log_lines.RedactSecrets"}}
