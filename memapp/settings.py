@@ -156,6 +156,8 @@ EMAIL_PORT = env_int("MEMHUB_EMAIL_PORT", 587, minimum=1)
 EMAIL_HOST_USER = env_str("MEMHUB_EMAIL_USER")
 EMAIL_HOST_PASSWORD = env_str("MEMHUB_EMAIL_PASSWORD")
 EMAIL_USE_TLS = env_bool("MEMHUB_EMAIL_TLS", True)
+# Seconds the mail server may take: a person waits on the People page while it answers.
+EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env_str("MEMHUB_EMAIL_FROM", "memhub <memhub@localhost>")
 
 INSTALLED_APPS = [

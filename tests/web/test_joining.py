@@ -4,6 +4,7 @@ withdrawn, and lands the new member on Connect your agent."""
 from __future__ import annotations
 
 import re
+import socket
 from datetime import timedelta
 
 import pytest
@@ -176,3 +177,37 @@ def test_home_offers_to_connect_until_the_agent_calls_in(client, bob):
     assert 'id="connect"' not in page
     connect = client.get("/connect/").content.decode()
     assert "last seen" in connect and "memhub-agent/0.1" in connect
+
+
+INVITE_BY_MAIL = """
+import re
+import socket
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+get_user_model().objects.create_user("sam", password="a long password 1", is_staff=True)
+client = Client(HTTP_HOST="localhost", raise_request_exception=False)  # the 500 a person sees
+client.login(username="sam", password="a long password 1")
+answer = client.post("/people/", {"email": "dana@example.com"})
+page = answer.content.decode()
+print(answer.status_code)
+print("link shown" if re.search(r'data-copy="the invitation link">http', page) else "no link")
+print(re.search(r"The mail to dana@example.com could not be sent[^:]*: send them the link", page)
+      and "said so" or "silent")
+"""
+
+
+def test_a_mail_server_that_refuses_leaves_the_link_to_copy(tmp_path):
+    """As started from the environment with MEMHUB_EMAIL_HOST (the tests' own mail goes to a
+    list in memory and never fails): a mail server that refused the connection was an error
+    page, and the invitation it had made waited with its link, shown once, lost."""
+    from tests.migrated import migrate
+    from tests.test_env import manage
+
+    migrate(tmp_path)
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {"MEMHUB_EMAIL_HOST": "127.0.0.1", "MEMHUB_EMAIL_PORT": str(port)}
+    result = manage(tmp_path, "shell", "--no-imports", "-c", INVITE_BY_MAIL, **env)
+    assert result.stdout.splitlines() == ["200", "link shown", "said so"], result.stderr[-2000:]

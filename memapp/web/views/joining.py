@@ -3,6 +3,8 @@ makes an account and connects an agent, approving its browser login (RFC 8628)."
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -32,6 +34,8 @@ from memapp.stores.models import Invitation, Project
 from memapp.stores.tokens import last_call
 from memapp.web.forms import AcceptForm, DeviceCodeForm, InvitationForm, ProjectForm
 
+logger = logging.getLogger(__name__)
+
 
 def _staff_only(request: HttpRequest) -> None:
     if not request.user.is_staff:
@@ -57,6 +61,29 @@ def _mail_invitation(request: HttpRequest, invitation: Invitation, link: str) ->
     )
 
 
+def _mail_and_say(request: HttpRequest, invitation: Invitation, link: str) -> None:
+    """Mail the link and say whether it went. A mail server that refuses, fails or times out
+    is a warning beside the link, which the page shows once: an error page would lose it."""
+    try:
+        _mail_invitation(request, invitation, link)
+    except OSError as exc:  # smtplib's errors, a refused connection and a timeout alike
+        logger.warning("Mailing the invitation to %s failed: %r", invitation.email, exc)
+        messages.warning(
+            request,
+            f"The mail to {invitation.email} could not be sent ({exc or type(exc).__name__}): "
+            "send them the link below.",
+        )
+    else:
+        if settings.EMAIL_HOST:
+            messages.success(request, f"Invitation mailed to {invitation.email}.")
+        else:  # the console backend: the mail went to the server's log alone
+            messages.warning(
+                request,
+                f"No mail server is set (MEMHUB_EMAIL_HOST), so nothing was mailed to "
+                f"{invitation.email}: send them the link below.",
+            )
+
+
 @login_required
 def people(request: HttpRequest) -> HttpResponse:
     """Invite people and see the invitations still waiting; the new link is shown once."""
@@ -69,15 +96,7 @@ def people(request: HttpRequest) -> HttpResponse:
         )
         link = request.build_absolute_uri(reverse("accept_invitation", args=[secret]))
         if invitation.email:
-            _mail_invitation(request, invitation, link)
-            if settings.EMAIL_HOST:
-                messages.success(request, f"Invitation mailed to {invitation.email}.")
-            else:  # the console backend: the mail went to the server's log alone
-                messages.warning(
-                    request,
-                    f"No mail server is set (MEMHUB_EMAIL_HOST), so nothing was mailed to "
-                    f"{invitation.email}: send them the link below.",
-                )
+            _mail_and_say(request, invitation, link)
         else:
             messages.success(request, "Invitation created: send them the link below.")
         form = InvitationForm()
