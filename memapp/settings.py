@@ -290,7 +290,7 @@ AUTH_PASSWORD_VALIDATORS = [
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 AXES_FAILURE_LIMIT = env_int("MEMHUB_LOGIN_FAILURES", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMHUB_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "memapp.web.login_throttle.lockout_parameters"
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "memapp.web.login_throttle.client_address"
 AXES_LOCKOUT_CALLABLE = "memapp.web.login_throttle.locked_out"

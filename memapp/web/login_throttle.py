@@ -5,7 +5,8 @@ are rows in the database, so every server worker and machine sharing it counts t
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
-from axes.helpers import get_cool_off
+from axes.helpers import get_client_username, get_cool_off
+from axes.models import AccessBase
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
@@ -31,6 +32,17 @@ def client_address(request: HttpRequest) -> str:
         if forwarded:
             return forwarded
     return request.META.get("REMOTE_ADDR", "")
+
+
+def lockout_parameters(request_or_attempt: HttpRequest | AccessBase, credentials=None) -> list:
+    """What failures are counted for: the username and, apart, the address; a sign-in that
+    names no username (single sign-on's) for its address alone. Counted for the username they
+    all lack, five refused single sign-ons from anywhere locked it for everyone."""
+    if isinstance(request_or_attempt, AccessBase):
+        username = request_or_attempt.username
+    else:
+        username = get_client_username(request_or_attempt, credentials)
+    return ["username", "ip_address"] if username else ["ip_address"]
 
 
 def locked_out(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:

@@ -118,7 +118,8 @@ def test_single_sign_on_against_the_test_provider(live_server, page, settings, s
     settings.MEMHUB_OIDC_ISSUER = provider.url
     settings.MEMHUB_OIDC_CLIENT_ID = CLIENT_ID
     settings.MEMHUB_OIDC_CLIENT_SECRET = CLIENT_SECRET
-    settings.AUTHENTICATION_BACKENDS = [
+    settings.AUTHENTICATION_BACKENDS = [  # as memapp.settings makes them
+        "memapp.web.login_throttle.LoginThrottleBackend",
         "memapp.web.sso.SSOBackend",
         "django.contrib.auth.backends.ModelBackend",
     ]

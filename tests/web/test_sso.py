@@ -31,7 +31,8 @@ def provider(settings):
     settings.MEMHUB_OIDC_ISSUER = provider.url
     settings.MEMHUB_OIDC_CLIENT_ID = CLIENT_ID
     settings.MEMHUB_OIDC_CLIENT_SECRET = CLIENT_SECRET
-    settings.AUTHENTICATION_BACKENDS = [
+    settings.AUTHENTICATION_BACKENDS = [  # as memapp.settings makes them
+        "memapp.web.login_throttle.LoginThrottleBackend",
         "memapp.web.sso.SSOBackend",
         "django.contrib.auth.backends.ModelBackend",
     ]
@@ -212,3 +213,65 @@ def test_the_settings_keep_single_sign_on_and_passwords_off_means_off_everywhere
     assert manage(tmp_path, "migrate", **env).returncode == 0
     result = manage(tmp_path, "shell", "--no-imports", "-c", SIGN_IN_AT_THE_ADMIN, **env)
     assert result.stdout.splitlines() == said, result.stderr
+
+
+SIGN_IN_FROM_EACH_ADDRESS = """
+import os
+import urllib.error
+import urllib.request
+
+from django.test import Client
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+for address in os.environ["ADDRESSES"].split():
+    client = Client(HTTP_HOST="localhost", REMOTE_ADDR=address)
+    start = client.get("/sso/start/")
+    try:
+        urllib.request.build_opener(NoRedirect).open(start["Location"])
+    except urllib.error.HTTPError as redirect:
+        callback = redirect.headers["Location"].removeprefix("http://localhost")
+    answer = client.get(callback)
+    print("signed in" if "_auth_user_id" in client.session else answer.status_code)
+"""
+
+
+def test_refused_sign_ins_lock_their_address_not_everyone(tmp_path):
+    """As started from the environment, the login throttle's backend included (the other
+    tests leave it out): single sign-on names no username, so its refusals were counted for
+    the one username they all lack, and five from anywhere (an unverified email, another
+    domain) locked single sign-on for everyone, from every address."""
+    from tests.migrated import migrate
+    from tests.test_env import manage
+
+    provider, server = start_provider()
+    env = {
+        "MEMHUB_OIDC_ISSUER": provider.url,
+        "MEMHUB_OIDC_CLIENT_ID": CLIENT_ID,
+        "MEMHUB_OIDC_CLIENT_SECRET": CLIENT_SECRET,
+        "MEMHUB_DISCOVER": "0",
+    }
+    migrate(tmp_path)
+
+    def sign_in_from(*addresses: str) -> list[str]:
+        script = SIGN_IN_FROM_EACH_ADDRESS
+        result = manage(
+            tmp_path, "shell", "--no-imports", "-c", script, ADDRESSES=" ".join(addresses), **env
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout.splitlines()
+
+    try:
+        provider.userinfo.update(email="mallory@elsewhere.example", email_verified=False)
+        strangers = [f"203.0.113.{n}" for n in range(1, 7)]
+        assert sign_in_from(*strangers) == ["302"] * 6  # each refused, none locked out
+        provider.userinfo.update(email="dana@example.com", email_verified=True)
+        assert sign_in_from("198.51.100.9") == ["signed in"]
+        provider.userinfo.update(email_verified=False)
+        assert sign_in_from(*["192.0.2.1"] * 5) == ["302"] * 4 + ["429"]  # one address: its wait
+    finally:
+        server.shutdown()
