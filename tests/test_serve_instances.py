@@ -17,14 +17,16 @@ from tests.migrated import migrate
 from tests.test_serve import MANAGE, _answers, free_port, stop_serve, wait_until
 
 
-def start(data_dir: Path, home: Path) -> tuple[subprocess.Popen, str, Path, dict]:
+def start(
+    data_dir: Path, home: Path, host: str = "127.0.0.1"
+) -> tuple[subprocess.Popen, str, Path, dict]:
     port = free_port()
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "MEMHUB_DATA_DIR": str(data_dir),
         "CLAUDE_CONFIG_DIR": str(home / "claude"),
-        "MEMHUB_BIND": f"127.0.0.1:{port}",
+        "MEMHUB_BIND": f"{host}:{port}",
     }
     migrate(data_dir)
     home.mkdir(parents=True, exist_ok=True)
@@ -84,3 +86,15 @@ def test_the_box_says_how_to_log_in_in_each_case(tmp_path):
     existing = banner("http://x/", tmp_path, FirstAdmin("ana", False))
     assert "manage.py changepassword ana" in existing
     assert "Log in" not in banner("http://x/", tmp_path, None)
+
+
+def test_on_every_address_the_box_names_one_that_answers(tmp_path):
+    """MEMHUB_BIND=0.0.0.0 (to serve a team): the box named http://0.0.0.0:PORT/, which the
+    site answers with 400 Bad Request (no host name it serves), the first thing a person opens."""
+    process, url, out, _env = start(tmp_path / "data", tmp_path, host="0.0.0.0")
+    try:
+        shown = out.read_text().split("memhub is running at ")[1].split()[0]
+        with urllib.request.urlopen(shown + "login/", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        stop_serve(process)

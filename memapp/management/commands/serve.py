@@ -21,6 +21,9 @@ from memapp import http_server
 from memapp.stores.first_admin import FirstAdmin, do_ensure_admin
 
 START_SECONDS = 60
+# A bind on every address: the box names the loopback one, which a browser here can open and
+# ALLOWED_HOSTS holds (the wildcard itself is no host name the site answers).
+LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}
 
 
 def banner(url: str, logs: Path, admin: FirstAdmin | None) -> str:
@@ -78,7 +81,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, workers, no_background, ensure_admin, **options):
         admin = do_ensure_admin() if ensure_admin else None
-        host, port = settings.MEMHUB_BIND
+        bind_host, port = settings.MEMHUB_BIND
+        host = LOOPBACK.get(bind_host, bind_host)
         logs = settings.MEMHUB_DATA_DIR / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         manage = str(settings.BASE_DIR / "manage.py")
@@ -99,7 +103,7 @@ class Command(BaseCommand):
         self.stdout.write(f"memhub: starting on http://{host}:{port}/ …")
         self.stdout.flush()
         server = spawn(
-            http_server.command(f"{host}:{port}", workers, logs / "access.log"),
+            http_server.command(f"{bind_host}:{port}", workers, logs / "access.log"),
             "server.log",
             # Its own process group, and Ctrl-C or SIGTERM passed on: only its master is told
             # to stop, and it stops its workers. A worker signalled itself may exit before the
