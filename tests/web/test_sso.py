@@ -69,7 +69,11 @@ def test_the_first_sign_in_makes_the_account_and_accepts_its_invitations(client,
     assert not dana.has_usable_password()
     assert list(project.members.all()) == [dana]
     assert provider.pkce_checked == 1
-    assert client.get("/").status_code == 200  # signed in
+    home = client.get("/")
+    assert home.status_code == 200  # signed in
+    # Her account has no password to change: her name is no link to a form she cannot use.
+    assert 'href="/profile/password/"' not in home.content.decode()
+    assert '<span class="who">dana</span>' in home.content.decode()
 
     client.logout()
     _sign_in(client, provider)
