@@ -462,7 +462,8 @@ def resources() -> list[tuple[str, str, str]]:
     found = []
     for store in stores:
         base = f"memhub://{store.project.repo_slug or store.project.key}/{store.kind}"
-        found.append((f"{base}/{INDEX_FILENAME}", f"{store} index", "The store's MEMORY.md."))
+        if (Path(store.path) / INDEX_FILENAME).is_file():  # a listed resource can be read
+            found.append((f"{base}/{INDEX_FILENAME}", f"{store} index", "The store's MEMORY.md."))
         files = store.files.exclude(path__in=withheld(store))
         for path, description in files.values_list("path", "description"):
             found.append((f"{base}/{path}", path, description))

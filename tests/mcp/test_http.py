@@ -264,6 +264,7 @@ def test_a_second_user_sees_nothing_of_the_first(server, alice, bob, project):
 
 def test_search_log_resources_and_prompt(server, alice):
     store = resolve_store(alice, SLUG, "private")
+    resolve_store(alice, SLUG, "team")  # no MEMORY.md in it yet
     do_save_memory(
         store,
         alice,
@@ -299,14 +300,18 @@ def test_search_log_resources_and_prompt(server, alice):
         uri = f"memhub://{SLUG}/private/project_deploys.md"
         read = await client.read_resource(uri)
         prompt = await client.get_prompt("memory", {"project": SLUG})
-        return listing, read, prompt
+        every = [await client.read_resource(r.uri) for r in listing.resources]
+        return listing, read, prompt, every
 
-    listing, read, prompt = over_http(f"{server.url}/mcp", server.token, work)
+    listing, read, prompt, every = over_http(f"{server.url}/mcp", server.token, work)
     uris = {str(r.uri) for r in listing.resources}
     assert {
         f"memhub://{SLUG}/private/MEMORY.md",
         f"memhub://{SLUG}/private/project_deploys.md",
     } <= uris
+    # Only what exists is listed: the team store, which has no MEMORY.md yet, lists none.
+    assert f"memhub://{SLUG}/team/MEMORY.md" not in uris
+    assert len(every) == len(listing.resources)
     assert "Deploys go out on Tuesdays." in read.contents[0].text
     assert "project_deploys.md" in prompt.messages[0].content.text
 
