@@ -54,11 +54,14 @@ def _named(ref: str, prefix: str = "") -> Q:
     shared team repository that macOS and Windows see as one. A directory name (an alias, or
     a key that is not a slug) is matched exactly, as Linux paths differ by case."""
     ref = canonical_ref(ref)
-    match = "iexact" if REPO_SLUG_RE.fullmatch(ref) else "exact"
-    aliases = ProjectAlias.objects.filter(**{f"name__{match}": ref})
+    return _called(ref, "iexact" if REPO_SLUG_RE.fullmatch(ref) else "exact", prefix)
+
+
+def _called(name: str, match: str, prefix: str = "") -> Q:
+    aliases = ProjectAlias.objects.filter(**{f"name__{match}": name})
     return (
-        Q(**{f"{prefix}key__{match}": ref})
-        | Q(**{f"{prefix}repo_slug__{match}": ref})
+        Q(**{f"{prefix}key__{match}": name})
+        | Q(**{f"{prefix}repo_slug__{match}": name})
         | Q(**{f"{prefix}pk__in": aliases.values("project")})
     )
 
@@ -69,10 +72,21 @@ def projects_named(ref: str):
     return Project.objects.filter(_named(ref)).order_by("pk")
 
 
+def _named_with_git(ref: str) -> Project | None:
+    """The project a repository's name with git's `.git` names (`acme/app.git`, in any
+    case): one made under it before `canonical_ref` read it as `acme/app`, which no name
+    would reach any more, and beside which an agent's next call would make a second."""
+    ref = canonical_ref(ref)
+    if not REPO_SLUG_RE.fullmatch(ref):
+        return None
+    return Project.objects.filter(_called(f"{ref}.git", "iexact")).order_by("pk").first()
+
+
 def find_project(ref: str) -> Project | None:
     """By key (`owner/repo` or a sanitized directory name), repo slug or alias, however the
-    repository is spelt (`canonical_ref`); kept by a warm worker: memapp.stores.warm."""
-    return remembered(("project", ref), lambda: projects_named(ref).first())
+    repository is spelt (`canonical_ref`), else by the name with `.git` a project had before
+    (after any project of the name itself); kept by a warm worker: memapp.stores.warm."""
+    return remembered(("project", ref), lambda: projects_named(ref).first() or _named_with_git(ref))
 
 
 # Whether a name is already taken outside memhub (a folder of the shared team repository):

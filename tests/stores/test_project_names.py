@@ -155,3 +155,37 @@ def test_nobody_makes_a_project_whose_name_only_looks_like_another(
     assert "Use owner/repo in plain letters" in page.content.decode()
     assert list(Project.objects.values_list("key", flat=True)) == [SLUG]
     assert not Store.objects.filter(owner=charlie).exists()
+
+
+GADGETS = ["acme/gadgets.git", "acme/gadgets", "git@github.com:acme/gadgets.git"]
+
+
+@pytest.mark.parametrize("spelling", GADGETS)
+def test_a_project_made_under_gits_spelling_before_is_still_its_members(bob, spelling):
+    """Before names were read as `canonical_ref` reads them, an agent naming `acme/gadgets.git`
+    made a project of that key. Its members still reach it, by that name and by the repo's
+    others, and no second project of the repository is made beside it."""
+    set_flag("protocol_project_creation", "everyone")
+    old = Project.objects.create(key="acme/gadgets.git", repo_slug="acme/gadgets.git")
+    old.members.add(bob)
+    answer = api_client(bob).post(
+        "/api/v1/stores/resolve", {"project": spelling, "scope": "private"}, format="json"
+    )
+    assert answer.status_code == 200
+    assert Store.objects.get(pk=answer.json()["id"]).project == old
+    assert list(Project.objects.values_list("key", flat=True)) == ["acme/gadgets.git"]
+
+
+def test_a_project_of_the_name_itself_goes_before_an_older_one_called_it_with_git(bob):
+    """An older project once called `acme/widgets.git` (an alias from before names were read
+    so) does not take acme/widgets' agents: the project of the name itself answers."""
+    older = Project.objects.create(key="-home-bob-widgets")
+    older.aliases.create(name="acme/widgets.git")
+    older.members.add(bob)
+    project = Project.objects.create(key=SLUG, repo_slug=SLUG)
+    project.members.add(bob)
+    for spelling in (SLUG, "acme/widgets.git"):
+        answer = api_client(bob).post(
+            "/api/v1/stores/resolve", {"project": spelling, "scope": "private"}, format="json"
+        )
+        assert Store.objects.get(pk=answer.json()["id"]).project == project, spelling
