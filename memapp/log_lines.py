@@ -10,13 +10,22 @@ from memapp.memdir.secret_rules import redact_text
 
 
 class RedactSecrets(logging.Filter):
-    """Replaces what the fast rules find in a record's message by ``[REDACTED:<label>]``."""
+    """Replaces what the fast rules find in a record's message, and in the traceback it
+    carries (an error's text names the file or the value it failed on), by
+    ``[REDACTED:<label>]``."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         redacted, hits = redact_text(message)
         if hits:
             record.msg, record.args = redacted, None
+        if record.exc_info or record.exc_text:
+            # As a formatter writes it, which takes `exc_text` when it is set (by this filter,
+            # or by a handler before this one).
+            exc_text = record.exc_text or logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact_text(exc_text)[0]
+        if record.stack_info:
+            record.stack_info = redact_text(record.stack_info)[0]
         return True
 
 
