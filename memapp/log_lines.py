@@ -15,7 +15,10 @@ class RedactSecrets(logging.Filter):
     ``[REDACTED:<label>]``."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit: the handler reports the line, as
+            message = ""  # logging does (raised here, it would fail whatever logged it)
         redacted, hits = redact_text(message)
         if hits:
             record.msg, record.args = redacted, None

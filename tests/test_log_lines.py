@@ -48,3 +48,15 @@ def test_a_token_in_the_exception_a_line_reports_is_redacted(written):
 def test_a_token_in_a_lines_arguments_is_redacted(written):
     logging.getLogger("memhub.test").warning("%(path)s %(status)s", {"path": TOKEN, "status": 404})
     assert written() == f"{SHOWN} 404\n"
+
+
+def test_a_line_whose_arguments_do_not_fit_fails_no_caller(written, capsys):
+    """Logging reports such a line on standard error and goes on; the filter must not turn
+    it into an error of whatever logged it (a request would answer 500)."""
+    logger = logging.getLogger("memhub.test")
+    (handler,) = (h for h in logger.handlers if isinstance(h, logging.FileHandler))
+    # Given to the site's handler alone: pytest's own, on every logger, raises for such a line.
+    handler.handle(logger.makeRecord(logger.name, logging.WARNING, "", 0, "%s, %s", ("1",), None))
+    logger.warning("then %s", TOKEN)
+    assert written() == f"then {SHOWN}\n"
+    assert "not enough arguments" in capsys.readouterr().err
