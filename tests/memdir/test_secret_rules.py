@@ -674,3 +674,15 @@ def test_text_in_full_width_punctuation_is_no_secret():
     text = "デプロイ（本番）は金曜日、ＣＩ（２時間）のあと。\n"
     text += "ｐａｓｓｗｏｒｄ ポリシーは ｗｉｋｉ に。"
     assert scan_text(text) == []
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [("\u200b", ""), ("", "\u200b"), ("\u200b\u200b", "\u00ad"), ("x\u200b ", " \ufeff")],
+)
+def test_a_hidden_secret_is_redacted_exactly_where_it_stands(before, after):
+    """Invisible characters beside a token hidden by one stay where they were; the token and
+    those inside it go (offsets in the folded text map back to the text as written)."""
+    hidden = f"{_GITHUB[:10]}\u200b\u200d{_GITHUB[10:30]}\u00ad{_GITHUB[30:]}"
+    redacted, _ = secretscan.redact_text(f"start {before}{hidden}{after} end")
+    assert redacted == f"start {before}[REDACTED:GitHub personal access token]{after} end"
