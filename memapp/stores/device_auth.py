@@ -144,4 +144,6 @@ def _poll_error(row: DeviceAuthorization, now) -> DeviceFlowError | None:
         return DeviceFlowError("expired_token", "The code expired before it was approved.")
     if row.status == DeviceAuthorization.Status.PENDING:
         return DeviceFlowError("authorization_pending", "Waiting for approval in memhub.")
+    if not row.user.is_active:  # deactivated since approving: a token it could not use
+        return DeviceFlowError("access_denied", "The account that approved it is deactivated.")
     return None

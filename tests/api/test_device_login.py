@@ -77,6 +77,19 @@ def test_a_denied_code_issues_no_token(client, device, bob):
     assert not ApiToken.objects.exists()
 
 
+def test_a_code_approved_by_an_account_deactivated_since_issues_no_token(client, device, bob):
+    start = _start(device)
+    client.force_login(bob)
+    client.post("/device/", {"code": start["user_code"], "decision": "approve"})
+    bob.is_active = False
+    bob.save()
+    response = _poll(device, start)
+    assert response.status_code == 400
+    assert _code(response) == "access_denied"
+    assert "deactivated" in response.json()["error"]["message"]
+    assert not ApiToken.objects.exists()
+
+
 def test_polling_too_fast_slows_the_device_down(device):
     start = _start(device)
     assert _code(_poll(device, start, wait=False)) == "authorization_pending"
