@@ -386,4 +386,7 @@ LOGGING = {
     "filters": FILTERS,  # Django logs the path of every 4xx answer, as sent
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": env_log_level("MEMHUB_LOG_LEVEL", "INFO")},
+    # Django's own handlers (a console with MEMHUB_DEBUG, mail to ADMINS) would write its lines
+    # unfiltered, and twice with DEBUG: its lines go to the root's handler alone.
+    "loggers": {"django": {"handlers": [], "propagate": True}},
 }

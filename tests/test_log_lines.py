@@ -60,3 +60,16 @@ def test_a_line_whose_arguments_do_not_fit_fails_no_caller(written, capsys):
     logger.warning("then %s", TOKEN)
     assert written() == f"then {SHOWN}\n"
     assert "not enough arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_djangos_lines_are_written_once_and_redacted_as_the_site_logs_them(tmp_path, debug):
+    """As the settings make the logging, not as a test sets it: with MEMHUB_DEBUG=1 Django's
+    own console handler wrote its lines unfiltered (and each twice)."""
+    from tests.test_env import manage
+
+    said = f"import logging; logging.getLogger('django.request').warning('Not Found: /x/{TOKEN}')"
+    result = manage(tmp_path, "shell", "--no-imports", "-c", said, MEMHUB_DEBUG=debug)
+    assert result.returncode == 0, result.stderr
+    assert TOKEN not in result.stderr
+    assert result.stderr.count(f"Not Found: /x/{SHOWN}") == 1
