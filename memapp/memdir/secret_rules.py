@@ -234,6 +234,26 @@ _SECRET_NAME = (
 _VALUE = r"(?P<value>[^\s\"'`()\[\]{}<>,;]{8,256}+)"
 _VALUE_END = r"(?![^\s,;)\]}\"'`])"
 
+
+def _value_rule(
+    id: str, label: str, keywords: tuple[str, ...], pattern: str, *, anchored: bool = False
+) -> _Rule:
+    """A rule for a credential no token format names (a secret-named key's value, an
+    option's, an Authorization header's, a .netrc or URL password): its `value` group, judged
+    as `_assigned_secret` judges a value, reported after a provider's rule for the same span."""
+    return _rule(
+        id,
+        label,
+        keywords,
+        pattern,
+        min_entropy=2.5,
+        check=_assigned_secret,
+        group="value",
+        generic=True,
+        anchored=anchored,
+    )
+
+
 _RULES: tuple[_Rule, ...] = (
     # AWS access key ids: 4-letter kind (AKIA long-term, ASIA temporary STS, ABIA STS bearer,
     # ACCA context-specific) + 16 upper-case base32 characters.
@@ -536,7 +556,7 @@ _RULES: tuple[_Rule, ...] = (
     # A password or token given as an option: `--password …`, `--token=…`, `--api-key …`, and
     # `-p` after a user (`docker login -u deploy -p …`, `mysql -u root -p…`; alone, `-p` is a
     # port or `mkdir -p`) (memhub).
-    _rule(
+    _value_rule(
         "command-line-password",
         "Password on a command line",
         (
@@ -555,26 +575,18 @@ _RULES: tuple[_Rule, ...] = (
         r"|(?<![\w-])--(?:password|passwd|pass|token|auth-token|access-token|api-key|apikey"
         r"|secret|client-secret)(?:[ \t]+|=))"
         rf"(?P<q>[\"']?){_VALUE}(?P=q){_VALUE_END}",
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
         anchored=True,
     ),
     # A secret-named key given a value: `export DB_PASSWORD=…`, `AWS_SECRET_ACCESS_KEY=…` in a
     # Bash call, `password: …` in YAML or a Markdown line, `api_key = …` in INI, `"token": "…"`,
     # `| DB_PASSWORD | … |` in a Markdown table (memhub). Only the value counts, and only one
     # that is neither code, nor a path, nor a placeholder (see `_assigned_secret`).
-    _rule(
+    _value_rule(
         "secret-assignment",
         "Secret assigned to a secret-named key",
         ("secret", "passw", "passp", "pwd", "token", "api", "access", "private", "auth"),
         rf"{_SECRET_NAME}[\"'`*]{{0,2}}[ \t]{{0,20}}(?::=|=>|=|:|\|)\*{{0,2}}[ \t]{{0,20}}"
         rf"(?P<q>[\"'`]?){_VALUE}(?P=q){_VALUE_END}",
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
         anchored=True,
     ),
     # `curl -u user:password`, `--user user:password` (memhub): the part after the colon.
@@ -593,44 +605,32 @@ _RULES: tuple[_Rule, ...] = (
     # `-H 'Authorization: Bearer …'`, `{"Authorization": "Basic …"}`, `Authorization: Token …`
     # (memhub). Bearer tokens are often opaque (no provider's prefix), and Basic's is the
     # base64 of `user:password`. `Bearer $TOKEN`, `Bearer ${{ … }}` and `<token>` are not values.
-    _rule(
+    _value_rule(
         "authorization-header",
         "Credentials in an Authorization header",
         ("authorization",),
         r"(?i:authorization)[\"']?[ \t]{0,20}(?::|=>?)[ \t]{0,20}[\"']?"
         r"(?i:bearer|basic|token|digest)[ \t]+(?P<value>[A-Za-z0-9._~+/=-]{8,2048}+)" + _VALUE_END,
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
         anchored=True,
     ),
     # A .netrc entry (curl, git, pip and ftp read `~/.netrc`): `machine … login … password …`,
     # on one line or several (memhub). Only the password is the secret.
-    _rule(
+    _value_rule(
         "netrc-password",
         "Password in a .netrc entry",
         ("login",),
         r"(?<![\w-])login[ \t]+\S{1,128}\s{1,40}password[ \t]+"
         rf"(?P<value>[^\s\"'`,;)\]}}]{{8,256}}+){_VALUE_END}",
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
     ),
     # A password in a URL's user part: `redis://:…@cache:6379`, `amqp://deploy:…@mq`,
     # `https://user:…@git.example.com` (memhub). detect-secrets' Basic Auth plugin needs a user
     # name before the colon, and the fast rules (all that memhub-agent runs) had none; only
     # the password is the secret, judged as secret-assignment's value is.
-    _rule(
+    _value_rule(
         "url-password",
         "Password in a URL",
         ("://",),
         r"://[^\s:/?#@\[\]\"'`<>]{0,64}:(?P<value>[^\s/?#@\[\]\"'`<>]{8,256}+)@",
-        min_entropy=2.5,
-        check=_assigned_secret,
-        group="value",
-        generic=True,
     ),
 )
 
