@@ -140,6 +140,11 @@ def site(memory_base, alice, tmp_path, monkeypatch):
         reason="secret",
         hits=[{"rule_id": "github-pat", "label": "GitHub token", "line": 3}],
     )
+    # A line of a file the team repository lacks, holding a token: no agent gets the index,
+    # and the team store's page says which line.
+    token = "ghp_" + "Zx8Cv7Bn6Mq5Wr4Et3Yu2Io1Pa9Sd8Fg7Hj6"
+    with (Path(team.path) / "MEMORY.md").open("a") as index:
+        index.write(f"- [Runner](runner.md) — its token is {token}\n")
     set_flag("recall_max", 4, user=alice, note="recalls were noisy")
     lifecycle_history(alice)
     private_store = Store.objects.get(kind="private")
@@ -222,6 +227,7 @@ def pages(checkout: Checkout) -> dict[str, str]:
         "home": reverse("home"),
         "search": reverse("search") + "?q=wiki",
         "store": reverse("store", args=[private.pk]),
+        "team_store": reverse("store", args=[Store.objects.get(kind="team").pk]),
         "store_health": reverse("store_health", args=[private.pk]),
         "memory_create": reverse("memory_create", args=[private.pk]),
         "memory_edit": reverse("memory_edit", args=[private.pk, "reference_wiki.md"]),
@@ -344,6 +350,8 @@ def page_problems(page, name: str) -> list[str]:
         order = page.eval_on_selector_all("main section.card", "cards => cards.map(c => c.id)")
         if order[:2] != ["memories", "index"]:
             problems.append(f"store: the memories are not the first card: {order}")
+    if name == "team_store" and not page.locator("#index-withheld li").count():
+        problems.append("team_store: no notice naming the line that keeps the index from agents")
     if name == "sync":  # the heading after the fields has room above it
         gap = page.evaluate(
             "(() => { const h = [...document.querySelectorAll('main h2')].find("
