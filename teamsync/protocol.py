@@ -79,13 +79,18 @@ _judged: dict[tuple[str, str, bool], bool] = {}
 MAX_JUDGED = 100_000
 
 
+def _secret_hits(key: str, data: bytes, entropy: bool) -> list[SecretHit]:
+    """The push gate's secret scan of `data` as the file `key`, its entropy plugins as given."""
+    configure_secret_gate(entropy=entropy)
+    return scan_for_push({key: data.decode("utf-8", "replace")}).get(key, [])
+
+
 def _flagged(key: str, data: bytes, entropy: bool) -> bool:
     """Whether the push gate's secret scan flags `data` as the file `key` (remembered)."""
     judged = (key, checksum(data), entropy)
     flagged = _judged.get(judged)
     if flagged is None:
-        configure_secret_gate(entropy=entropy)
-        flagged = bool(scan_for_push({key: data.decode("utf-8", "replace")}))
+        flagged = bool(_secret_hits(key, data, entropy))
         if len(_judged) >= MAX_JUDGED:
             _judged.clear()
         _judged[judged] = flagged
@@ -157,14 +162,13 @@ def index_for_agents(store: Store) -> IndexForAgents:
         data = read_file(Path(store.path) / INDEX_FILENAME)
     except OSError:
         return IndexForAgents([], trimmed=False)
-    if INDEX_FILENAME in kept_from_agents(store):
-        return IndexForAgents([], trimmed=False)
     served = served_index(store, INDEX_FILENAME, data)
     if served is not None:
         return IndexForAgents([], trimmed=served != data)
-    configure_secret_gate(entropy=get_flags(store.project)["secrets_entropy_plugins"])
-    hits = scan_for_push({INDEX_FILENAME: data.decode("utf-8", "replace")})
-    return IndexForAgents(hits.get(INDEX_FILENAME, []), trimmed=False)
+    if INDEX_FILENAME in kept_from_agents(store):
+        return IndexForAgents([], trimmed=False)
+    entropy = get_flags(store.project)["secrets_entropy_plugins"]
+    return IndexForAgents(_secret_hits(INDEX_FILENAME, data, entropy), trimmed=False)
 
 
 def entry_checksums(store: Store) -> dict[str, str]:
